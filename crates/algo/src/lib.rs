@@ -1,0 +1,295 @@
+//! The interface every measurement algorithm implements (DataSketches style: one set of verbs),
+//! and the names of the measurement tasks.
+//!
+//! An algorithm sees keys as bytes plus a weight, never packets. The weight is a packet count
+//! or a byte count; an aggregated update `(key, w)` must leave the same state as `w` unit updates
+//! of `key` for the linear and idempotent algorithms (`../shared/ALGORITHMS.md` section 0), which
+//! is what lets an aggregator (Agg-Evict) sit in front of any of them.
+//!
+//! Queries are optional: an algorithm answers the tasks it is meant for and returns `None` for
+//! the others. [`Algorithm::tasks`] lists what it answers, so asking anything else is a clear
+//! error before a run starts rather than a `None` at the end.
+
+use std::any::Any;
+use std::fmt;
+use std::str::FromStr;
+
+use key::FlowKey;
+use serde::{Deserialize, Serialize};
+
+/// A measurement task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    HeavyHitters,
+    HeavyChangers,
+    Superspreaders,
+    Ddos,
+    Cardinality,
+    FlowSizeDistribution,
+    Entropy,
+    TopK,
+    FlowSize,
+}
+
+impl Task {
+    pub const ALL: [Task; 9] = [
+        Task::HeavyHitters,
+        Task::HeavyChangers,
+        Task::Superspreaders,
+        Task::Ddos,
+        Task::Cardinality,
+        Task::FlowSizeDistribution,
+        Task::Entropy,
+        Task::TopK,
+        Task::FlowSize,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::HeavyHitters => "heavy_hitters",
+            Task::HeavyChangers => "heavy_changers",
+            Task::Superspreaders => "superspreaders",
+            Task::Ddos => "ddos",
+            Task::Cardinality => "cardinality",
+            Task::FlowSizeDistribution => "flow_size_distribution",
+            Task::Entropy => "entropy",
+            Task::TopK => "top_k",
+            Task::FlowSize => "flow_size",
+        }
+    }
+}
+
+impl fmt::Display for Task {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown task `{0}`")]
+pub struct UnknownTask(pub String);
+
+impl FromStr for Task {
+    type Err = UnknownTask;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Task::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or_else(|| UnknownTask(s.to_string()))
+    }
+}
+
+/// A reported flow (or host) with its estimated size (or distinct-peer count, or change).
+pub type Estimate = (FlowKey, u64);
+
+/// The verbs of every measurement algorithm.
+///
+/// Update contract: `update(k, w)` is an aggregated update of weight `w >= 1`. For linear
+/// algorithms it equals `w` unit updates in any order; for idempotent ones the weight is ignored;
+/// order-dependent ones keep their guarantees for any order (ALGORITHMS.md section 0).
+pub trait Algorithm: Send + Any {
+    /// Stable snake_case name (`count_min`, `flow_radar`, ...).
+    fn name(&self) -> &'static str;
+
+    /// The tasks this algorithm answers. Every query method below for a task listed here
+    /// returns `Some`; the others return `None`.
+    fn tasks(&self) -> &'static [Task];
+
+    fn update(&mut self, key: &FlowKey, weight: u64);
+
+    /// Update with a batch (`keys.len() == weights.len()`). Override to hash the whole batch
+    /// first and prefetch counters; the result must equal the one-by-one loop.
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        for (k, &w) in keys.iter().zip(weights) {
+            self.update(k, w);
+        }
+    }
+
+    /// Back to the empty state (same sizes and seeds).
+    fn reset(&mut self);
+
+    /// Bytes of state (counters, tables, heaps), the figure reported as the algorithm's memory.
+    fn memory_bytes(&self) -> usize;
+
+    /// For downcasting in `heavy_changers` and `merge`.
+    fn as_any(&self) -> &dyn Any;
+
+    /// Flows whose estimated size is at least `threshold` (absolute, in the weight's unit).
+    fn heavy_hitters(&self, _threshold: u64) -> Option<Vec<Estimate>> {
+        None
+    }
+
+    /// Flows whose size changed by at least `threshold` between `prev` (the previous epoch's
+    /// state of an algorithm of the same type and configuration) and `self`. The estimate is the
+    /// absolute change.
+    fn heavy_changers(&self, _prev: &dyn Algorithm, _threshold: u64) -> Option<Vec<Estimate>> {
+        None
+    }
+
+    /// Hosts with more than `threshold` distinct peers. Fed with `pair` keys; whether the host is
+    /// the source (superspreaders) or the destination (DDoS victims) is fixed at construction.
+    /// The estimate is the distinct-peer count.
+    fn spreaders(&self, _threshold: u64) -> Option<Vec<Estimate>> {
+        None
+    }
+
+    /// Number of distinct keys.
+    fn cardinality(&self) -> Option<f64> {
+        None
+    }
+
+    /// `fsd[s]` = estimated number of flows of size `s` (index 0 unused).
+    fn flow_size_distribution(&self) -> Option<Vec<f64>> {
+        None
+    }
+
+    /// Traffic entropy over flows, H = -sum (s_x/N) log2 (s_x/N), in bits.
+    fn entropy(&self) -> Option<f64> {
+        None
+    }
+
+    /// The `k` largest flows, largest first.
+    fn top_k(&self, _k: usize) -> Option<Vec<Estimate>> {
+        None
+    }
+
+    /// Estimated size of one flow.
+    fn flow_size(&self, _key: &FlowKey) -> Option<u64> {
+        None
+    }
+
+    /// Add `other` (same type, configuration and seeds) into `self`. `Err` if the structure cannot
+    /// be merged or the shapes differ.
+    fn merge(&mut self, _other: &dyn Algorithm) -> Result<(), MergeError> {
+        Err(MergeError::Unsupported(self.name()))
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MergeError {
+    #[error("{0} cannot be merged")]
+    Unsupported(&'static str),
+    #[error("cannot merge {0}: the other structure has a different type, size or seed")]
+    Mismatch(&'static str),
+}
+
+/// Exact number of flows in `sizes` whose size is `s`, as a distribution vector (index = size).
+/// Shared by every algorithm that reports a flow-size distribution from per-flow counts.
+pub fn size_histogram(sizes: impl IntoIterator<Item = u64>) -> Vec<f64> {
+    let mut fsd: Vec<f64> = vec![0.0];
+    for s in sizes {
+        let s = s as usize;
+        if s == 0 {
+            continue;
+        }
+        if fsd.len() <= s {
+            fsd.resize(s + 1, 0.0);
+        }
+        fsd[s] += 1.0;
+    }
+    fsd
+}
+
+/// Entropy (bits) of per-flow sizes: log2 N - (1/N) sum s log2 s.
+pub fn entropy_of(sizes: impl IntoIterator<Item = u64>) -> f64 {
+    let (mut n, mut acc) = (0f64, 0f64);
+    for s in sizes {
+        if s > 0 {
+            let s = s as f64;
+            n += s;
+            acc += s * s.log2();
+        }
+    }
+    if n == 0.0 {
+        0.0
+    } else {
+        n.log2() - acc / n
+    }
+}
+
+/// Which endpoint of a `pair` key is the host whose distinct peers are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// Superspreaders: sources with many distinct destinations.
+    Src,
+    /// DDoS victims: destinations with many distinct sources.
+    Dst,
+}
+
+/// What a run tells every algorithm it builds, besides the algorithm's own parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildCtx {
+    /// Master seed; every algorithm derives its hash seeds from it (key::sub_seed).
+    pub seed: u64,
+    /// Length in bytes of the keys the algorithm will see (4 for IPv4 `src`, 13 for an IPv4
+    /// `five_tuple`, ...). Algorithms that decode keys from their state (RevSketch, Deltoid,
+    /// FlowRadar) size themselves by it.
+    pub key_len: usize,
+    /// For spreader algorithms: which side of a `pair` key is the host.
+    pub side: Side,
+}
+
+impl Default for BuildCtx {
+    fn default() -> Self {
+        BuildCtx {
+            seed: 0x6e65_7473_6966_7400, // "netsift\0"
+            key_len: 4,
+            side: Side::Src,
+        }
+    }
+}
+
+/// A bad algorithm configuration. The message names the algorithm and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("algorithm `{algo}`: {source}")]
+    Params {
+        algo: &'static str,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("algorithm `{algo}`: field `{field}`: {reason}")]
+    Invalid {
+        algo: &'static str,
+        field: &'static str,
+        reason: String,
+    },
+}
+
+/// Deserialize an algorithm's parameter table (unknown fields are rejected by the target's
+/// `#[serde(deny_unknown_fields)]`, and the error names the field).
+pub fn parse_params<T: serde::de::DeserializeOwned>(
+    algo: &'static str,
+    params: &toml::Table,
+) -> Result<T, ConfigError> {
+    toml::Value::Table(params.clone())
+        .try_into()
+        .map_err(|source| ConfigError::Params { algo, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_names_roundtrip() {
+        for t in Task::ALL {
+            assert_eq!(t.name().parse::<Task>().unwrap(), t);
+        }
+        assert!("hh".parse::<Task>().is_err());
+    }
+
+    #[test]
+    fn entropy_of_uniform_is_log2_n() {
+        assert!((entropy_of([5, 5, 5, 5]) - 2.0).abs() < 1e-12);
+        assert_eq!(entropy_of([7]), 0.0);
+        assert_eq!(entropy_of([]), 0.0);
+    }
+
+    #[test]
+    fn histogram_counts_sizes() {
+        assert_eq!(size_histogram([1, 1, 3, 0]), vec![0.0, 2.0, 0.0, 1.0]);
+    }
+}

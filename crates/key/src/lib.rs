@@ -1,0 +1,501 @@
+//! Flow keys and the hash family.
+//!
+//! One key type, [`FlowKey`], is used by every stage after parsing: ground truth, algorithms,
+//! accelerators and reports. A key is the network-byte-order concatenation of the fields its
+//! [`KeyKind`] selects; its length tells the kind and the address family apart, so an IPv4 key and
+//! an IPv6 key can never be equal:
+//!
+//! | kind         | IPv4 bytes | IPv6 bytes | layout                                  |
+//! |--------------|-----------:|-----------:|-----------------------------------------|
+//! | `src`        | 4          | 16         | src                                     |
+//! | `dst`        | 4          | 16         | dst                                     |
+//! | `pair`       | 8          | 32         | src, dst                                |
+//! | `four_tuple` | 12         | 36         | src, dst, sport, dport                  |
+//! | `five_tuple` | 13         | 37         | src, dst, sport, dport, proto           |
+//!
+//! The IPv4 `five_tuple` layout is exactly the 13-byte record of the sketch-research key traces.
+//!
+//! Hashing: [`HashFn`] is xxh3-64 with a seed. xxh3 is defined on little-endian reads of the key
+//! bytes, so the same key and seed hash to the same value on every host; snapshots taken on
+//! different hosts therefore merge.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Longest key: an IPv6 five-tuple (16 + 16 + 2 + 2 + 1).
+pub const MAX_KEY_LEN: usize = 37;
+
+/// Which header fields make up a flow key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyKind {
+    Src,
+    Dst,
+    Pair,
+    FourTuple,
+    FiveTuple,
+}
+
+impl KeyKind {
+    pub const ALL: [KeyKind; 5] = [
+        KeyKind::Src,
+        KeyKind::Dst,
+        KeyKind::Pair,
+        KeyKind::FourTuple,
+        KeyKind::FiveTuple,
+    ];
+
+    /// Stable snake_case name used on the command line, in configs and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyKind::Src => "src",
+            KeyKind::Dst => "dst",
+            KeyKind::Pair => "pair",
+            KeyKind::FourTuple => "four_tuple",
+            KeyKind::FiveTuple => "five_tuple",
+        }
+    }
+
+    /// Key length in bytes for this kind and address family.
+    pub fn len(self, v6: bool) -> usize {
+        let a = if v6 { 16 } else { 4 };
+        match self {
+            KeyKind::Src | KeyKind::Dst => a,
+            KeyKind::Pair => 2 * a,
+            KeyKind::FourTuple => 2 * a + 4,
+            KeyKind::FiveTuple => 2 * a + 5,
+        }
+    }
+}
+
+impl fmt::Display for KeyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown key kind `{0}` (expected one of: src, dst, pair, four_tuple, five_tuple)")]
+pub struct UnknownKeyKind(pub String);
+
+impl FromStr for KeyKind {
+    type Err = UnknownKeyKind;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        KeyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownKeyKind(s.to_string()))
+    }
+}
+
+/// The parsed header fields a key is built from. Addresses are in network byte order; an IPv4
+/// address occupies the first 4 bytes and the rest stay zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tuple {
+    pub v6: bool,
+    pub src: [u8; 16],
+    pub dst: [u8; 16],
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: u8,
+}
+
+impl Tuple {
+    pub fn v4(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8) -> Tuple {
+        let mut t = Tuple {
+            sport,
+            dport,
+            proto,
+            ..Tuple::default()
+        };
+        t.src[..4].copy_from_slice(&src);
+        t.dst[..4].copy_from_slice(&dst);
+        t
+    }
+
+    /// The key of this tuple for `kind`.
+    #[inline]
+    pub fn key(&self, kind: KeyKind) -> FlowKey {
+        let a = if self.v6 { 16 } else { 4 };
+        let mut k = FlowKey::EMPTY;
+        let b = &mut k.bytes;
+        let len = match kind {
+            KeyKind::Src => {
+                b[..a].copy_from_slice(&self.src[..a]);
+                a
+            }
+            KeyKind::Dst => {
+                b[..a].copy_from_slice(&self.dst[..a]);
+                a
+            }
+            _ => {
+                b[..a].copy_from_slice(&self.src[..a]);
+                b[a..2 * a].copy_from_slice(&self.dst[..a]);
+                if kind == KeyKind::Pair {
+                    2 * a
+                } else {
+                    b[2 * a..2 * a + 2].copy_from_slice(&self.sport.to_be_bytes());
+                    b[2 * a + 2..2 * a + 4].copy_from_slice(&self.dport.to_be_bytes());
+                    if kind == KeyKind::FourTuple {
+                        2 * a + 4
+                    } else {
+                        b[2 * a + 4] = self.proto;
+                        2 * a + 5
+                    }
+                }
+            }
+        };
+        k.len = len as u8;
+        k
+    }
+}
+
+/// A flow key: up to [`MAX_KEY_LEN`] bytes. Bytes past `len` are always zero, so the derived
+/// comparisons and the hash see exactly the key.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct FlowKey {
+    len: u8,
+    #[serde(with = "key_bytes")]
+    bytes: [u8; MAX_KEY_LEN],
+}
+
+mod key_bytes {
+    use super::MAX_KEY_LEN;
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(b: &[u8; MAX_KEY_LEN], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(b)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; MAX_KEY_LEN], D::Error> {
+        let v: Vec<u8> = Vec::deserialize(d)?;
+        let mut out = [0u8; MAX_KEY_LEN];
+        if v.len() != MAX_KEY_LEN {
+            return Err(serde::de::Error::invalid_length(v.len(), &"37 key bytes"));
+        }
+        out.copy_from_slice(&v);
+        Ok(out)
+    }
+}
+
+impl FlowKey {
+    pub const EMPTY: FlowKey = FlowKey {
+        len: 0,
+        bytes: [0; MAX_KEY_LEN],
+    };
+
+    /// A key from raw bytes (any algorithm key, e.g. a 32-bit key of a key trace).
+    /// Returns `None` if longer than [`MAX_KEY_LEN`].
+    pub fn from_bytes(b: &[u8]) -> Option<FlowKey> {
+        if b.len() > MAX_KEY_LEN {
+            return None;
+        }
+        let mut k = FlowKey::EMPTY;
+        k.bytes[..b.len()].copy_from_slice(b);
+        k.len = b.len() as u8;
+        Some(k)
+    }
+
+    /// A 4-byte key from a u32 (stored big-endian, as an IPv4 address would be).
+    #[inline]
+    pub fn from_u32(v: u32) -> FlowKey {
+        let mut k = FlowKey::EMPTY;
+        k.bytes[..4].copy_from_slice(&v.to_be_bytes());
+        k.len = 4;
+        k
+    }
+
+    #[inline]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The first four bytes as a big-endian u32 (the IPv4 source address for IPv4 keys).
+    #[inline]
+    pub fn prefix_u32(&self) -> u32 {
+        u32::from_be_bytes([self.bytes[0], self.bytes[1], self.bytes[2], self.bytes[3]])
+    }
+
+    /// 32-bit XOR-fold of the key (Agg-Evict's fingerprint for keys wider than 4 bytes, 3.3).
+    /// Equal keys fold equally; unequal keys may collide, so users compare full keys on a match.
+    #[inline]
+    pub fn fold32(&self) -> u32 {
+        let mut w = [0u8; 40];
+        w[..MAX_KEY_LEN].copy_from_slice(&self.bytes);
+        let mut f = self.len as u32;
+        for c in w.chunks_exact(4) {
+            f ^= u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        f
+    }
+
+    /// For `pair`, `four_tuple` and `five_tuple` keys: the source-address part as a `src` key.
+    pub fn src_part(&self) -> Option<FlowKey> {
+        let a = self.addr_len()?;
+        FlowKey::from_bytes(&self.bytes[..a])
+    }
+
+    /// For `pair`, `four_tuple` and `five_tuple` keys: the destination-address part as a `dst` key.
+    pub fn dst_part(&self) -> Option<FlowKey> {
+        let a = self.addr_len()?;
+        FlowKey::from_bytes(&self.bytes[a..2 * a])
+    }
+
+    fn addr_len(&self) -> Option<usize> {
+        match self.len {
+            8 | 12 | 13 => Some(4),
+            32 | 36 | 37 => Some(16),
+            _ => None,
+        }
+    }
+}
+
+impl Default for FlowKey {
+    fn default() -> Self {
+        FlowKey::EMPTY
+    }
+}
+
+impl Hash for FlowKey {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write(self.as_bytes());
+    }
+}
+
+fn fmt_addr(f: &mut fmt::Formatter<'_>, b: &[u8]) -> fmt::Result {
+    if b.len() == 4 {
+        write!(f, "{}", std::net::Ipv4Addr::new(b[0], b[1], b[2], b[3]))
+    } else {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        write!(f, "{}", std::net::Ipv6Addr::from(a))
+    }
+}
+
+/// Human form: `10.0.0.1`, `10.0.0.1>10.0.0.2`, `10.0.0.1:80>10.0.0.2:443`,
+/// `10.0.0.1:80>10.0.0.2:443/6`; keys of other lengths print as hex.
+impl fmt::Display for FlowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let b = self.as_bytes();
+        let (a, rest) = match self.len {
+            4 | 16 => return fmt_addr(f, b),
+            8 | 12 | 13 => (4, self.len as usize - 8),
+            32 | 36 | 37 => (16, self.len as usize - 32),
+            _ => {
+                for x in b {
+                    write!(f, "{x:02x}")?;
+                }
+                return Ok(());
+            }
+        };
+        let (src, dst) = (&b[..a], &b[a..2 * a]);
+        let v6 = a == 16;
+        let open = if v6 { "[" } else { "" };
+        let close = if v6 { "]" } else { "" };
+        if rest == 0 {
+            fmt_addr(f, src)?;
+            f.write_str(">")?;
+            return fmt_addr(f, dst);
+        }
+        let sport = u16::from_be_bytes([b[2 * a], b[2 * a + 1]]);
+        let dport = u16::from_be_bytes([b[2 * a + 2], b[2 * a + 3]]);
+        f.write_str(open)?;
+        fmt_addr(f, src)?;
+        write!(f, "{close}:{sport}>{open}")?;
+        fmt_addr(f, dst)?;
+        write!(f, "{close}:{dport}")?;
+        if rest == 5 {
+            write!(f, "/{}", b[2 * a + 4])?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for FlowKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FlowKey({self})")
+    }
+}
+
+/// splitmix64: derives independent-looking seeds (rows, levels, hosts) from one master seed.
+#[inline]
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The seed of sub-hash `i` (row, level, ...) of a structure seeded with `master`.
+#[inline]
+pub fn sub_seed(master: u64, i: u64) -> u64 {
+    mix64(master ^ mix64(i.wrapping_add(1)))
+}
+
+/// Map a 64-bit hash uniformly onto `0..n` without division (Lemire's multiply-shift).
+/// Works for any `n`, power of two or not (SketchVisor's widths are like 4000).
+#[inline]
+pub fn reduce(h: u64, n: usize) -> usize {
+    ((h as u128 * n as u128) >> 64) as usize
+}
+
+/// The project's one hash family: seeded xxh3-64 over the key bytes. Portable (same value on
+/// every host), so structures built on different hosts with the same seed merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashFn {
+    seed: u64,
+}
+
+impl HashFn {
+    pub fn new(seed: u64) -> HashFn {
+        HashFn { seed }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Member `i` of the family seeded like `self` (for per-row hashes).
+    pub fn sub(&self, i: u64) -> HashFn {
+        HashFn::new(sub_seed(self.seed, i))
+    }
+
+    #[inline]
+    pub fn hash(&self, key: &FlowKey) -> u64 {
+        xxhash_rust::xxh3::xxh3_64_with_seed(key.as_bytes(), self.seed)
+    }
+
+    #[inline]
+    pub fn hash_bytes(&self, b: &[u8]) -> u64 {
+        xxhash_rust::xxh3::xxh3_64_with_seed(b, self.seed)
+    }
+}
+
+/// `BuildHasher` for `HashMap<FlowKey, _>`: one xxh3 call per key instead of SipHash.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyHasherBuilder;
+
+/// Hasher produced by [`KeyHasherBuilder`]. Keys hash through one `write` call.
+#[derive(Default)]
+pub struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.0);
+    }
+}
+
+impl BuildHasher for KeyHasherBuilder {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+/// A `HashMap` keyed by flow keys with the fast hasher.
+pub type KeyMap<V> = std::collections::HashMap<FlowKey, V, KeyHasherBuilder>;
+/// A `HashSet` of flow keys with the fast hasher.
+pub type KeySet = std::collections::HashSet<FlowKey, KeyHasherBuilder>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn v4() -> Tuple {
+        Tuple::v4([10, 0, 0, 1], [192, 168, 1, 2], 1234, 80, 6)
+    }
+
+    #[test]
+    fn key_layouts_and_lengths() {
+        let t = v4();
+        assert_eq!(t.key(KeyKind::Src).as_bytes(), &[10, 0, 0, 1]);
+        assert_eq!(t.key(KeyKind::Dst).as_bytes(), &[192, 168, 1, 2]);
+        assert_eq!(
+            t.key(KeyKind::FiveTuple).as_bytes(),
+            &[10, 0, 0, 1, 192, 168, 1, 2, 0x04, 0xd2, 0, 80, 6]
+        );
+        for k in KeyKind::ALL {
+            assert_eq!(t.key(k).len(), k.len(false));
+            let mut t6 = t;
+            t6.v6 = true;
+            assert_eq!(t6.key(k).len(), k.len(true));
+        }
+        assert_eq!(t.key(KeyKind::FiveTuple).to_string(), "10.0.0.1:1234>192.168.1.2:80/6");
+        assert_eq!(t.key(KeyKind::Pair).to_string(), "10.0.0.1>192.168.1.2");
+        assert_eq!(
+            t.key(KeyKind::Pair).src_part().unwrap(),
+            t.key(KeyKind::Src)
+        );
+        assert_eq!(
+            t.key(KeyKind::FiveTuple).dst_part().unwrap(),
+            t.key(KeyKind::Dst)
+        );
+    }
+
+    #[test]
+    fn kinds_parse_and_name() {
+        for k in KeyKind::ALL {
+            assert_eq!(k.name().parse::<KeyKind>().unwrap(), k);
+        }
+        assert!("5tuple".parse::<KeyKind>().is_err());
+    }
+
+    #[test]
+    fn hash_is_portable() {
+        // Fixed vectors: the family must give these values on every host and every build.
+        let h = HashFn::new(42);
+        let k = FlowKey::from_u32(0x0a00_0001);
+        assert_eq!(h.hash(&k), xxhash_rust::xxh3::xxh3_64_with_seed(&[10, 0, 0, 1], 42));
+        assert_eq!(mix64(0), 0xe220_a839_7b1d_cdaf);
+        assert_ne!(h.sub(0).seed(), h.sub(1).seed());
+    }
+
+    #[test]
+    fn reduce_stays_in_range() {
+        for n in [1usize, 3, 4000, 65536, 1 << 20] {
+            for h in [0u64, 1, u64::MAX, 0x8000_0000_0000_0000] {
+                assert!(reduce(h, n) < n);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn from_bytes_roundtrip(b in proptest::collection::vec(any::<u8>(), 0..=MAX_KEY_LEN)) {
+            let k = FlowKey::from_bytes(&b).unwrap();
+            prop_assert_eq!(k.as_bytes(), &b[..]);
+            let _ = k.to_string();
+            prop_assert_eq!(k.fold32(), FlowKey::from_bytes(&b).unwrap().fold32());
+        }
+
+        #[test]
+        fn distinct_kinds_never_equal(a in any::<[u8; 4]>(), b in any::<[u8; 4]>()) {
+            let t = Tuple::v4(a, b, 1, 2, 17);
+            let keys: Vec<FlowKey> = KeyKind::ALL.iter().map(|&k| t.key(k)).collect();
+            // Different lengths (except src vs dst) make keys of different kinds unequal.
+            for i in 2..keys.len() {
+                for j in 0..i {
+                    prop_assert_ne!(keys[i], keys[j]);
+                }
+            }
+        }
+    }
+}
