@@ -1,0 +1,27 @@
+//! netsift as a library: the glue between the pipeline crates that the `netsift` binary and the
+//! integration tests share (source loop, `stats`, `bench`).
+
+pub mod bench;
+pub mod source;
+pub mod stats;
+
+use anyhow::{Context, Result};
+use trace::{Capture, Format};
+
+/// The built-in default trace: 1 M packets of the generator's default model, as an in-memory
+/// pcap, so the default run exercises the same reader and parser as a real file.
+pub fn default_capture() -> Result<Capture> {
+    let spec = gen::Spec {
+        packets: 1_000_000,
+        snaplen: 64,
+        ..gen::Spec::default()
+    };
+    let mut buf = Vec::new();
+    gen::write(&spec, gen::OutFormat::Pcap, &mut buf).context("generating the default trace")?;
+    let name = format!(
+        "<built-in: gen --packets {} --flows {} --skew {} --seed {}>",
+        spec.packets, spec.flows, spec.skew, spec.seed
+    );
+    Ok(Capture::from_bytes(&name, buf, Some(Format::Pcap))?)
+}
+

@@ -1,0 +1,127 @@
+//! The `netsift` binary as a user runs it: exit codes, one-line errors, JSON shape.
+
+mod common;
+
+use std::process::Command;
+
+fn netsift() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netsift"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("netsift-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+#[test]
+fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
+    let good = common::traces_dir().join("ndpi_synscan.pcap");
+    let full = std::fs::read(&good).unwrap();
+    // Cut the file in the middle of a record: the records before it must still be counted.
+    let cut = tmp("cut.pcap");
+    std::fs::write(&cut, &full[..full.len() - 7]).unwrap();
+    let junk = tmp("junk.bin");
+    std::fs::write(&junk, b"this is not a capture file at all").unwrap();
+
+    let out = netsift()
+        .args(["stats", "--json"])
+        .arg(&good)
+        .arg(&cut)
+        .arg(&junk)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "a bad file means a non-zero exit");
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one line per bad file: {stderr}");
+    assert!(lines[0].contains("cut.pcap") && lines[0].contains("offset"), "{stderr}");
+    assert!(lines[1].contains("junk.bin"), "{stderr}");
+
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let arr = v.as_array().unwrap();
+    assert_eq!(arr.len(), 3);
+    let (a, b) = (&arr[0], &arr[1]);
+    for field in [
+        "file", "packets", "bytes", "ipv4", "ipv6", "non_ip", "truncated", "malformed", "flows",
+        "duration_s", "link_types", "top", "zipf_skew",
+    ] {
+        assert!(a.get(field).is_some(), "missing {field}");
+    }
+    for kind in ["src", "dst", "pair", "four_tuple", "five_tuple"] {
+        assert!(a["flows"][kind].as_u64().unwrap() > 0);
+    }
+    assert!(a["error"].is_null());
+    assert_eq!(b["packets"].as_u64().unwrap(), a["packets"].as_u64().unwrap() - 1);
+    assert!(b["error"].as_str().unwrap().contains("offset"));
+    assert!(arr[2]["error"].as_str().is_some());
+}
+
+#[test]
+fn gen_then_stats_roundtrip_and_stdin() {
+    let f = tmp("g.pcap");
+    let st = netsift()
+        .args(["gen", "--packets", "20000", "--flows", "500", "--seed", "7", "--out"])
+        .arg(&f)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = netsift().args(["stats", "--json"]).arg(&f).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["packets"], 20000);
+    assert_eq!(v[0]["ipv4"], 20000);
+    let five = v[0]["flows"]["five_tuple"].as_u64().unwrap();
+    assert!(five <= 500 && five > 300, "{five}");
+    assert!(v[0]["flows"]["src"].as_u64().unwrap() < five);
+
+    // The same file through standard input.
+    let out2 = netsift()
+        .args(["stats", "--json", "-"])
+        .stdin(std::fs::File::open(&f).unwrap())
+        .output()
+        .unwrap();
+    assert!(out2.status.success());
+    let v2: serde_json::Value = serde_json::from_slice(&out2.stdout).unwrap();
+    assert_eq!(v2[0]["flows"], v[0]["flows"]);
+    assert_eq!(v2[0]["top"], v[0]["top"]);
+
+    // Key traces of the same spec hold the same flows.
+    let k = tmp("g.keys13");
+    assert!(netsift()
+        .args(["gen", "--packets", "20000", "--flows", "500", "--seed", "7", "--format", "keys13", "--out"])
+        .arg(&k)
+        .status()
+        .unwrap()
+        .success());
+    let out3 = netsift().args(["stats", "--json"]).arg(&k).output().unwrap();
+    let v3: serde_json::Value = serde_json::from_slice(&out3.stdout).unwrap();
+    assert_eq!(v3[0]["flows"], v[0]["flows"]);
+}
+
+#[test]
+fn wrong_flags_are_clear_errors() {
+    let out = netsift().args(["stats", "--key", "sixtuple"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sixtuple"));
+    let out = netsift()
+        .args(["stats", "--format", "pcapx", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bench_parse_reports_throughput() {
+    let f = common::traces_dir().join("ndpi_gnutella.pcap");
+    let out = netsift()
+        .args(["bench", "parse", "--json", "--passes", "1"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["packets"].as_u64().unwrap() > 0);
+    assert!(v["mpps"].as_f64().unwrap() > 0.0);
+    assert!(v["ns_per_packet"].as_f64().unwrap() > 0.0);
+}

@@ -1,0 +1,147 @@
+//! An independent implementation of "read a capture and key its packets", built only from
+//! pcap-parser (reading) and etherparse (slicing), used to check netsift's own readers and parser.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
+use key::Tuple;
+use pcap_parser::traits::PcapReaderIterator;
+use pcap_parser::{Block, PcapBlockOwned, PcapError};
+
+pub fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
+}
+
+/// The real captures (not the tcpdump regression set).
+pub fn real_traces() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(traces_dir())
+        .expect("../shared/traces must exist beside the repository")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.to_string_lossy().contains(".pcap"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// One frame as pcap-parser reads it: (link type, original length, captured bytes).
+pub struct PeerFrame {
+    pub link: u32,
+    pub ts_ns: u64,
+    pub orig_len: u32,
+    pub data: Vec<u8>,
+}
+
+/// Read every frame of a pcap or pcapng file with pcap-parser.
+pub fn peer_frames(path: &Path) -> Vec<PeerFrame> {
+    let file = std::fs::File::open(path).unwrap();
+    let mut reader = pcap_parser::create_reader(1 << 20, file).unwrap();
+    let mut out = vec![];
+    let mut legacy_link = 0u32;
+    let mut legacy_nsec = false;
+    let mut if_links: Vec<u32> = vec![];
+    let mut if_tsres: Vec<(u64, u64)> = vec![];
+    loop {
+        match reader.next() {
+            Ok((offset, block)) => {
+                match block {
+                    PcapBlockOwned::LegacyHeader(h) => {
+                        legacy_link = h.network.0 as u32;
+                        legacy_nsec = h.is_nanosecond_precision();
+                    }
+                    PcapBlockOwned::Legacy(b) => {
+                        let frac = if legacy_nsec { 1 } else { 1000 };
+                        out.push(PeerFrame {
+                            link: legacy_link,
+                            ts_ns: b.ts_sec as u64 * 1_000_000_000 + b.ts_usec as u64 * frac,
+                            orig_len: b.origlen,
+                            data: b.data.to_vec(),
+                        })
+                    }
+                    PcapBlockOwned::NG(Block::SectionHeader(_)) => {
+                        if_links.clear();
+                        if_tsres.clear();
+                    }
+                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                        if_links.push(idb.linktype.0 as u32);
+                        if_tsres.push((idb.ts_offset, idb.ts_resolution().unwrap_or(1_000_000)));
+                    }
+                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                        let i = epb.if_id as usize;
+                        let (off, res) = if_tsres[i];
+                        let ts = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
+                        let ns = (ts as u128 * 1_000_000_000 / res as u128) as u64
+                            + off * 1_000_000_000;
+                        out.push(PeerFrame {
+                            link: if_links[i],
+                            ts_ns: ns,
+                            orig_len: epb.origlen,
+                            data: epb.data[..epb.caplen as usize].to_vec(),
+                        })
+                    }
+                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => out.push(PeerFrame {
+                        link: if_links[0],
+                        ts_ns: 0,
+                        orig_len: spb.origlen,
+                        data: spb.data.to_vec(),
+                    }),
+                    PcapBlockOwned::NG(_) => {}
+                }
+                reader.consume(offset);
+            }
+            Err(PcapError::Eof) => break,
+            Err(PcapError::Incomplete(_)) => reader.refill().unwrap(),
+            Err(e) => panic!("pcap-parser failed on {}: {e:?}", path.display()),
+        }
+    }
+    out
+}
+
+/// The 5-tuple etherparse finds in a frame, with netsift's documented rules for what etherparse
+/// leaves open: ports of TCP/UDP/SCTP/DCCP/UDP-Lite come from the first 4 bytes of L4 when they
+/// were captured (real CAIDA packets are cut inside the TCP header), and non-first fragments carry
+/// no ports. `None` when etherparse finds no IP header.
+pub fn peer_tuple(link: u32, data: &[u8]) -> Option<Tuple> {
+    let p = match link {
+        1 => LaxSlicedPacket::from_ethernet(data).ok()?,
+        101 | 12 | 14 => LaxSlicedPacket::from_ip(data).ok()?,
+        _ => return None,
+    };
+    let mut t = Tuple::default();
+    let (payload, first_fragment) = match p.net.as_ref()? {
+        LaxNetSlice::Ipv4(ip) => {
+            let h = ip.header();
+            t.src[..4].copy_from_slice(&h.source());
+            t.dst[..4].copy_from_slice(&h.destination());
+            (ip.payload(), h.fragments_offset().value() == 0)
+        }
+        LaxNetSlice::Ipv6(ip) => {
+            let h = ip.header();
+            t.v6 = true;
+            t.src.copy_from_slice(&h.source());
+            t.dst.copy_from_slice(&h.destination());
+            // etherparse does not expose the fragment offset of an IPv6 fragment header here;
+            // a fragmented IPv6 packet gets no ports unless etherparse decoded its transport.
+            (ip.payload(), !ip.payload().fragmented)
+        }
+    };
+    t.proto = payload.ip_number.0;
+    match &p.transport {
+        Some(TransportSlice::Tcp(tcp)) => {
+            t.sport = tcp.source_port();
+            t.dport = tcp.destination_port();
+        }
+        Some(TransportSlice::Udp(udp)) => {
+            t.sport = udp.source_port();
+            t.dport = udp.destination_port();
+        }
+        _ => {
+            let b = payload.payload;
+            if first_fragment && matches!(t.proto, 6 | 17 | 132 | 33 | 136) && b.len() >= 4 {
+                t.sport = u16::from_be_bytes([b[0], b[1]]);
+                t.dport = u16::from_be_bytes([b[2], b[3]]);
+            }
+        }
+    }
+    Some(t)
+}

@@ -1,0 +1,74 @@
+//! netsift's readers, parser and `stats` against an independent implementation (pcap-parser +
+//! etherparse, see `common`) on every real capture in ../shared/traces: packet counts, bytes,
+//! keyed packets and distinct flows of every key kind must agree exactly.
+
+mod common;
+
+use key::{KeyKind, KeySet};
+use netsift::stats::file_stats;
+use trace::Capture;
+
+#[test]
+fn stats_agree_with_pcap_parser_and_etherparse() {
+    let files = common::real_traces();
+    assert!(files.len() >= 8, "expected the real captures, found {files:?}");
+    for path in files {
+        let frames = common::peer_frames(&path);
+        let mut sets: [KeySet; 5] = Default::default();
+        let mut keyed = 0u64;
+        let mut bytes = 0u64;
+        for f in &frames {
+            bytes += f.orig_len.max(f.data.len() as u32) as u64;
+            if let Some(t) = common::peer_tuple(f.link, &f.data) {
+                keyed += 1;
+                for (s, k) in sets.iter_mut().zip(KeyKind::ALL) {
+                    s.insert(t.key(k));
+                }
+            }
+        }
+        let cap = Capture::open(path.to_str().unwrap(), None).unwrap();
+        let st = file_stats(&cap, 5, KeyKind::FiveTuple);
+        let name = path.file_name().unwrap().to_string_lossy();
+        assert_eq!(st.error, None, "{name}");
+        assert_eq!(st.packets, frames.len() as u64, "{name}: packets");
+        assert_eq!(st.classified(), st.packets, "{name}: every packet classified once");
+        assert_eq!(st.bytes, bytes, "{name}: bytes (wire lengths)");
+        assert_eq!(st.ipv4 + st.ipv6, keyed, "{name}: keyed packets");
+        let ours = [
+            st.flows.src,
+            st.flows.dst,
+            st.flows.pair,
+            st.flows.four_tuple,
+            st.flows.five_tuple,
+        ];
+        let peer: Vec<u64> = sets.iter().map(|s| s.len() as u64).collect();
+        assert_eq!(ours.to_vec(), peer, "{name}: distinct flows src/dst/pair/4t/5t");
+        eprintln!(
+            "{name}: {} packets, {} keyed, flows {:?} — agree",
+            st.packets, keyed, ours
+        );
+    }
+}
+
+#[test]
+fn per_packet_tuples_agree() {
+    for path in common::real_traces() {
+        let frames = common::peer_frames(&path);
+        let (mut same, mut compared) = (0, 0);
+        for f in &frames {
+            let ours = wire::parse(f.link, &f.data);
+            if let Some(t) = common::peer_tuple(f.link, &f.data) {
+                compared += 1;
+                assert!(
+                    matches!(ours.class, wire::Class::Ipv4 | wire::Class::Ipv6),
+                    "{}: etherparse found IP, we say {:?}",
+                    path.display(),
+                    ours.class
+                );
+                assert_eq!(ours.tuple, t, "{}", path.display());
+                same += 1;
+            }
+        }
+        assert_eq!(same, compared);
+    }
+}
