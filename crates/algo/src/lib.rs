@@ -88,7 +88,7 @@ pub type Estimate = (FlowKey, u64);
 /// Update contract: `update(k, w)` is an aggregated update of weight `w >= 1`. For linear
 /// algorithms it equals `w` unit updates in any order; for idempotent ones the weight is ignored;
 /// order-dependent ones keep their guarantees for any order (ALGORITHMS.md section 0).
-pub trait Algorithm: Send + Any {
+pub trait Algorithm: AlgorithmClone + Send + Any {
     /// Stable snake_case name (`count_min`, `flow_radar`, ...).
     fn name(&self) -> &'static str;
 
@@ -163,6 +163,18 @@ pub trait Algorithm: Send + Any {
     /// be merged or the shapes differ.
     fn merge(&mut self, _other: &dyn Algorithm) -> Result<(), MergeError> {
         Err(MergeError::Unsupported(self.name()))
+    }
+}
+
+/// Snapshotting an algorithm behind `dyn` (the runner keeps the previous epoch's state for heavy
+/// changers). Implemented for every `Algorithm + Clone`, so implementors only derive `Clone`.
+pub trait AlgorithmClone {
+    fn clone_box(&self) -> Box<dyn Algorithm>;
+}
+
+impl<T: Algorithm + Clone> AlgorithmClone for T {
+    fn clone_box(&self) -> Box<dyn Algorithm> {
+        Box::new(self.clone())
     }
 }
 
