@@ -2,6 +2,7 @@
 //! integration tests share (source loop, `stats`, `bench`).
 
 pub mod bench;
+pub mod run;
 pub mod source;
 pub mod stats;
 

@@ -31,6 +31,11 @@ enum Cmd {
     /// Per-file statistics of captures (pcap, pcapng, key traces). Without FILE: a built-in
     /// synthetic trace.
     Stats(StatsArgs),
+    /// Measurement tasks over a trace (default: every task on a built-in synthetic trace), with
+    /// accuracy against exact ground truth and each algorithm's cost.
+    Run(netsift::run::RunArgs),
+    /// List the algorithms and the tasks each answers.
+    Algorithms,
     /// Write a synthetic trace (Zipf flow sizes, realistic 5-tuples).
     Gen(GenArgs),
     /// Benchmarks.
@@ -117,6 +122,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Stats(a) => cmd_stats(a),
+        Cmd::Run(a) => netsift::run::cmd_run(a),
+        Cmd::Algorithms => {
+            for (name, tasks) in measure::registry::ALGORITHMS {
+                let t: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
+                println!("{name:<16} {}", t.join(", "));
+            }
+            Ok(true)
+        }
         Cmd::Gen(a) => cmd_gen(a).map(|_| true),
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a).map(|_| true),
     };

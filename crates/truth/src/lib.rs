@@ -162,7 +162,7 @@ pub struct EpochTruth {
 }
 
 impl EpochTruth {
-    fn new(index: u64) -> EpochTruth {
+    pub fn new(index: u64) -> EpochTruth {
         EpochTruth {
             index,
             ..EpochTruth::default()

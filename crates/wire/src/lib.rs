@@ -1,1 +1,205 @@
-//! placeholder
+//! Zero-copy packet views: classify a captured frame and extract its 5-tuple.
+//!
+//! [`parse`] takes a pcap link type and the captured bytes of one frame and returns a [`View`]:
+//! exactly one [`Class`] for the frame and, for IP packets, the [`key::Tuple`] flow keys are built
+//! from. It never panics, never allocates and reads each header through one checked slice
+//! (smoltcp `wire` style: field offsets are constants, the length is checked once per header).
+//!
+//! # Semantics
+//!
+//! **Link layers** (see [`linktype`]):
+//! - Ethernet (1): a 14-byte header, then up to [`MAX_VLAN_TAGS`] 4-byte tags of type 802.1Q
+//!   (0x8100), 802.1ad (0x88a8) or 0x9100, in any order. More tags than that is `Malformed`.
+//!   An ethertype that is not IPv4 (0x0800) or IPv6 (0x86dd), including an 802.3 length field
+//!   (< 0x0600), ARP, LLDP and MPLS, is `NonIp`.
+//! - Raw IP (101, 12, 14): the version nibble of the first byte picks IPv4 (4) or IPv6 (6); any
+//!   other nibble is `Malformed`, an empty frame is `Truncated`.
+//! - IPv4 (228) and IPv6 (229): the frame is that IP header; a wrong version is `Malformed`.
+//! - Linux SLL (113): 16-byte header, ethertype at offset 14. Linux SLL2 (276): 20-byte header,
+//!   ethertype at offset 0. The ethertype is then handled as for Ethernet (VLAN tags included).
+//! - BSD null (0): a 4-byte address family in the byte order of the capturing host, so both
+//!   byte orders are accepted; loop (108): the same family in network byte order. AF_INET = 2 is
+//!   IPv4; AF_INET6 = 24, 28 or 30 (NetBSD/OpenBSD, FreeBSD, macOS) is IPv6; anything else is
+//!   `NonIp`.
+//! - Any other link type is `Unsupported`. A frame shorter than its link header (or cut inside
+//!   a VLAN tag) is `Truncated`.
+//!
+//! **IPv4**: fewer than 20 bytes captured is `Truncated`. Otherwise version != 4, IHL < 5, or a
+//! total length smaller than IHL*4 is `Malformed`, with one exception: a total length of **0** is
+//! read as "unknown" (TCP segmentation offload: hosts capture their own outgoing super-segments
+//! before the NIC fills the field; Wireshark and etherparse do the same) and the captured length
+//! is used. A total length *larger* than what was captured is normal (snaplen) and not an error:
+//! the packet is read up to min(total length, captured length); bytes past the total length
+//! (Ethernet padding) are never read as L4. Options are skipped. Only first fragments
+//! (fragment offset 0) carry ports; later fragments have ports 0 and `l4_cut = false`. An
+//! Authentication Header (51) is walked (RFC 4302: length in 4-byte units + 2) so `proto` is the
+//! protocol it protects, as for IPv6. Tunnels (IP-in-IP, GRE, ...) are not decapsulated: the
+//! outer addresses and the tunnel protocol number form the tuple.
+//!
+//! **IPv6**: fewer than 40 bytes captured is `Truncated`; version != 6 is `Malformed`. A payload
+//! length of 0 (jumbogram, or a GSO capture) is read as "up to the captured length". The
+//! extension-header chain is walked: hop-by-hop (0), routing (43), destination options (60),
+//! mobility (135), HIP (139) and shim6 (140) with length (n + 1) * 8, fragment (44, 8 bytes;
+//! a non-zero fragment offset stops the walk with ports 0), AH (51, length (n + 2) * 4). ESP (50)
+//! and no-next-header (59) end the chain with ports 0 and that number as `proto`. At most
+//! [`MAX_IPV6_EXT_HEADERS`] extension headers are walked; if the chain is longer the packet stays
+//! `Ipv6` (its addresses are valid) with ports 0, `l4_cut = false` and `proto` = the type of the
+//! first extension header not walked. Otherwise `proto` is the final upper-layer protocol.
+//!
+//! **Ports**: TCP (6), UDP (17), DCCP (33), SCTP (132) and UDP-Lite (136) take source and
+//! destination ports from the first 4 bytes of L4, when those 4 bytes were captured and lie
+//! within the IP length. ICMP, ICMPv6 and every other protocol have ports 0.
+//!
+//! **Truncation**: a packet whose network-layer addresses are complete is `Ipv4`/`Ipv6` even if
+//! the rest is cut. `l4_cut` is true when the capture (or the IP length) ended before the bytes
+//! needed for the ports: inside IPv4 options or an AH, inside the IPv6 extension chain (then
+//! `proto` is the last next-header value that could be read), or inside the first 4 bytes of a
+//! port-carrying L4 header. Then the ports are 0. Checks run in this order per header: length of
+//! the fixed header first (`Truncated`), then field validity (`Malformed`); so a longer capture of
+//! the same bytes can only turn `Truncated` into another class, and `l4_cut` into ports; every
+//! other result is final.
+//!
+//! **Every frame gets exactly one class**; for non-IP classes the tuple is all zeros.
+
+use key::{FlowKey, KeyKind, Tuple};
+
+mod ip;
+mod link;
+pub mod linktype;
+
+/// The most VLAN tags (802.1Q, 802.1ad, 0x9100) walked on one frame before it is `Malformed`.
+pub const MAX_VLAN_TAGS: usize = 8;
+
+/// The most IPv6 extension headers walked before giving up on the ports (see the crate docs).
+pub const MAX_IPV6_EXT_HEADERS: usize = 8;
+
+/// What a frame is. Each frame gets exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// IPv4 with complete addresses; the tuple is valid (ports possibly 0, see `l4_cut`).
+    Ipv4,
+    /// IPv6 with complete addresses; the tuple is valid (ports possibly 0, see `l4_cut`).
+    Ipv6,
+    /// A frame of a supported link type that does not carry IP (ARP, LLDP, MPLS, 802.3, ...).
+    NonIp,
+    /// Cut before the IP addresses were complete (or inside the link header).
+    Truncated,
+    /// An IP header with invalid fields (version, IHL, total length) or too many VLAN tags.
+    Malformed,
+    /// A link type netsift does not decode.
+    Unsupported,
+}
+
+impl Class {
+    pub const ALL: [Class; 6] = [
+        Class::Ipv4,
+        Class::Ipv6,
+        Class::NonIp,
+        Class::Truncated,
+        Class::Malformed,
+        Class::Unsupported,
+    ];
+
+    /// Stable snake_case name used in reports and JSON (same as the serde name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Ipv4 => "ipv4",
+            Class::Ipv6 => "ipv6",
+            Class::NonIp => "non_ip",
+            Class::Truncated => "truncated",
+            Class::Malformed => "malformed",
+            Class::Unsupported => "unsupported",
+        }
+    }
+
+    /// Position in [`Class::ALL`], for per-class counter arrays.
+    #[inline]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether the frame yields a flow key (`Ipv4` or `Ipv6`).
+    #[inline]
+    pub fn is_ip(self) -> bool {
+        matches!(self, Class::Ipv4 | Class::Ipv6)
+    }
+}
+
+impl std::fmt::Display for Class {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one packet yields. `tuple` is meaningful only for `Ipv4`/`Ipv6` (all zeros otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct View {
+    pub class: Class,
+    pub tuple: Tuple,
+    /// The ports could not be read because the capture (or the IP length) ended first; the ports
+    /// are then 0. Always false for non-IP classes and for protocols without ports.
+    pub l4_cut: bool,
+}
+
+const ZERO_TUPLE: Tuple = Tuple {
+    v6: false,
+    src: [0; 16],
+    dst: [0; 16],
+    sport: 0,
+    dport: 0,
+    proto: 0,
+};
+
+impl View {
+    /// A view of class `class` with an all-zero tuple.
+    #[inline]
+    pub const fn of(class: Class) -> View {
+        View {
+            class,
+            tuple: ZERO_TUPLE,
+            l4_cut: false,
+        }
+    }
+
+    pub(crate) const NON_IP: View = View::of(Class::NonIp);
+    pub(crate) const TRUNCATED: View = View::of(Class::Truncated);
+    pub(crate) const MALFORMED: View = View::of(Class::Malformed);
+    pub(crate) const UNSUPPORTED: View = View::of(Class::Unsupported);
+
+    /// The flow key of kind `kind`, or `None` for non-IP classes.
+    #[inline]
+    pub fn key(&self, kind: KeyKind) -> Option<FlowKey> {
+        if self.class.is_ip() {
+            Some(self.tuple.key(kind))
+        } else {
+            None
+        }
+    }
+}
+
+/// Classify a captured frame of link type `link` and extract its 5-tuple.
+#[inline]
+pub fn parse(link: u32, data: &[u8]) -> View {
+    match link {
+        linktype::ETHERNET => link::ethernet(data),
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip::raw(data),
+        linktype::IPV4 => ip::ipv4(data),
+        linktype::IPV6 => ip::ipv6(data),
+        linktype::LINUX_SLL => link::sll(data),
+        linktype::LINUX_SLL2 => link::sll2(data),
+        linktype::NULL => link::null(data),
+        linktype::LOOP => link::loopback(data),
+        _ => View::UNSUPPORTED,
+    }
+}
+
+/// [`parse`] and build the key of kind `kind`; non-IP classes get [`FlowKey::EMPTY`].
+#[inline]
+pub fn parse_key(link: u32, data: &[u8], kind: KeyKind) -> (Class, FlowKey) {
+    let v = parse(link, data);
+    (v.class, v.key(kind).unwrap_or(FlowKey::EMPTY))
+}
+
+#[cfg(test)]
+mod tests;

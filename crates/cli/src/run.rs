@@ -1,0 +1,295 @@
+//! `netsift run`: measurement tasks over a trace in one pass, with accuracy against exact ground
+//! truth and each algorithm's cost.
+
+use std::io::IsTerminal;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use key::KeyKind;
+use measure::runner::Report;
+use measure::{RunConfig, Runner};
+use trace::{Capture, Format};
+use truth::Weight;
+use wire::Class;
+
+use crate::source::each_packet;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Capture or key trace (`-` for standard input). Without it: the built-in synthetic trace
+    /// (4 M packets, two epochs of 2 M).
+    trace: Option<String>,
+    /// TOML run configuration (many algorithm/task pairs, their parameters); flags given on the
+    /// command line override its top-level fields.
+    #[arg(long)]
+    config: Option<String>,
+    /// Tasks, comma-separated: heavy_hitters, heavy_changers, superspreaders, ddos, cardinality,
+    /// flow_size_distribution, entropy, top_k, flow_size. Default: all (or all the algorithms
+    /// answer).
+    #[arg(long, value_delimiter = ',')]
+    task: Vec<algo::Task>,
+    /// Algorithms, comma-separated (see `netsift algorithms`). Default: one per task.
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    #[arg(long)]
+    key: Option<KeyKind>,
+    /// Count packets or bytes.
+    #[arg(long)]
+    weight: Option<WeightArg>,
+    /// Epoch length in packets (default 2,000,000).
+    #[arg(long, conflicts_with = "epoch_ms")]
+    epoch_packets: Option<u64>,
+    /// Epoch length in milliseconds of capture time.
+    #[arg(long)]
+    epoch_ms: Option<u64>,
+    /// Threshold of the heavy-hitter / changer / spreader tasks: below 1 a fraction, else absolute.
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// k of top-k.
+    #[arg(long)]
+    k: Option<usize>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Packets per batch handed to the algorithms (1..=8192).
+    #[arg(long)]
+    batch: Option<usize>,
+    #[arg(long)]
+    format: Option<Format>,
+    /// Write the per-epoch report as JSON to stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum WeightArg {
+    Packets,
+    Bytes,
+}
+
+fn config(a: &RunArgs) -> Result<RunConfig> {
+    let mut cfg = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config {path}"))?;
+            let c = RunConfig::from_toml(&text).with_context(|| format!("in config {path}"))?;
+            if !(a.task.is_empty() && a.algo.is_empty()) && !c.measures.is_empty() {
+                bail!("--task/--algo cannot be combined with a config that has [[measure]] entries");
+            }
+            c
+        }
+        None => RunConfig::default(),
+    };
+    if cfg.measures.is_empty() {
+        cfg.measures = RunConfig::measures_from_lists(&a.task, &a.algo)?;
+    }
+    if let Some(t) = &a.trace {
+        cfg.trace = Some(t.clone());
+    }
+    if let Some(k) = a.key {
+        cfg.key = k;
+    }
+    if let Some(w) = a.weight {
+        cfg.weight = match w {
+            WeightArg::Packets => Weight::Packets,
+            WeightArg::Bytes => Weight::Bytes,
+        };
+    }
+    if a.epoch_packets.is_some() || a.epoch_ms.is_some() {
+        cfg.epoch_packets = a.epoch_packets;
+        cfg.epoch_ms = a.epoch_ms;
+    }
+    if let Some(s) = a.seed {
+        cfg.seed = s;
+    }
+    if let Some(b) = a.batch {
+        cfg.batch = b;
+    }
+    for m in &mut cfg.measures {
+        if a.threshold.is_some() {
+            m.threshold = a.threshold;
+        }
+        if a.k.is_some() {
+            m.k = a.k;
+        }
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+fn progress(len: Option<u64>) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = match len {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::new_spinner(),
+    };
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} {pos:>11} packets {per_sec:>14} {elapsed} {wide_bar}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    pb
+}
+
+/// The built-in trace of `run`: the generator's default model, 4 M packets (two epochs).
+pub fn default_spec() -> gen::Spec {
+    gen::Spec {
+        packets: 4_000_000,
+        ..gen::Spec::default()
+    }
+}
+
+pub fn run(cfg: RunConfig, format: Option<Format>) -> Result<(Report, Option<String>)> {
+    let mut read_error = None;
+    let report = match cfg.trace.clone() {
+        None => {
+            let spec = default_spec();
+            let name = format!(
+                "<built-in: gen --packets {} --flows {} --skew {} --seed {}>",
+                spec.packets, spec.flows, spec.skew, spec.seed
+            );
+            let mut runner = Runner::new(cfg, &name)?;
+            let pb = progress(Some(spec.packets));
+            let mut n = 0u64;
+            gen::generate(&spec, |p| {
+                runner.push(p.ts_ns, &p.tuple, p.wire_len);
+                n += 1;
+                if n % 65536 == 0 {
+                    pb.set_position(n);
+                }
+            })?;
+            pb.finish_and_clear();
+            runner.finish()
+        }
+        Some(path) => {
+            let cap = Capture::open(&path, format)?;
+            let mut runner = Runner::new(cfg, cap.name())?;
+            let pb = progress(None);
+            let mut n = 0u64;
+            let res = each_packet(&cap, |p| {
+                match p.class {
+                    Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
+                    c => runner.push_unkeyed(c.name(), p.wire_len),
+                }
+                n += 1;
+                if n % 65536 == 0 {
+                    pb.set_position(n);
+                }
+            });
+            pb.finish_and_clear();
+            if let Err(e) = res {
+                read_error = Some(e.to_string());
+            }
+            runner.finish()
+        }
+    };
+    Ok((report, read_error))
+}
+
+fn fmt_opt(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.4}"),
+        Some(_) => "nan".into(),
+        None => "-".into(),
+    }
+}
+
+fn fmt_bytes(b: usize) -> String {
+    if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    }
+}
+
+pub fn print_report(r: &Report) {
+    println!(
+        "trace {}  key {}  weight {}  epoch {}  seed {}",
+        r.trace,
+        r.key,
+        r.weight.name(),
+        r.epoch,
+        r.seed
+    );
+    for e in &r.epochs {
+        println!(
+            "\nepoch {}: {} packets, {} bytes, {} flows ({})",
+            e.index, e.packets, e.bytes, e.flows, r.key
+        );
+        println!(
+            "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "task", "algorithm", "key", "answer", "precision", "recall", "f1", "rel.err", "ARE", "MRD"
+        );
+        for t in &e.tasks {
+            let answer = if let Some(n) = &t.note {
+                n.split(':').next().unwrap_or("").to_string()
+            } else if let Some(est) = t.estimate {
+                format!("{est:.1} (true {:.1})", t.truth.unwrap_or(0.0))
+            } else if let Some(rep) = t.reported {
+                match t.true_count {
+                    Some(tc) => format!("{rep} reported / {tc} true"),
+                    None => format!("{rep} flows"),
+                }
+            } else {
+                "-".into()
+            };
+            let a = &t.accuracy;
+            println!(
+                "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                t.task.name(),
+                t.algorithm,
+                t.key.name(),
+                answer,
+                fmt_opt(a.precision),
+                fmt_opt(a.recall),
+                fmt_opt(a.f1),
+                fmt_opt(a.relative_error),
+                fmt_opt(a.are),
+                fmt_opt(a.mrd)
+            );
+        }
+    }
+    println!("\ncost (update time measured per batch, same pass):");
+    println!(
+        "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10}",
+        "algorithm", "key", "memory", "updates", "ns/packet", "Mpps"
+    );
+    for c in &r.throughput {
+        println!(
+            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}{}",
+            c.algorithm,
+            c.key.name(),
+            fmt_bytes(c.memory_bytes),
+            c.updates,
+            c.ns_per_packet,
+            c.mpps,
+            if c.skipped > 0 {
+                format!("  ({} keys of the other address family skipped)", c.skipped)
+            } else {
+                String::new()
+            }
+        );
+    }
+    let t = &r.totals;
+    println!(
+        "\n{} packets ({} ipv4, {} ipv6, {} non_ip, {} truncated, {} malformed, {} unsupported), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing and ground truth)",
+        t.packets, t.ipv4, t.ipv6, t.non_ip, t.truncated, t.malformed, t.unsupported, t.epochs, r.seconds, r.mpps
+    );
+}
+
+/// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
+pub fn cmd_run(a: RunArgs) -> Result<bool> {
+    let cfg = config(&a)?;
+    let (report, err) = run(cfg, a.format)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    if let Some(e) = err {
+        eprintln!("netsift: {e}");
+        return Ok(false);
+    }
+    Ok(true)
+}

@@ -1,0 +1,170 @@
+//! Test helpers: a seeded Zipf key stream and exact ground truth.
+
+use key::{FlowKey, KeySet};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+/// `len` keys drawn from Zipf(`skew`) over `universe` 4-byte keys (rank r has probability
+/// proportional to 1/r^skew). Ranks are mapped to scattered key values so that popular keys are
+/// not numerically adjacent.
+pub fn zipf_stream(universe: usize, skew: f64, len: usize, seed: u64) -> Vec<FlowKey> {
+    let mut cdf = Vec::with_capacity(universe);
+    let mut acc = 0.0;
+    for r in 1..=universe {
+        acc += 1.0 / (r as f64).powf(skew);
+        cdf.push(acc);
+    }
+    let mut rng = Pcg64::seed_from_u64(seed);
+    (0..len)
+        .map(|_| {
+            let u = rng.gen::<f64>() * acc;
+            let rank = cdf.partition_point(|&c| c < u).min(universe - 1) as u32;
+            FlowKey::from_u32(rank.wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995)
+        })
+        .collect()
+}
+
+/// Exactly `n` distinct 4-byte keys, each repeated 1..=3 times, in a shuffled order.
+pub fn distinct_stream(n: usize, seed: u64) -> Vec<FlowKey> {
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let base = rng.gen::<u32>();
+    let mut v = Vec::with_capacity(2 * n);
+    for i in 0..n as u32 {
+        let k = FlowKey::from_u32(base.wrapping_add(i.wrapping_mul(0x0100_0193)));
+        for _ in 0..rng.gen_range(1..=3) {
+            v.push(k);
+        }
+    }
+    // Fisher-Yates with the same generator keeps the stream reproducible.
+    for i in (1..v.len()).rev() {
+        let j = rng.gen_range(0..=i);
+        v.swap(i, j);
+    }
+    v
+}
+
+/// Exact number of distinct keys.
+pub fn exact_distinct(keys: &[FlowKey]) -> usize {
+    keys.iter().collect::<std::collections::HashSet<_>>().len()
+}
+
+/// Distinct keys of a stream as a set (ground truth for membership questions).
+pub fn key_set(keys: &[FlowKey]) -> KeySet {
+    keys.iter().copied().collect()
+}
+
+/// Asserts `|est - truth| <= sigmas * rse * truth` and returns the relative error.
+#[track_caller]
+pub fn assert_within(name: &str, est: f64, truth: usize, rse: f64, sigmas: f64) -> f64 {
+    let t = truth as f64;
+    let rel = (est - t).abs() / t;
+    assert!(
+        rel <= sigmas * rse,
+        "{name}: estimate {est:.1} vs truth {truth}: relative error {rel:.4} > {sigmas} x RSE {rse:.4}"
+    );
+    rel
+}
+
+/// The laws every idempotent counter (class B) must obey, checked on a Zipf stream:
+/// weight ignored, repeats are no-ops, any order gives the same state, merge of two halves equals
+/// the sketch of the whole stream bit for bit, `update_batch` equals the `update` loop, reset
+/// restores the empty state, serde round-trips, same seed gives the same state and a different
+/// seed a different one. `make(seed)` builds an empty structure.
+pub fn check_idempotent_laws<A>(make: impl Fn(u64) -> A)
+where
+    A: algo::Algorithm
+        + Clone
+        + PartialEq
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+{
+    let keys = zipf_stream(20_000, 1.1, 60_000, 11);
+    let ones = vec![1u64; keys.len()];
+    let mut whole = make(1);
+    let empty = whole.clone();
+    for k in &keys {
+        whole.update(k, 1);
+    }
+
+    // Aggregated update (k, w) == w unit updates == one unit update.
+    let mut weighted = make(1);
+    for (i, k) in keys.iter().enumerate() {
+        weighted.update(k, 1 + (i as u64 % 1000) * 1_000_003);
+    }
+    assert_eq!(weighted, whole, "weight must be ignored");
+
+    // Any order: reversed stream.
+    let mut rev = make(1);
+    for k in keys.iter().rev() {
+        rev.update(k, 1);
+    }
+    assert_eq!(rev, whole, "order must not matter");
+
+    // Batch path (hash first, prefetch) equals the scalar loop.
+    let mut batch = make(1);
+    for (ks, ws) in keys.chunks(1000).zip(ones.chunks(1000)) {
+        batch.update_batch(ks, ws);
+    }
+    assert_eq!(batch, whole, "update_batch must equal the update loop");
+    let mut odd = make(1);
+    odd.update_batch(&keys[..37], &ones[..37]);
+    odd.update_batch(&keys[37..], &ones[37..]);
+    assert_eq!(odd, whole, "update_batch with ragged blocks");
+
+    // Merge of two halves == sketch of the whole stream, bit for bit.
+    let (a_keys, b_keys) = keys.split_at(keys.len() / 3);
+    let mut a = make(1);
+    let mut b = make(1);
+    for k in a_keys {
+        a.update(k, 1);
+    }
+    for k in b_keys {
+        b.update(k, 1);
+    }
+    a.merge(&b).expect("same shape and seed merge");
+    assert_eq!(a, whole, "merge must equal the sketch of the union");
+    // Merging with itself changes nothing (idempotent).
+    let copy = whole.clone();
+    let mut twice = whole.clone();
+    twice.merge(&copy).unwrap();
+    assert_eq!(twice, whole);
+
+    // Different seed: different state, and merging it is refused.
+    let mut other = make(2);
+    for k in &keys {
+        other.update(k, 1);
+    }
+    assert_ne!(other, whole, "different seeds must give different states");
+    let mut w2 = whole.clone();
+    assert_eq!(
+        w2.merge(&other),
+        Err(algo::MergeError::Mismatch(whole.name()))
+    );
+    assert_eq!(w2, whole, "a refused merge leaves the state alone");
+
+    // Same seed, fresh build: same state.
+    let mut again = make(1);
+    for k in &keys {
+        again.update(k, 1);
+    }
+    assert_eq!(again, whole);
+
+    // Serde round-trip keeps the state and the answers.
+    let json = serde_json::to_string(&whole).unwrap();
+    let back: A = serde_json::from_str(&json).unwrap();
+    assert_eq!(back, whole);
+    assert_eq!(back.cardinality(), whole.cardinality());
+
+    // Reset: back to the empty state, same sizes and seeds.
+    let mut r = whole.clone();
+    r.reset();
+    assert_eq!(r, empty);
+    assert_eq!(r.memory_bytes(), whole.memory_bytes());
+    assert_eq!(r.cardinality(), Some(0.0));
+
+    assert_eq!(whole.tasks(), &[algo::Task::Cardinality]);
+    assert!(whole.memory_bytes() > 0);
+    assert!(whole.heavy_hitters(1).is_none());
+    assert!(whole.spreaders(1).is_none());
+}

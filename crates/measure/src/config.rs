@@ -1,0 +1,289 @@
+//! Run configuration: what the command line or a TOML file asks for, validated before the trace
+//! is touched. Serde structs with `deny_unknown_fields` (the error names the field), kept apart
+//! from the running objects they build (`runner`).
+
+use algo::Task;
+use key::KeyKind;
+use serde::{Deserialize, Serialize};
+use truth::{EpochSpec, Weight, DEFAULT_EPOCH_PACKETS};
+
+use crate::registry;
+
+/// One algorithm answering one task.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    pub task: Task,
+    #[serde(rename = "algo")]
+    pub algorithm: String,
+    /// Key kind for this measurement (default: the run's `key`; superspreaders and DDoS always
+    /// use `pair` keys).
+    #[serde(default)]
+    pub key: Option<KeyKind>,
+    /// Heavy hitters / changers: a value below 1 is a fraction of the epoch's total (changers:
+    /// of the total change), 1 or more an absolute size. Superspreaders / DDoS: below 1 a
+    /// fraction of the distinct addresses on the counted (peer) side, else an absolute count.
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    /// Top-k: k.
+    #[serde(default)]
+    pub k: Option<usize>,
+    /// The algorithm's own parameters (see each algorithm's config; defaults from the papers).
+    #[serde(default)]
+    pub params: toml::Table,
+}
+
+/// A whole run, as a TOML file holds it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Capture file; none = the built-in synthetic trace.
+    #[serde(default)]
+    pub trace: Option<String>,
+    #[serde(default)]
+    pub format: Option<String>,
+    #[serde(default = "default_key")]
+    pub key: KeyKind,
+    #[serde(default)]
+    pub weight: Weight,
+    #[serde(default)]
+    pub epoch_packets: Option<u64>,
+    #[serde(default)]
+    pub epoch_ms: Option<u64>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Packets handed to the algorithms at once.
+    #[serde(default = "default_batch")]
+    pub batch: usize,
+    /// How many reported keys each task lists in the report (the count is always given).
+    #[serde(default = "default_listed")]
+    pub listed: usize,
+    #[serde(default, rename = "measure")]
+    pub measures: Vec<MeasureSpec>,
+}
+
+fn default_key() -> KeyKind {
+    KeyKind::FiveTuple
+}
+fn default_seed() -> u64 {
+    1
+}
+fn default_batch() -> usize {
+    32
+}
+fn default_listed() -> usize {
+    20
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            trace: None,
+            format: None,
+            key: default_key(),
+            weight: Weight::Packets,
+            epoch_packets: None,
+            epoch_ms: None,
+            seed: default_seed(),
+            batch: default_batch(),
+            listed: default_listed(),
+            measures: vec![],
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config: {0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("config field `{field}`: {reason}")]
+    Field { field: &'static str, reason: String },
+    #[error(transparent)]
+    Registry(#[from] registry::RegistryError),
+}
+
+fn field(field: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Field {
+        field,
+        reason: reason.into(),
+    }
+}
+
+impl RunConfig {
+    pub fn from_toml(text: &str) -> Result<RunConfig, ConfigError> {
+        Ok(toml::from_str(text)?)
+    }
+
+    pub fn epoch(&self) -> Result<EpochSpec, ConfigError> {
+        match (self.epoch_packets, self.epoch_ms) {
+            (Some(_), Some(_)) => Err(field(
+                "epoch_ms",
+                "give either epoch_packets or epoch_ms, not both",
+            )),
+            (None, Some(ms)) => EpochSpec::Millis(ms)
+                .validate()
+                .map_err(|e| field("epoch_ms", e.to_string())),
+            (p, None) => EpochSpec::Packets(p.unwrap_or(DEFAULT_EPOCH_PACKETS))
+                .validate()
+                .map_err(|e| field("epoch_packets", e.to_string())),
+        }
+    }
+
+    /// Check every field that can be checked before reading the trace.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.epoch()?;
+        if !(1..=8192).contains(&self.batch) {
+            return Err(field("batch", format!("{} is not in 1..=8192", self.batch)));
+        }
+        if self.measures.is_empty() {
+            return Err(field("measure", "no measurement asked for"));
+        }
+        for m in &self.measures {
+            registry::check(&m.algorithm, m.task)?;
+            if let Some(t) = m.threshold {
+                if !(t > 0.0 && t.is_finite()) {
+                    return Err(field("threshold", format!("{t} must be a positive number")));
+                }
+            }
+            if m.k == Some(0) {
+                return Err(field("k", "top-k needs k >= 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The measurements of `--task` / `--algo` lists: every listed task with every listed
+    /// algorithm that answers it. A task none of the algorithms answers, or an algorithm that
+    /// answers none of the tasks, is an error naming both.
+    pub fn measures_from_lists(
+        tasks: &[Task],
+        algos: &[String],
+    ) -> Result<Vec<MeasureSpec>, ConfigError> {
+        let spec = |task: Task, algo: &str| MeasureSpec {
+            task,
+            algorithm: algo.to_string(),
+            key: None,
+            threshold: None,
+            k: None,
+            params: toml::Table::new(),
+        };
+        for a in algos {
+            if registry::tasks_of(a).is_none() {
+                return Err(registry::RegistryError::Unknown(a.clone()).into());
+            }
+        }
+        let tasks: Vec<Task> = if tasks.is_empty() {
+            if algos.is_empty() {
+                Task::ALL.to_vec()
+            } else {
+                Task::ALL
+                    .into_iter()
+                    .filter(|t| algos.iter().any(|a| registry::check(a, *t).is_ok()))
+                    .collect()
+            }
+        } else {
+            tasks.to_vec()
+        };
+        if algos.is_empty() {
+            return Ok(tasks
+                .iter()
+                .map(|&t| spec(t, registry::default_algorithm(t)))
+                .collect());
+        }
+        let mut out = vec![];
+        for &t in &tasks {
+            let able: Vec<&String> = algos
+                .iter()
+                .filter(|a| registry::check(a, t).is_ok())
+                .collect();
+            if able.is_empty() {
+                // Name the first algorithm in the error, with what can answer the task.
+                registry::check(&algos[0], t)?;
+            }
+            out.extend(able.into_iter().map(|a| spec(t, a)));
+        }
+        for a in algos {
+            if !out.iter().any(|m| &m.algorithm == a) {
+                registry::check(a, tasks[0])?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_fields_are_named() {
+        let e = RunConfig::from_toml("key = \"src\"\nepoch_pakets = 5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("epoch_pakets"), "{e}");
+        let e = RunConfig::from_toml("[[measure]]\ntask = \"heavy_hitters\"\nalgo = \"count_min\"\nthreshhold = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("threshhold"), "{e}");
+        let e = RunConfig::from_toml("key = \"sixtuple\"\n").unwrap_err().to_string();
+        assert!(e.contains("sixtuple"), "{e}");
+    }
+
+    #[test]
+    fn a_full_config_parses_and_validates() {
+        let c = RunConfig::from_toml(
+            r#"
+            key = "src"
+            weight = "bytes"
+            epoch_ms = 1000
+            seed = 9
+            [[measure]]
+            task = "heavy_hitters"
+            algo = "count_min"
+            threshold = 0.001
+            params = { rows = 3 }
+            [[measure]]
+            task = "cardinality"
+            algo = "hyperloglog"
+            "#,
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.epoch().unwrap(), EpochSpec::Millis(1000));
+        assert_eq!(c.measures.len(), 2);
+        let mut both = c.clone();
+        both.epoch_packets = Some(10);
+        assert!(both.validate().unwrap_err().to_string().contains("epoch_ms"));
+    }
+
+    #[test]
+    fn lists_cross_and_reject_impossible_pairs() {
+        let m = RunConfig::measures_from_lists(
+            &[Task::HeavyHitters, Task::Cardinality],
+            &["count_min".into(), "hyperloglog".into(), "flow_radar".into()],
+        )
+        .unwrap();
+        let pairs: Vec<(Task, &str)> = m.iter().map(|m| (m.task, m.algorithm.as_str())).collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (Task::HeavyHitters, "count_min"),
+                (Task::HeavyHitters, "flow_radar"),
+                (Task::Cardinality, "hyperloglog"),
+                (Task::Cardinality, "flow_radar"),
+            ]
+        );
+        let e = RunConfig::measures_from_lists(&[Task::Entropy], &["hyperloglog".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hyperloglog") && e.contains("entropy"), "{e}");
+        let e = RunConfig::measures_from_lists(
+            &[Task::Cardinality],
+            &["hyperloglog".into(), "space_saving".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("space_saving") && e.contains("cardinality"), "{e}");
+        assert_eq!(RunConfig::measures_from_lists(&[], &[]).unwrap().len(), 9);
+    }
+}

@@ -1,0 +1,639 @@
+//! Reversible Sketch (Schweller et al., IMC'04 and ToN'07; ALGORITHMS.md 4).
+//!
+//! State: H rows of `width` u32 counters indexed by the modular hash of the mangled key (layout in
+//! [`crate::modular`]), plus a separate *non-modular* verification Count-Min (ToN section V and
+//! ElasticSketch use a k-ary / CM sketch for this): modular hashing makes keys that share words
+//! share sub-indices, so the reversible rows alone confirm candidates poorly; the verification
+//! rows use one xxh3 hash of the raw key.
+//!
+//! Update (linear, ALGORITHMS.md 0 class A): `C[i][h_i(x)] += w` in every row of both parts.
+//! Counters are saturating u32 (see `crate::w32`).
+//!
+//! Heavy hitters(T): buckets with C >= T are heavy; reverse hashing returns every key consistent
+//! with heavy buckets in >= H - r rows; a key is reported when min over the reversible rows *and*
+//! the verification rows is >= T. Every true heavy hitter has all its buckets >= T (a CM
+//! over-estimates), so it is recovered unless the candidate cap truncates the search.
+//!
+//! Heavy changers(T): Δ = S_t - S_{t-1} (same seeds), the k-ary adjustment
+//! v = (Δ[i][b] - ΣΔ_i/m)/(1 - 1/m) (Krishnamurthy et al. IMC'03, used by the ToN paper) makes each
+//! bucket an unbiased estimate of its key's change; buckets with |v| >= T are heavy, r rows may
+//! miss (cancellation in a bucket), and candidates are confirmed by the median of the adjusted
+//! verification buckets, |median| >= T.
+//!
+//! Row misses r: ToN uses r = 1; ALGORITHMS.md r = 0 when H <= 2. For 8-byte keys r = 1 lets the
+//! candidate set grow like t^(H-1)·2^(64 - 16(H-1)) for t heavy buckets per row (4 x 65536: 2^16
+//! t^3), so the automatic choice is r = 1 only for 4-byte keys with H > 2, else r = 0.
+
+use std::any::Any;
+
+use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
+use key::{sub_seed, FlowKey, HashFn};
+use serde::{Deserialize, Serialize};
+
+use crate::modular::{LayoutError, ModularHash, MAX_ROWS};
+use crate::{key_to_u64, km_index, prefetch, u64_to_key, w32, Detection};
+
+const NAME: &str = "rev_sketch";
+/// Distinct sub-seed constant of this algorithm ("REVS").
+const SEED_TAG: u64 = 0x5245_5653;
+
+/// Configuration of [`RevSketch`]. Defaults: Agg-Evict 4.1, 4 x 65536 u32 counters (4-byte keys:
+/// four 8-bit words hashed to 4 bits each); verification CM of the same size.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RevSketchConfig {
+    /// Reversible rows H.
+    pub rows: usize,
+    /// Buckets per reversible row: a power of two 2^b, one sub-index bit at least per key byte.
+    pub width: usize,
+    /// Rows a candidate may miss (r). Unset: 1 for 4-byte keys with rows > 2, else 0.
+    pub row_misses: Option<usize>,
+    /// Rows of the verification Count-Min; 0 disables it (candidates are then confirmed by the
+    /// reversible rows alone).
+    pub verify_rows: usize,
+    /// Buckets per verification row (any value >= 2).
+    pub verify_width: usize,
+    /// Cap on live key prefixes during reverse hashing (bounds query time and memory).
+    pub max_candidates: usize,
+}
+
+impl Default for RevSketchConfig {
+    fn default() -> Self {
+        RevSketchConfig {
+            rows: 4,
+            width: 65536,
+            row_misses: None,
+            verify_rows: 4,
+            verify_width: 65536,
+            max_candidates: 1 << 16,
+        }
+    }
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        algo: NAME,
+        field,
+        reason: reason.into(),
+    }
+}
+
+impl RevSketchConfig {
+    /// Check the fields for keys of `key_len` bytes; the error names the field.
+    pub fn validate(&self, key_len: usize) -> Result<(), ConfigError> {
+        if key_len != 4 && key_len != 8 {
+            return Err(invalid(
+                "key_len",
+                format!(
+                    "{key_len}-byte keys are not supported: reverse hashing needs 4-byte (IPv4 \
+                     address) or 8-byte (IPv4 pair) keys; with 16-bit bucket indices a 13-byte \
+                     5-tuple leaves ~2^40 consistent candidates per heavy-bucket combination"
+                ),
+            ));
+        }
+        if self.rows == 0 || self.rows > MAX_ROWS {
+            return Err(invalid("rows", format!("must be 1..={MAX_ROWS}")));
+        }
+        if let Err(e) = ModularHash::new(0, key_len, self.rows, self.width) {
+            let field = match e {
+                LayoutError::KeyLen(_) => "key_len",
+                LayoutError::Rows(_) => "rows",
+                LayoutError::Width { .. } => "width",
+            };
+            return Err(invalid(field, e.to_string()));
+        }
+        if let Some(r) = self.row_misses {
+            if r >= self.rows {
+                return Err(invalid("row_misses", "must be smaller than rows"));
+            }
+        }
+        if self.verify_rows > MAX_ROWS {
+            return Err(invalid("verify_rows", format!("must be 0..={MAX_ROWS}")));
+        }
+        if self.verify_rows > 0 && (self.verify_width < 2 || self.verify_width > 1 << 26) {
+            return Err(invalid("verify_width", "must be 2..=2^26"));
+        }
+        if self.max_candidates == 0 || self.max_candidates > 1 << 22 {
+            return Err(invalid("max_candidates", "must be 1..=2^22"));
+        }
+        Ok(())
+    }
+
+    /// The row-miss count r actually used.
+    pub fn misses(&self, key_len: usize) -> usize {
+        self.row_misses
+            .unwrap_or(if key_len == 4 && self.rows > 2 { 1 } else { 0 })
+    }
+}
+
+/// Reversible Sketch state (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevSketch {
+    cfg: RevSketchConfig,
+    key_len: usize,
+    seed: u64,
+    misses: usize,
+    hash: ModularHash,
+    /// rows x width, row-major.
+    counters: Vec<u32>,
+    verify_hash: HashFn,
+    /// verify_rows x verify_width, row-major.
+    verify: Vec<u32>,
+    /// Updates ignored because the key length differed from `key_len`.
+    skipped: u64,
+}
+
+/// Keys handled per step of the batch path (indices of a step stay on the stack).
+const STEP: usize = 16;
+
+impl RevSketch {
+    pub fn new(cfg: RevSketchConfig, ctx: &BuildCtx) -> Result<Self, ConfigError> {
+        cfg.validate(ctx.key_len)?;
+        let seed = sub_seed(ctx.seed, SEED_TAG);
+        let hash = ModularHash::new(seed, ctx.key_len, cfg.rows, cfg.width)
+            .map_err(|e| invalid("width", e.to_string()))?;
+        Ok(RevSketch {
+            misses: cfg.misses(ctx.key_len),
+            key_len: ctx.key_len,
+            seed,
+            counters: vec![0; cfg.rows * cfg.width],
+            verify_hash: HashFn::new(sub_seed(seed, 0x5645_5249)),
+            verify: vec![0; cfg.verify_rows * cfg.verify_width],
+            skipped: 0,
+            hash,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &RevSketchConfig {
+        &self.cfg
+    }
+
+    /// Updates ignored because their key had the wrong length.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    #[inline]
+    fn row_slots(&self, key: &FlowKey, idx: &mut [u32; MAX_ROWS], vidx: &mut [u32; MAX_ROWS]) {
+        let mk = self.hash.mangle(key_to_u64(key.as_bytes()));
+        for (i, slot) in idx.iter_mut().enumerate().take(self.cfg.rows) {
+            *slot = (i * self.cfg.width + self.hash.index(i, mk)) as u32;
+        }
+        if self.cfg.verify_rows > 0 {
+            let h = self.verify_hash.hash(key);
+            let vw = self.cfg.verify_width;
+            for (i, slot) in vidx.iter_mut().enumerate().take(self.cfg.verify_rows) {
+                *slot = (i * vw + km_index(h, i, vw)) as u32;
+            }
+        }
+    }
+
+    #[inline]
+    fn apply(&mut self, idx: &[u32; MAX_ROWS], vidx: &[u32; MAX_ROWS], w: u32) {
+        for &i in &idx[..self.cfg.rows] {
+            if let Some(c) = self.counters.get_mut(i as usize) {
+                *c = c.saturating_add(w);
+            }
+        }
+        for &i in &vidx[..self.cfg.verify_rows] {
+            if let Some(c) = self.verify.get_mut(i as usize) {
+                *c = c.saturating_add(w);
+            }
+        }
+    }
+
+    /// Point estimate of `key` (min over the reversible and the verification rows).
+    pub fn estimate(&self, key: &FlowKey) -> u64 {
+        if key.len() != self.key_len {
+            return 0;
+        }
+        let (mut idx, mut vidx) = ([0u32; MAX_ROWS], [0u32; MAX_ROWS]);
+        self.row_slots(key, &mut idx, &mut vidx);
+        let main = idx[..self.cfg.rows]
+            .iter()
+            .map(|&i| self.counters.get(i as usize).copied().unwrap_or(0));
+        let ver = vidx[..self.cfg.verify_rows]
+            .iter()
+            .map(|&i| self.verify.get(i as usize).copied().unwrap_or(0));
+        main.chain(ver).min().map_or(0, u64::from)
+    }
+
+    /// Heavy hitters with the truncation flag.
+    pub fn detect_heavy_hitters(&self, threshold: u64) -> Detection {
+        let t = threshold.max(1);
+        let w = self.cfg.width;
+        let heavy: Vec<Vec<u32>> = (0..self.cfg.rows)
+            .map(|i| {
+                let row = self.counters.get(i * w..(i + 1) * w).unwrap_or(&[]);
+                (0..w as u32)
+                    .filter(|&b| row.get(b as usize).is_some_and(|&c| u64::from(c) >= t))
+                    .collect()
+            })
+            .collect();
+        let rev = self
+            .hash
+            .reverse(&heavy, self.misses, self.cfg.max_candidates);
+        let flows = rev
+            .keys
+            .iter()
+            .map(|&x| u64_to_key(x, self.key_len))
+            .filter_map(|k| {
+                let e = self.estimate(&k);
+                (e >= t).then_some((k, e))
+            })
+            .collect();
+        Detection::sorted(flows, rev.truncated)
+    }
+
+    fn compatible(&self, other: &RevSketch) -> bool {
+        self.cfg == other.cfg && self.key_len == other.key_len && self.seed == other.seed
+    }
+
+    /// Heavy changers between `prev` (previous epoch, same configuration and seed) and `self`.
+    /// The estimate is |change|.
+    pub fn detect_heavy_changers(
+        &self,
+        prev: &RevSketch,
+        threshold: u64,
+    ) -> Result<Detection, MergeError> {
+        if !self.compatible(prev) {
+            return Err(MergeError::Mismatch(NAME));
+        }
+        let t = threshold.max(1) as f64;
+        let main = KaryDiff::new(&self.counters, &prev.counters, self.cfg.width);
+        let ver = KaryDiff::new(&self.verify, &prev.verify, self.cfg.verify_width);
+        let heavy: Vec<Vec<u32>> = (0..self.cfg.rows)
+            .map(|i| {
+                (0..self.cfg.width as u32)
+                    .filter(|&b| main.adjusted(i, b as usize).abs() >= t)
+                    .collect()
+            })
+            .collect();
+        let rev = self
+            .hash
+            .reverse(&heavy, self.misses, self.cfg.max_candidates);
+        let mut flows = Vec::new();
+        let (mut idx, mut vidx) = ([0u32; MAX_ROWS], [0u32; MAX_ROWS]);
+        for &x in &rev.keys {
+            let k = u64_to_key(x, self.key_len);
+            self.row_slots(&k, &mut idx, &mut vidx);
+            let mut est: Vec<f64> = if self.cfg.verify_rows > 0 {
+                let vw = self.cfg.verify_width;
+                (0..self.cfg.verify_rows)
+                    .map(|i| ver.adjusted(i, vidx[i] as usize - i * vw))
+                    .collect()
+            } else {
+                let w = self.cfg.width;
+                (0..self.cfg.rows)
+                    .map(|i| main.adjusted(i, idx[i] as usize - i * w))
+                    .collect()
+            };
+            let e = median_f64(&mut est).abs();
+            if e >= t {
+                flows.push((k, e.round() as u64));
+            }
+        }
+        Ok(Detection::sorted(flows, rev.truncated))
+    }
+}
+
+/// The k-ary-adjusted difference of two sketches' counter arrays (rows x width).
+struct KaryDiff<'a> {
+    cur: &'a [u32],
+    prev: &'a [u32],
+    width: usize,
+    /// Per row: ΣΔ / width.
+    mean: Vec<f64>,
+}
+
+impl<'a> KaryDiff<'a> {
+    fn new(cur: &'a [u32], prev: &'a [u32], width: usize) -> Self {
+        let rows = if width == 0 { 0 } else { cur.len() / width };
+        let mean = (0..rows)
+            .map(|i| {
+                let s: i64 = (i * width..(i + 1) * width)
+                    .map(|j| delta(cur, prev, j))
+                    .sum();
+                s as f64 / width as f64
+            })
+            .collect();
+        KaryDiff {
+            cur,
+            prev,
+            width,
+            mean,
+        }
+    }
+
+    /// (Δ - ΣΔ/m) / (1 - 1/m) of bucket `b` of row `i`.
+    fn adjusted(&self, i: usize, b: usize) -> f64 {
+        let m = self.width as f64;
+        let d = delta(self.cur, self.prev, i * self.width + b) as f64;
+        let mean = self.mean.get(i).copied().unwrap_or(0.0);
+        if self.width < 2 {
+            return d;
+        }
+        (d - mean) / (1.0 - 1.0 / m)
+    }
+}
+
+#[inline]
+fn delta(cur: &[u32], prev: &[u32], j: usize) -> i64 {
+    i64::from(cur.get(j).copied().unwrap_or(0)) - i64::from(prev.get(j).copied().unwrap_or(0))
+}
+
+fn median_f64(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_unstable_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+impl Algorithm for RevSketch {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tasks(&self) -> &'static [Task] {
+        &[Task::HeavyHitters, Task::HeavyChangers]
+    }
+
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        if key.len() != self.key_len {
+            self.skipped += 1;
+            return;
+        }
+        let (mut idx, mut vidx) = ([0u32; MAX_ROWS], [0u32; MAX_ROWS]);
+        self.row_slots(key, &mut idx, &mut vidx);
+        self.apply(&idx, &vidx, w32(weight));
+    }
+
+    /// Hash a step of 16 keys first, prefetch all their counters, then add: the counter loads
+    /// of different keys overlap instead of each stalling on DRAM (4 x 65536 x 4 B = 1 MB per
+    /// part, beyond L2).
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        let mut idx = [[0u32; MAX_ROWS]; STEP];
+        let mut vidx = [[0u32; MAX_ROWS]; STEP];
+        let mut ok = [false; STEP];
+        for (ks, ws) in keys.chunks(STEP).zip(weights.chunks(STEP)) {
+            for (j, k) in ks.iter().enumerate() {
+                ok[j] = k.len() == self.key_len;
+                if ok[j] {
+                    self.row_slots(k, &mut idx[j], &mut vidx[j]);
+                    for &i in &idx[j][..self.cfg.rows] {
+                        prefetch(self.counters.as_ptr().wrapping_add(i as usize));
+                    }
+                    for &i in &vidx[j][..self.cfg.verify_rows] {
+                        prefetch(self.verify.as_ptr().wrapping_add(i as usize));
+                    }
+                }
+            }
+            for (j, &w) in ws.iter().enumerate().take(ks.len()) {
+                if ok[j] {
+                    self.apply(&idx[j], &vidx[j], w32(w));
+                } else {
+                    self.skipped += 1;
+                }
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.counters.fill(0);
+        self.verify.fill(0);
+        self.skipped = 0;
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let rows = self.cfg.rows * self.key_len * 256;
+        4 * (self.counters.len() + self.verify.len()) + rows * (4 + 1)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        Some(self.detect_heavy_hitters(threshold).flows)
+    }
+
+    /// `None` if `prev` is not a `RevSketch` of the same configuration and seed.
+    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
+        let prev = prev.as_any().downcast_ref::<RevSketch>()?;
+        self.detect_heavy_changers(prev, threshold)
+            .ok()
+            .map(|d| d.flows)
+    }
+
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = other
+            .as_any()
+            .downcast_ref::<RevSketch>()
+            .ok_or(MergeError::Mismatch(NAME))?;
+        if !self.compatible(o) {
+            return Err(MergeError::Mismatch(NAME));
+        }
+        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
+            *a = a.saturating_add(*b);
+        }
+        for (a, b) in self.verify.iter_mut().zip(&o.verify) {
+            *a = a.saturating_add(*b);
+        }
+        self.skipped += o.skipped;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{key_of, planted_stream, truth, zipf_stream};
+
+    fn ctx(seed: u64, key_len: usize) -> BuildCtx {
+        BuildCtx {
+            seed,
+            key_len,
+            ..BuildCtx::default()
+        }
+    }
+
+    fn feed(s: &mut RevSketch, stream: &[(FlowKey, u64)]) {
+        let (k, w): (Vec<FlowKey>, Vec<u64>) = stream.iter().copied().unzip();
+        s.update_batch(&k, &w);
+    }
+
+    fn planted(n: usize, key_len: usize, tag: u64) -> Vec<FlowKey> {
+        (0..n as u64)
+            .map(|i| key_of(key::mix64(tag + i), key_len))
+            .collect()
+    }
+
+    #[test]
+    fn recovers_planted_heavy_hitters() {
+        for key_len in [4usize, 8] {
+            let bg = zipf_stream(100_000, 1.1, 300_000, key_len, 1);
+            let plant = planted(10, key_len, 0xabc);
+            let stream = planted_stream(&bg, &plant, 20_000, 2);
+            let t = 10_000;
+            let truth = truth(&stream);
+            let true_hh: Vec<FlowKey> = truth
+                .iter()
+                .filter(|(_, &v)| v >= t)
+                .map(|(k, _)| *k)
+                .collect();
+            assert!(true_hh.len() >= 10);
+            let mut s = RevSketch::new(RevSketchConfig::default(), &ctx(5, key_len)).unwrap();
+            feed(&mut s, &stream);
+            let d = s.detect_heavy_hitters(t);
+            assert!(!d.truncated);
+            for k in &true_hh {
+                let got = d.flows.iter().find(|(f, _)| f == k);
+                let (_, e) = got.unwrap_or_else(|| panic!("key_len {key_len}: missed {k}"));
+                // Count-Min never under-estimates.
+                assert!(*e >= truth[k]);
+            }
+            let fp = d.flows.iter().filter(|(k, _)| truth.get(k).copied().unwrap_or(0) < t);
+            assert!(fp.count() <= 2, "key_len {key_len}: too many false positives");
+        }
+    }
+
+    #[test]
+    fn recovers_heavy_changers() {
+        let bg1 = zipf_stream(100_000, 1.1, 200_000, 4, 11);
+        let bg2 = zipf_stream(100_000, 1.1, 200_000, 4, 11 ^ 0x55);
+        // Five keys grow by 15k, five shrink by 15k, against the same Zipf popularity.
+        let up = planted(5, 4, 0x100);
+        let down = planted(5, 4, 0x200);
+        let mut e1 = planted_stream(&bg1, &down, 16_000, 3);
+        e1.extend(up.iter().map(|&k| (k, 1_000)));
+        let mut e2 = planted_stream(&bg2, &up, 16_000, 4);
+        e2.extend(down.iter().map(|&k| (k, 1_000)));
+        let (t1, t2) = (truth(&e1), truth(&e2));
+        let t = 8_000u64;
+        let mut keys: Vec<FlowKey> = t1.keys().chain(t2.keys()).copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let change = |k: &FlowKey| {
+            (t2.get(k).copied().unwrap_or(0) as i64 - t1.get(k).copied().unwrap_or(0) as i64)
+                .unsigned_abs()
+        };
+        let true_hc: Vec<FlowKey> = keys.iter().filter(|k| change(k) >= t).copied().collect();
+        for k in up.iter().chain(&down) {
+            assert!(true_hc.contains(k));
+        }
+        let c = ctx(9, 4);
+        let (mut s1, mut s2) = (
+            RevSketch::new(RevSketchConfig::default(), &c).unwrap(),
+            RevSketch::new(RevSketchConfig::default(), &c).unwrap(),
+        );
+        feed(&mut s1, &e1);
+        feed(&mut s2, &e2);
+        let d = s2.detect_heavy_changers(&s1, t).unwrap();
+        assert!(!d.truncated);
+        for k in &true_hc {
+            let (_, e) = d.flows.iter().find(|(f, _)| f == k).expect("missed a changer");
+            let rel = (*e as f64 - change(k) as f64).abs() / change(k) as f64;
+            assert!(rel < 0.1, "estimate {e} vs {}", change(k));
+        }
+        let fp = d.flows.iter().filter(|(k, _)| change(k) < t).count();
+        assert!(fp <= 2);
+        // The trait route gives the same answer; a different seed is refused.
+        let via_trait = s2.heavy_changers(&s1, t).unwrap();
+        assert_eq!(via_trait, d.flows);
+        let other = RevSketch::new(RevSketchConfig::default(), &ctx(10, 4)).unwrap();
+        assert!(s2.heavy_changers(&other, t).is_none());
+    }
+
+    #[test]
+    fn linear_merge_batch_and_aggregation() {
+        let bg = zipf_stream(5_000, 1.1, 40_000, 4, 21);
+        let stream: Vec<(FlowKey, u64)> = bg.iter().map(|&k| (k, 1)).collect();
+        let c = ctx(3, 4);
+        let cfg = RevSketchConfig {
+            width: 4096,
+            verify_width: 1000,
+            ..RevSketchConfig::default()
+        };
+        let mut whole = RevSketch::new(cfg.clone(), &c).unwrap();
+        for &(k, w) in &stream {
+            whole.update(&k, w);
+        }
+        // Batch path equals the one-by-one loop.
+        let mut batch = RevSketch::new(cfg.clone(), &c).unwrap();
+        feed(&mut batch, &stream);
+        assert_eq!(batch, whole);
+        // Merge of two halves equals the sketch of the whole stream, bit for bit.
+        let (a, b) = stream.split_at(stream.len() / 3);
+        let (mut sa, mut sb) = (
+            RevSketch::new(cfg.clone(), &c).unwrap(),
+            RevSketch::new(cfg.clone(), &c).unwrap(),
+        );
+        feed(&mut sa, a);
+        feed(&mut sb, b);
+        sa.merge(&sb).unwrap();
+        assert_eq!(sa, whole);
+        assert_eq!(
+            serde_json::to_string(&sa).unwrap(),
+            serde_json::to_string(&whole).unwrap()
+        );
+        // Aggregated (k, w) equals w unit updates.
+        let t = truth(&stream);
+        let mut agg = RevSketch::new(cfg.clone(), &c).unwrap();
+        let mut pairs: Vec<(FlowKey, u64)> = t.into_iter().collect();
+        pairs.sort_unstable();
+        feed(&mut agg, &pairs);
+        assert_eq!(agg, whole);
+        // Same seed same state, other seed other state; merge refuses another seed.
+        let mut other = RevSketch::new(cfg.clone(), &ctx(4, 4)).unwrap();
+        feed(&mut other, &stream);
+        assert_ne!(other, whole);
+        assert_eq!(whole.merge(&other), Err(MergeError::Mismatch(NAME)));
+        // Reset keeps shape and seeds.
+        let mut r = whole.clone();
+        r.reset();
+        assert_eq!(r, RevSketch::new(cfg, &c).unwrap());
+        assert!(r.memory_bytes() >= 4 * (4 * 4096 + 4 * 1000));
+    }
+
+    #[test]
+    fn wrong_key_length_is_skipped_not_panicking() {
+        let mut s = RevSketch::new(RevSketchConfig::default(), &ctx(1, 4)).unwrap();
+        s.update(&key_of(7, 8), 5);
+        s.update_batch(&[key_of(7, 2), FlowKey::EMPTY], &[1, 1]);
+        assert_eq!(s.skipped(), 3);
+        assert_eq!(s.estimate(&key_of(7, 8)), 0);
+        assert!(s.detect_heavy_hitters(0).flows.is_empty());
+        s.update(&key_of(7, 4), u64::MAX);
+        assert_eq!(s.estimate(&key_of(7, 4)), u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn config_errors_name_the_field() {
+        let e = |cfg: RevSketchConfig, kl: usize| {
+            RevSketch::new(cfg, &ctx(1, kl)).err().unwrap().to_string()
+        };
+        let d = RevSketchConfig::default;
+        assert!(e(d(), 13).contains("key_len"));
+        assert!(e(RevSketchConfig { width: 4000, ..d() }, 4).contains("width"));
+        assert!(e(RevSketchConfig { rows: 0, ..d() }, 4).contains("rows"));
+        let r = RevSketchConfig {
+            row_misses: Some(4),
+            ..d()
+        };
+        assert!(e(r, 4).contains("row_misses"));
+        let v = RevSketchConfig {
+            verify_width: 1,
+            ..d()
+        };
+        assert!(e(v, 4).contains("verify_width"));
+        assert_eq!(d().misses(4), 1);
+        assert_eq!(d().misses(8), 0);
+    }
+}

@@ -1,0 +1,219 @@
+//! Heavy-hitter candidate set for sketches that cannot enumerate their keys (ALGORITHMS.md 2).
+//!
+//! The set holds at most `2 * cap` keys and keeps a running threshold `theta`. The sketch calls
+//! [`Candidates::offer`] after an update only when the key's new estimate is `>= theta` (one
+//! compare on the hot path). The set is touched only then: a probe of a small open-addressing
+//! table indexed by the key's 64-bit hash (the same hash the sketch already computed; no second
+//! hash), and an insert if the key is new. When the set reaches `2 * cap` keys it is compacted:
+//! the estimates of all members are re-queried, `theta` rises to one more than the
+//! `(cap + 1)`-th largest, and members below it are dropped, leaving at most `cap`. Compaction
+//! happens at most once per `cap` insertions, so its `O(cap log cap)` cost is amortised.
+//!
+//! Guarantee (monotone estimates: Count-Min, count array). Invariant: every key whose estimate
+//! right after its own last update was `>= theta` is a member. It holds on insertion, and a
+//! compaction drops only keys whose *current* estimate, which is at least the estimate at their
+//! last update, is below the new `theta`. A key with true size `f >= T` has estimate `>= f` after
+//! its last update, so if `T >= theta` at query time every such key is reported: recall 1.0
+//! whatever the arrival order. Keys below `theta` may be missing; [`Candidates::theta`] tells the
+//! caller the floor. False positives depend on the order (a key pushed over `T` only by later
+//! traffic of other keys may or may not be a member), and are filtered by re-querying.
+//!
+//! For Count Sketch (non-monotone estimates) the same mechanics give a best-effort set: a key's
+//! estimate can fall below `theta` by the time of a compaction and be dropped.
+
+use key::FlowKey;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Candidates {
+    cap: usize,
+    init_theta: u64,
+    theta: u64,
+    keys: Vec<FlowKey>,
+    hashes: Vec<u64>,
+    /// Open addressing, linear probing; `0` = empty, else index into `keys` plus one.
+    /// Length is a power of two `>= 4 * cap`, so the load stays `<= 1/2`.
+    table: Vec<u32>,
+}
+
+impl Candidates {
+    /// `cap >= 1` (validated by the configs). `init_theta >= 1`.
+    pub fn new(cap: usize, init_theta: u64) -> Candidates {
+        let cap = cap.max(1);
+        let slots = (4 * cap).next_power_of_two();
+        Candidates {
+            cap,
+            init_theta: init_theta.max(1),
+            theta: init_theta.max(1),
+            keys: Vec::with_capacity(2 * cap),
+            hashes: Vec::with_capacity(2 * cap),
+            table: vec![0; slots],
+        }
+    }
+
+    /// Current threshold: every key whose estimate after its own last update was at least this
+    /// is a member (for monotone sketches).
+    #[inline(always)]
+    pub fn theta(&self) -> u64 {
+        self.theta
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Members with their 64-bit hashes.
+    pub fn iter(&self) -> impl Iterator<Item = (&FlowKey, u64)> {
+        self.keys.iter().zip(self.hashes.iter().copied())
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.keys.capacity() * std::mem::size_of::<FlowKey>()
+            + self.hashes.capacity() * 8
+            + self.table.len() * 4
+    }
+
+    pub fn clear(&mut self) {
+        self.keys.clear();
+        self.hashes.clear();
+        self.table.iter_mut().for_each(|s| *s = 0);
+        self.theta = self.init_theta;
+    }
+
+    #[inline(always)]
+    fn slot0(&self, h: u64) -> usize {
+        // The sketch's row indices use the low bits of `h`; start the probe from the high bits
+        // so that keys sharing a column do not also share a probe chain.
+        (h.rotate_left(29) as usize) & (self.table.len() - 1)
+    }
+
+    /// Is `key` a member? Returns the probe slot where it is or where it would go.
+    #[inline]
+    fn find(&self, key: &FlowKey, h: u64) -> (bool, usize) {
+        let mask = self.table.len() - 1;
+        let mut s = self.slot0(h);
+        // The load factor is at most 1/2, so an empty slot always exists and the loop ends.
+        loop {
+            let e = self.table[s];
+            if e == 0 {
+                return (false, s);
+            }
+            let i = (e - 1) as usize;
+            if self.hashes.get(i) == Some(&h) && self.keys.get(i) == Some(key) {
+                return (true, s);
+            }
+            s = (s + 1) & mask;
+        }
+    }
+
+    /// Record `key` (hash `h`) whose estimate just reached `est >= theta`. `requery(h, key)`
+    /// returns a member's current estimate, for compaction.
+    #[inline]
+    pub fn offer(&mut self, key: &FlowKey, h: u64, est: u64, requery: impl Fn(u64) -> u64) {
+        if est < self.theta {
+            return;
+        }
+        let (found, slot) = self.find(key, h);
+        if found {
+            return;
+        }
+        self.keys.push(*key);
+        self.hashes.push(h);
+        self.table[slot] = self.keys.len() as u32;
+        if self.keys.len() >= 2 * self.cap {
+            self.compact(&requery);
+        }
+    }
+
+    /// Drop members below `theta`, raising `theta` first if more than `cap` remain, then rebuild
+    /// the probe table.
+    pub fn compact(&mut self, requery: &dyn Fn(u64) -> u64) {
+        let mut ests: Vec<(u64, usize)> = self
+            .hashes
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| (requery(h), i))
+            .collect();
+        if ests.len() > self.cap {
+            // (cap + 1)-th largest estimate; keeping only strictly larger ones leaves <= cap.
+            let nth = ests.len() - 1 - self.cap;
+            ests.select_nth_unstable(nth);
+            let raised = ests[nth].0.saturating_add(1);
+            self.theta = self.theta.max(raised);
+        }
+        let theta = self.theta;
+        let mut keep: Vec<usize> = ests
+            .iter()
+            .filter(|(e, _)| *e >= theta)
+            .map(|&(_, i)| i)
+            .collect();
+        // Keep insertion order so the state does not depend on the selection algorithm.
+        keep.sort_unstable();
+        let keys: Vec<FlowKey> = keep.iter().filter_map(|&i| self.keys.get(i).copied()).collect();
+        let hashes: Vec<u64> = keep.iter().filter_map(|&i| self.hashes.get(i).copied()).collect();
+        self.keys.clear();
+        self.hashes.clear();
+        self.table.iter_mut().for_each(|s| *s = 0);
+        for (k, h) in keys.into_iter().zip(hashes) {
+            let (found, slot) = self.find(&k, h);
+            if !found {
+                self.keys.push(k);
+                self.hashes.push(h);
+                self.table[slot] = self.keys.len() as u32;
+            }
+        }
+    }
+
+    /// Union with `other` (same sketch shape and seeds). The merged threshold is
+    /// `theta_a + theta_b`: a key with merged size `f >= theta_a + theta_b` has `f_a >= theta_a`
+    /// or `f_b >= theta_b`, so it was a member of one side and is kept.
+    pub fn merge(&mut self, other: &Candidates, requery: &dyn Fn(u64) -> u64) {
+        self.theta = self.theta.saturating_add(other.theta);
+        for (k, h) in other.iter() {
+            let (found, slot) = self.find(k, h);
+            if !found {
+                self.keys.push(*k);
+                self.hashes.push(h);
+                self.table[slot] = self.keys.len() as u32;
+                if self.keys.len() >= 2 * self.cap {
+                    self.compact(requery);
+                }
+            }
+        }
+        self.compact(requery);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offers_dedup_and_compaction_raise_theta() {
+        let mut est = std::collections::HashMap::new();
+        let mut c = Candidates::new(4, 1);
+        for i in 0..7u32 {
+            est.insert(u64::from(i) * 7919, u64::from(i) + 1);
+        }
+        let q = |h: u64| *est.get(&h).unwrap_or(&0);
+        for i in 0..7u32 {
+            let k = FlowKey::from_u32(i);
+            let h = u64::from(i) * 7919;
+            c.offer(&k, h, u64::from(i) + 1, q);
+            c.offer(&k, h, u64::from(i) + 1, q); // duplicate: no effect
+        }
+        // 8 would trigger compaction; 7 members, none dropped yet.
+        assert_eq!(c.len(), 7);
+        c.compact(&q);
+        // Estimates 1..=7, cap 4: (cap+1)-th largest is 3, theta = 4, keeps 4,5,6,7.
+        assert_eq!(c.theta(), 4);
+        assert_eq!(c.len(), 4);
+        assert!(c.iter().all(|(_, h)| q(h) >= 4));
+        c.offer(&FlowKey::from_u32(99), 5, 3, q); // below theta: ignored
+        assert_eq!(c.len(), 4);
+    }
+}

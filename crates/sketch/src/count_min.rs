@@ -1,0 +1,430 @@
+//! Count-Min sketch (Cormode & Muthukrishnan 2005; ALGORITHMS.md 2) with a heavy-hitter
+//! candidate set, and the shared counter-matrix engine that `count_array` reuses (a count array
+//! is Count-Min with one row, Re-evaluating paper section 3).
+//!
+//! State: `rows x width` u32 counters (Agg-Evict 4.1 default 4 x 65536; the Re-evaluating
+//! paper's variant is `rows = 3`). Update `C[i][h_i(x)] += w`; point query `min_i C[i][h_i(x)]`,
+//! which never underestimates and exceeds the truth by more than `e*N/width` with probability
+//! at most `e^-rows`.
+//!
+//! Counters are u32 like the papers' and **saturate** at `u32::MAX` instead of wrapping: a
+//! wrapped counter would make the minimum an underestimate, which breaks the one-sided
+//! guarantee. Saturation needs 4.29e9 units in one counter in one epoch (more than a 2M-packet
+//! epoch or a 1 s, 10 Gb/s epoch of bytes can hold); below it the sketch is exactly linear, so
+//! merge and aggregated updates are bit-exact.
+//!
+//! Hot path: one xxh3 hash per key, the row columns taken from disjoint bit fields of it
+//! ([`crate::rows`]), batches of 32 hashed first and their counters prefetched, then the
+//! increments. Because every row of a key grows by the same `w`, the new minimum is exactly
+//! `old_min + w`, so the candidate check is a single compare against the running threshold
+//! ([`crate::candidates`]).
+
+use std::any::Any;
+
+use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
+use key::{FlowKey, HashFn, KeyMap};
+use serde::{Deserialize, Serialize};
+
+use crate::candidates::Candidates;
+use crate::rows::{median, prefetch, RowIndex, MAX_ROWS};
+use crate::{sort_estimates, BATCH};
+
+/// Largest `rows * width` of a counter matrix (indices are kept as u32 in the batch scratch).
+pub(crate) const MAX_CELLS: usize = 1 << 30;
+
+pub(crate) const COUNT_MIN_SALT: u64 = 0x636f_756e_745f_6d69; // "count_mi"
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CountMinConfig {
+    /// Number of rows `d` (failure probability `e^-d`). Agg-Evict: 4; Re-evaluating: 3.
+    pub rows: usize,
+    /// Counters per row `w` (error `e*N/w`). Agg-Evict: 65536.
+    pub width: usize,
+    /// Candidate-set size for heavy hitters and top-k (see [`crate::candidates`]).
+    pub candidates: usize,
+}
+
+impl Default for CountMinConfig {
+    fn default() -> Self {
+        CountMinConfig {
+            rows: 4,
+            width: 65536,
+            candidates: 1024,
+        }
+    }
+}
+
+impl CountMinConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_matrix("count_min", self.rows, self.width, self.candidates)
+    }
+}
+
+pub(crate) fn validate_matrix(
+    algo: &'static str,
+    rows: usize,
+    width: usize,
+    candidates: usize,
+) -> Result<(), ConfigError> {
+    let inv = |field, reason: String| ConfigError::Invalid {
+        algo,
+        field,
+        reason,
+    };
+    if rows == 0 || rows > MAX_ROWS {
+        return Err(inv("rows", format!("must be in 1..={MAX_ROWS}, got {rows}")));
+    }
+    if width == 0 || rows.saturating_mul(width) > MAX_CELLS {
+        return Err(inv(
+            "width",
+            format!("must be >= 1 with rows * width <= {MAX_CELLS}, got {width}"),
+        ));
+    }
+    if candidates == 0 || candidates > (1 << 24) {
+        return Err(inv(
+            "candidates",
+            format!("must be in 1..=16777216, got {candidates}"),
+        ));
+    }
+    Ok(())
+}
+
+#[inline(always)]
+fn weight32(w: u64) -> u32 {
+    u32::try_from(w).unwrap_or(u32::MAX)
+}
+
+/// The linear part of Count-Min: counters and hashing. Compared bit for bit by the tests.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterMatrix {
+    rows: usize,
+    width: usize,
+    index: RowIndex,
+    hash: HashFn,
+    counters: Vec<u32>,
+}
+
+impl CounterMatrix {
+    pub(crate) fn new(rows: usize, width: usize, hash: HashFn) -> CounterMatrix {
+        CounterMatrix {
+            rows,
+            width,
+            index: RowIndex::new(rows, width),
+            hash,
+            counters: vec![0; rows * width],
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Row-major counters (`rows * width`).
+    pub fn counters(&self) -> &[u32] {
+        &self.counters
+    }
+
+    #[inline(always)]
+    pub(crate) fn hash(&self, k: &FlowKey) -> u64 {
+        self.hash.hash(k)
+    }
+
+    #[inline(always)]
+    fn cell(&self, h: u64, h2: u64, r: usize) -> usize {
+        r * self.width + self.index.column(h, h2, r)
+    }
+
+    /// `min_i C[i][h_i]` for a key with hash `h`.
+    #[inline]
+    pub(crate) fn estimate_h(&self, h: u64) -> u64 {
+        let h2 = self.index.h2(h);
+        (0..self.rows)
+            .filter_map(|r| self.counters.get(self.cell(h, h2, r)))
+            .min()
+            .map_or(0, |&c| u64::from(c))
+    }
+
+    /// Signed change `self - prev` for hash `h`: the median over rows of the counter
+    /// differences (the difference sketch is a turnstile Count-Min, where the min is not an
+    /// upper bound; the median is, as for Count Sketch).
+    pub(crate) fn change_h(&self, prev: &CounterMatrix, h: u64) -> i64 {
+        let h2 = self.index.h2(h);
+        let mut d = [0i64; MAX_ROWS];
+        for (r, slot) in d.iter_mut().enumerate().take(self.rows) {
+            let j = self.cell(h, h2, r);
+            let a = self.counters.get(j).copied().unwrap_or(0);
+            let b = prev.counters.get(j).copied().unwrap_or(0);
+            *slot = i64::from(a) - i64::from(b);
+        }
+        median(&mut d[..self.rows.min(MAX_ROWS)])
+    }
+
+    /// Add `w` to every row of hash `h`; returns the new estimate.
+    #[inline(always)]
+    fn add_h(&mut self, h: u64, w: u32) -> u64 {
+        let h2 = self.index.h2(h);
+        let mut old_min = u32::MAX;
+        for r in 0..self.rows {
+            let j = self.cell(h, h2, r);
+            if let Some(c) = self.counters.get_mut(j) {
+                old_min = old_min.min(*c);
+                *c = c.saturating_add(w);
+            }
+        }
+        // Saturating add is monotone, so min_i sat(c_i + w) = sat(min_i c_i + w).
+        u64::from(old_min.saturating_add(w))
+    }
+
+    pub(crate) fn same_shape(&self, o: &CounterMatrix) -> bool {
+        self.rows == o.rows && self.width == o.width && self.hash == o.hash
+    }
+
+    fn add_all(&mut self, o: &CounterMatrix) {
+        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
+            *a = a.saturating_add(*b);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.counters.iter_mut().for_each(|c| *c = 0);
+    }
+}
+
+/// Count-Min (or count array) counters plus the candidate set. Shared by [`CountMin`] and
+/// [`crate::CountArray`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct CmState {
+    pub(crate) m: CounterMatrix,
+    pub(crate) cand: Candidates,
+}
+
+impl CmState {
+    pub(crate) fn new(rows: usize, width: usize, candidates: usize, hash: HashFn) -> CmState {
+        CmState {
+            m: CounterMatrix::new(rows, width, hash),
+            cand: Candidates::new(candidates, 1),
+        }
+    }
+
+    #[inline(always)]
+    fn after_update(&mut self, key: &FlowKey, h: u64, est: u64) {
+        if est >= self.cand.theta() {
+            let m = &self.m;
+            self.cand.offer(key, h, est, |h| m.estimate_h(h));
+        }
+    }
+
+    #[inline]
+    pub(crate) fn update(&mut self, key: &FlowKey, w: u64) {
+        let h = self.m.hash(key);
+        let est = self.m.add_h(h, weight32(w));
+        self.after_update(key, h, est);
+    }
+
+    /// Hash a batch of up to [`BATCH`] keys, prefetch all their counters, then apply the
+    /// updates in order (same state as the one-by-one loop: prefetching only changes timing).
+    pub(crate) fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        let n = keys.len().min(weights.len());
+        let rows = self.m.rows;
+        let mut hs = [0u64; BATCH];
+        let mut cells = [0u32; BATCH * MAX_ROWS];
+        let mut start = 0;
+        while start < n {
+            let end = (start + BATCH).min(n);
+            let ks = &keys[start..end];
+            let ws = &weights[start..end];
+            for (h, k) in hs.iter_mut().zip(ks) {
+                *h = self.m.hash(k);
+            }
+            for (i, &h) in hs.iter().enumerate().take(ks.len()) {
+                let h2 = self.m.index.h2(h);
+                for r in 0..rows {
+                    let j = self.m.cell(h, h2, r);
+                    // j < rows * width <= MAX_CELLS < 2^32 (validated).
+                    cells[i * MAX_ROWS + r] = j as u32;
+                    prefetch(&self.m.counters, j);
+                }
+            }
+            for (i, (k, &w)) in ks.iter().zip(ws).enumerate() {
+                let w = weight32(w);
+                let mut old_min = u32::MAX;
+                for &j in &cells[i * MAX_ROWS..i * MAX_ROWS + rows] {
+                    if let Some(c) = self.m.counters.get_mut(j as usize) {
+                        old_min = old_min.min(*c);
+                        *c = c.saturating_add(w);
+                    }
+                }
+                let est = u64::from(old_min.saturating_add(w));
+                self.after_update(k, hs[i], est);
+            }
+            start = end;
+        }
+    }
+
+    pub(crate) fn flow_size(&self, key: &FlowKey) -> u64 {
+        self.m.estimate_h(self.m.hash(key))
+    }
+
+    fn candidate_estimates(&self) -> Vec<Estimate> {
+        self.cand
+            .iter()
+            .map(|(k, h)| (*k, self.m.estimate_h(h)))
+            .collect()
+    }
+
+    pub(crate) fn heavy_hitters(&self, threshold: u64) -> Vec<Estimate> {
+        let mut v: Vec<Estimate> = self
+            .candidate_estimates()
+            .into_iter()
+            .filter(|&(_, e)| e >= threshold)
+            .collect();
+        sort_estimates(&mut v);
+        v
+    }
+
+    pub(crate) fn top_k(&self, k: usize) -> Vec<Estimate> {
+        let mut v = self.candidate_estimates();
+        sort_estimates(&mut v);
+        v.truncate(k);
+        v
+    }
+
+    /// Heavy changers: the difference of the two epochs' counters (same seeds), evaluated on
+    /// the union of both epochs' candidates.
+    pub(crate) fn heavy_changers(&self, prev: &CmState, threshold: u64) -> Option<Vec<Estimate>> {
+        if !self.m.same_shape(&prev.m) {
+            return None;
+        }
+        let mut union: KeyMap<u64> = KeyMap::default();
+        for (k, h) in self.cand.iter().chain(prev.cand.iter()) {
+            union.insert(*k, h);
+        }
+        let mut v: Vec<Estimate> = union
+            .into_iter()
+            .map(|(k, h)| (k, self.m.change_h(&prev.m, h).unsigned_abs()))
+            .filter(|&(_, d)| d >= threshold)
+            .collect();
+        sort_estimates(&mut v);
+        Some(v)
+    }
+
+    pub(crate) fn merge(&mut self, o: &CmState) -> bool {
+        if !self.m.same_shape(&o.m) || self.cand.cap() != o.cand.cap() {
+            return false;
+        }
+        self.m.add_all(&o.m);
+        let m = &self.m;
+        self.cand.merge(&o.cand, &|h| m.estimate_h(h));
+        true
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.m.clear();
+        self.cand.clear();
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.m.counters.len() * 4 + self.cand.memory_bytes()
+    }
+}
+
+/// Count-Min sketch with a candidate set.
+///
+/// Heavy hitters / top-k guarantee: every key of true size `>= T` is reported whenever
+/// `T >= self.candidate_threshold()` (see [`crate::candidates`]); the threshold stays near the
+/// `candidates`-th largest estimate.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CountMin {
+    cfg: CountMinConfig,
+    st: CmState,
+}
+
+impl CountMin {
+    pub fn new(cfg: CountMinConfig, seed: u64) -> Result<CountMin, ConfigError> {
+        cfg.validate()?;
+        let hash = HashFn::new(key::sub_seed(seed, COUNT_MIN_SALT));
+        Ok(CountMin {
+            st: CmState::new(cfg.rows, cfg.width, cfg.candidates, hash),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &CountMinConfig {
+        &self.cfg
+    }
+
+    /// The counters (linear state), for bit-exact comparisons.
+    pub fn matrix(&self) -> &CounterMatrix {
+        &self.st.m
+    }
+
+    /// Every key whose estimate after its own last update was at least this is a candidate.
+    pub fn candidate_threshold(&self) -> u64 {
+        self.st.cand.theta()
+    }
+
+    pub fn estimate(&self, key: &FlowKey) -> u64 {
+        self.st.flow_size(key)
+    }
+}
+
+const CM_TASKS: &[Task] = &[
+    Task::FlowSize,
+    Task::HeavyHitters,
+    Task::HeavyChangers,
+    Task::TopK,
+];
+
+impl Algorithm for CountMin {
+    fn name(&self) -> &'static str {
+        "count_min"
+    }
+    fn tasks(&self) -> &'static [Task] {
+        CM_TASKS
+    }
+    #[inline]
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        self.st.update(key, weight);
+    }
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        self.st.update_batch(keys, weights);
+    }
+    fn reset(&mut self) {
+        self.st.reset();
+    }
+    fn memory_bytes(&self) -> usize {
+        self.st.memory_bytes()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        Some(self.st.heavy_hitters(threshold))
+    }
+    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
+        let p = prev.as_any().downcast_ref::<CountMin>()?;
+        self.st.heavy_changers(&p.st, threshold)
+    }
+    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
+        Some(self.st.top_k(k))
+    }
+    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
+        Some(self.st.flow_size(key))
+    }
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = other
+            .as_any()
+            .downcast_ref::<CountMin>()
+            .ok_or(MergeError::Mismatch("count_min"))?;
+        if self.st.merge(&o.st) {
+            Ok(())
+        } else {
+            Err(MergeError::Mismatch("count_min"))
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! Count Sketch (Charikar, Chen & Farach-Colton 2002; ALGORITHMS.md 2) with a candidate set,
+//! and the signed counter matrix that UnivMon reuses per level.
+//!
+//! State: `rows x width` i32 counters and per-row sign hashes `s_i(x) in {-1, +1}`. Update
+//! `C[i][h_i(x)] += s_i(x) * w`; estimate `median_i s_i(x) * C[i][h_i(x)]` (mean of the two
+//! middle values for an even row count). Each row is unbiased with variance `<= F2/width`, so a
+//! row errs by more than `sqrt(3 F2 / width)` with probability `<= 1/3` (Chebyshev) and the
+//! median fails only if half the rows do.
+//!
+//! Hashing: one xxh3 value `h` gives the columns ([`crate::rows`]); the signs are bits of
+//! `mix64(h ^ SIGN_SALT)`, a bijective remix of the same value, so keys with different 64-bit
+//! hashes get decorrelated signs without a second pass over the key bytes.
+//!
+//! Counters are i32 and saturate at the i32 range instead of wrapping (a wrapped counter flips
+//! the sign of the estimate); below saturation (2^31 units per counter per epoch) the sketch is
+//! exactly linear, so merges, differences and aggregated updates are bit-exact.
+
+use std::any::Any;
+
+use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
+use key::{mix64, FlowKey, HashFn, KeyMap};
+use serde::{Deserialize, Serialize};
+
+use crate::candidates::Candidates;
+use crate::count_min::validate_matrix;
+use crate::rows::{median, prefetch, RowIndex, MAX_ROWS};
+use crate::{sort_estimates, BATCH};
+
+const COUNT_SKETCH_SALT: u64 = 0x636f_756e_745f_736b; // "count_sk"
+const SIGN_SALT: u64 = 0x5349_474e_5f42_4954; // "SIGN_BIT"
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CountSketchConfig {
+    pub rows: usize,
+    pub width: usize,
+    /// Candidate-set size for heavy hitters and top-k.
+    pub candidates: usize,
+}
+
+impl Default for CountSketchConfig {
+    fn default() -> Self {
+        CountSketchConfig {
+            rows: 4,
+            width: 65536,
+            candidates: 1024,
+        }
+    }
+}
+
+impl CountSketchConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        validate_matrix("count_sketch", self.rows, self.width, self.candidates)
+    }
+}
+
+#[inline(always)]
+fn weight_i32(w: u64) -> i32 {
+    i32::try_from(w).unwrap_or(i32::MAX)
+}
+
+/// Signed counters and hashing of a Count Sketch (the linear state).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignedMatrix {
+    rows: usize,
+    width: usize,
+    index: RowIndex,
+    hash: HashFn,
+    counters: Vec<i32>,
+}
+
+impl SignedMatrix {
+    pub(crate) fn new(rows: usize, width: usize, hash: HashFn) -> SignedMatrix {
+        SignedMatrix {
+            rows,
+            width,
+            index: RowIndex::new(rows, width),
+            hash,
+            counters: vec![0; rows * width],
+        }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    pub fn counters(&self) -> &[i32] {
+        &self.counters
+    }
+
+    #[inline(always)]
+    pub(crate) fn hash(&self, k: &FlowKey) -> u64 {
+        self.hash.hash(k)
+    }
+
+    #[inline(always)]
+    fn signs(h: u64) -> u64 {
+        mix64(h ^ SIGN_SALT)
+    }
+
+    #[inline(always)]
+    fn cell(&self, h: u64, h2: u64, r: usize) -> usize {
+        r * self.width + self.index.column(h, h2, r)
+    }
+
+    /// Median over rows of `sign * counter` for hash `h`.
+    #[inline]
+    pub(crate) fn estimate_h(&self, h: u64) -> i64 {
+        let h2 = self.index.h2(h);
+        let s = Self::signs(h);
+        let mut v = [0i64; MAX_ROWS];
+        for (r, slot) in v.iter_mut().enumerate().take(self.rows) {
+            let c = i64::from(self.counters.get(self.cell(h, h2, r)).copied().unwrap_or(0));
+            *slot = if (s >> r) & 1 == 1 { -c } else { c };
+        }
+        median(&mut v[..self.rows.min(MAX_ROWS)])
+    }
+
+    /// Median over rows of the signed difference `self - prev` for hash `h`.
+    pub(crate) fn change_h(&self, prev: &SignedMatrix, h: u64) -> i64 {
+        let h2 = self.index.h2(h);
+        let s = Self::signs(h);
+        let mut v = [0i64; MAX_ROWS];
+        for (r, slot) in v.iter_mut().enumerate().take(self.rows) {
+            let j = self.cell(h, h2, r);
+            let a = i64::from(self.counters.get(j).copied().unwrap_or(0));
+            let b = i64::from(prev.counters.get(j).copied().unwrap_or(0));
+            *slot = if (s >> r) & 1 == 1 { b - a } else { a - b };
+        }
+        median(&mut v[..self.rows.min(MAX_ROWS)])
+    }
+
+    /// Add `s_i * w` in every row; returns the new estimate.
+    #[inline]
+    pub(crate) fn add_h(&mut self, h: u64, w: u64) -> i64 {
+        let h2 = self.index.h2(h);
+        let w = weight_i32(w);
+        let s = Self::signs(h);
+        let mut v = [0i64; MAX_ROWS];
+        for (r, slot) in v.iter_mut().enumerate().take(self.rows) {
+            let j = self.cell(h, h2, r);
+            let neg = (s >> r) & 1 == 1;
+            if let Some(c) = self.counters.get_mut(j) {
+                *c = c.saturating_add(if neg { -w } else { w });
+                let x = i64::from(*c);
+                *slot = if neg { -x } else { x };
+            }
+        }
+        median(&mut v[..self.rows.min(MAX_ROWS)])
+    }
+
+    /// Prefetch the counters of hash `h`.
+    #[inline(always)]
+    pub(crate) fn prefetch_h(&self, h: u64) {
+        let h2 = self.index.h2(h);
+        for r in 0..self.rows {
+            prefetch(&self.counters, self.cell(h, h2, r));
+        }
+    }
+
+    pub(crate) fn same_shape(&self, o: &SignedMatrix) -> bool {
+        self.rows == o.rows && self.width == o.width && self.hash == o.hash
+    }
+
+    pub(crate) fn add_all(&mut self, o: &SignedMatrix) {
+        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
+            *a = a.saturating_add(*b);
+        }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.counters.iter_mut().for_each(|c| *c = 0);
+    }
+
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.counters.len() * 4
+    }
+}
+
+/// Count Sketch with a candidate set (best effort for heavy hitters: estimates can decrease,
+/// so a candidate can be dropped at a compaction; see [`crate::candidates`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CountSketch {
+    cfg: CountSketchConfig,
+    m: SignedMatrix,
+    cand: Candidates,
+}
+
+impl CountSketch {
+    pub fn new(cfg: CountSketchConfig, seed: u64) -> Result<CountSketch, ConfigError> {
+        cfg.validate()?;
+        let hash = HashFn::new(key::sub_seed(seed, COUNT_SKETCH_SALT));
+        Ok(CountSketch {
+            m: SignedMatrix::new(cfg.rows, cfg.width, hash),
+            cand: Candidates::new(cfg.candidates, 1),
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &CountSketchConfig {
+        &self.cfg
+    }
+
+    pub fn matrix(&self) -> &SignedMatrix {
+        &self.m
+    }
+
+    /// Signed point estimate.
+    pub fn estimate(&self, key: &FlowKey) -> i64 {
+        self.m.estimate_h(self.m.hash(key))
+    }
+
+    #[inline(always)]
+    fn after_update(&mut self, key: &FlowKey, h: u64, est: i64) {
+        let est = est.max(0) as u64;
+        if est >= self.cand.theta() {
+            let m = &self.m;
+            self.cand
+                .offer(key, h, est, |h| m.estimate_h(h).max(0) as u64);
+        }
+    }
+
+    fn candidate_estimates(&self) -> Vec<Estimate> {
+        self.cand
+            .iter()
+            .map(|(k, h)| (*k, self.m.estimate_h(h).max(0) as u64))
+            .collect()
+    }
+}
+
+const TASKS: &[Task] = &[
+    Task::FlowSize,
+    Task::HeavyHitters,
+    Task::HeavyChangers,
+    Task::TopK,
+];
+
+impl Algorithm for CountSketch {
+    fn name(&self) -> &'static str {
+        "count_sketch"
+    }
+    fn tasks(&self) -> &'static [Task] {
+        TASKS
+    }
+    #[inline]
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        let h = self.m.hash(key);
+        let est = self.m.add_h(h, weight);
+        self.after_update(key, h, est);
+    }
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        let n = keys.len().min(weights.len());
+        let mut hs = [0u64; BATCH];
+        let mut start = 0;
+        while start < n {
+            let end = (start + BATCH).min(n);
+            let ks = &keys[start..end];
+            for (h, k) in hs.iter_mut().zip(ks) {
+                *h = self.m.hash(k);
+                self.m.prefetch_h(*h);
+            }
+            for (i, (k, &w)) in ks.iter().zip(&weights[start..end]).enumerate() {
+                let est = self.m.add_h(hs[i], w);
+                self.after_update(k, hs[i], est);
+            }
+            start = end;
+        }
+    }
+    fn reset(&mut self) {
+        self.m.clear();
+        self.cand.clear();
+    }
+    fn memory_bytes(&self) -> usize {
+        self.m.memory_bytes() + self.cand.memory_bytes()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        let mut v: Vec<Estimate> = self
+            .candidate_estimates()
+            .into_iter()
+            .filter(|&(_, e)| e >= threshold)
+            .collect();
+        sort_estimates(&mut v);
+        Some(v)
+    }
+    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
+        let p = prev.as_any().downcast_ref::<CountSketch>()?;
+        if !self.m.same_shape(&p.m) {
+            return None;
+        }
+        let mut union: KeyMap<u64> = KeyMap::default();
+        for (k, h) in self.cand.iter().chain(p.cand.iter()) {
+            union.insert(*k, h);
+        }
+        let mut v: Vec<Estimate> = union
+            .into_iter()
+            .map(|(k, h)| (k, self.m.change_h(&p.m, h).unsigned_abs()))
+            .filter(|&(_, d)| d >= threshold)
+            .collect();
+        sort_estimates(&mut v);
+        Some(v)
+    }
+    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
+        let mut v = self.candidate_estimates();
+        sort_estimates(&mut v);
+        v.truncate(k);
+        Some(v)
+    }
+    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
+        Some(self.estimate(key).max(0) as u64)
+    }
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = other
+            .as_any()
+            .downcast_ref::<CountSketch>()
+            .ok_or(MergeError::Mismatch("count_sketch"))?;
+        if !self.m.same_shape(&o.m) || self.cand.cap() != o.cand.cap() {
+            return Err(MergeError::Mismatch("count_sketch"));
+        }
+        self.m.add_all(&o.m);
+        let m = &self.m;
+        self.cand
+            .merge(&o.cand, &|h| m.estimate_h(h).max(0) as u64);
+        Ok(())
+    }
+}

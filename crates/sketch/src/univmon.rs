@@ -1,0 +1,499 @@
+//! UnivMon (Liu et al., SIGCOMM'16, sections 3-4; ALGORITHMS.md 6).
+//!
+//! `L` nested levels. A key is in level `j` iff its sampling bits `b_1(x) .. b_j(x)` are all 1
+//! (the `j` low bits of one sampling value), so level `j` sees a `2^-j` sample of the keys and
+//! every key is inserted into levels `0..=depth(x)`. (The Agg-Evict artifact sends a key to
+//! level 0 plus one other level; that breaks the recursion below.) Each level holds a Count
+//! Sketch and a top-`k` min-heap on the CS estimate.
+//!
+//! Queries use the G-sum recursion: with `Q_j` the heap keys of level `j` and `w_x` their
+//! current CS estimates, `Y_{L-1} = sum_{Q_{L-1}} g(w_x)` and
+//! `Y_j = 2 Y_{j+1} + sum_{x in Q_j} (1 - 2 b_{j+1}(x)) g(w_x)`; the answer is `Y_0`.
+//! Cardinality uses `g = 1` (every heap member has appeared, so membership rather than the sign
+//! of a noisy estimate decides), entropy uses `g(x) = x log2 x` and `H = log2 N - Y_0 / N`
+//! with `N` tracked exactly.
+//!
+//! Hashing: one xxh3 value `h` per key. Level 0's columns come from `h`; level `j >= 1` uses
+//! `mix64(h ^ salt_j)` and the sampling bits come from `mix64(h ^ salt_sample)`. splitmix64 is
+//! a bijection, so these are deterministic expansions of `h`: keys with different 64-bit hashes
+//! get decorrelated columns, signs and sampling bits, and only keys whose 64-bit hashes are equal
+//! (probability 2^-64 per pair) collide everywhere.
+
+use std::any::Any;
+
+use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
+use key::{mix64, FlowKey, HashFn, KeyMap, KeySet};
+use serde::{Deserialize, Serialize};
+
+use crate::count_sketch::SignedMatrix;
+use crate::rows::MAX_ROWS;
+use crate::{sort_estimates, BATCH};
+
+const UNIVMON_SALT: u64 = 0x756e_6976_6d6f_6e00; // "univmon\0"
+const SAMPLE_SALT: u64 = 0x5341_4d50_4c45_0000; // "SAMPLE"
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UnivMonConfig {
+    /// Count Sketch width per level; the number of levels is `widths.len()`.
+    /// Agg-Evict 4.1: 65536, 32768, 16384, 8192.
+    pub widths: Vec<usize>,
+    /// Count Sketch rows per level (Agg-Evict: 4).
+    pub rows: usize,
+    /// Top-k heap size per level (Agg-Evict: 128).
+    pub heap: usize,
+}
+
+impl Default for UnivMonConfig {
+    fn default() -> Self {
+        UnivMonConfig {
+            widths: vec![65536, 32768, 16384, 8192],
+            rows: 4,
+            heap: 128,
+        }
+    }
+}
+
+impl UnivMonConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let inv = |field, reason: String| ConfigError::Invalid {
+            algo: "univmon",
+            field,
+            reason,
+        };
+        if self.widths.is_empty() || self.widths.len() > 32 {
+            return Err(inv(
+                "widths",
+                format!("need 1..=32 levels, got {}", self.widths.len()),
+            ));
+        }
+        if self.rows == 0 || self.rows > MAX_ROWS {
+            return Err(inv(
+                "rows",
+                format!("must be in 1..={MAX_ROWS}, got {}", self.rows),
+            ));
+        }
+        let cells: usize = self
+            .widths
+            .iter()
+            .fold(0usize, |a, &w| a.saturating_add(w.saturating_mul(self.rows)));
+        if self.widths.contains(&0) || cells > crate::count_min::MAX_CELLS {
+            return Err(inv(
+                "widths",
+                format!(
+                    "every width must be >= 1 and the total cells <= {}",
+                    crate::count_min::MAX_CELLS
+                ),
+            ));
+        }
+        if self.heap == 0 || self.heap > (1 << 24) {
+            return Err(inv(
+                "heap",
+                format!("must be in 1..=16777216, got {}", self.heap),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct HeapEntry {
+    est: i64,
+    key: FlowKey,
+    /// The key's top-level 64-bit hash (level hashes and sampling bits derive from it).
+    h: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct HeapRepr {
+    cap: usize,
+    entries: Vec<HeapEntry>,
+}
+
+/// Binary min-heap of the `cap` largest estimates with a key -> index map.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "HeapRepr", into = "HeapRepr")]
+struct TopHeap {
+    cap: usize,
+    entries: Vec<HeapEntry>,
+    pos: KeyMap<usize>,
+}
+
+impl From<HeapRepr> for TopHeap {
+    fn from(r: HeapRepr) -> TopHeap {
+        let mut t = TopHeap::new(r.cap);
+        for e in r.entries {
+            t.offer(e.key, e.h, e.est);
+        }
+        t
+    }
+}
+
+impl From<TopHeap> for HeapRepr {
+    fn from(t: TopHeap) -> HeapRepr {
+        HeapRepr {
+            cap: t.cap,
+            entries: t.entries,
+        }
+    }
+}
+
+impl TopHeap {
+    fn new(cap: usize) -> TopHeap {
+        TopHeap {
+            cap,
+            entries: Vec::with_capacity(cap),
+            pos: KeyMap::default(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.pos.clear();
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.entries.swap(a, b);
+        if let Some(e) = self.entries.get(a) {
+            self.pos.insert(e.key, a);
+        }
+        if let Some(e) = self.entries.get(b) {
+            self.pos.insert(e.key, b);
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let p = (i - 1) / 2;
+            if self.entries[i].est < self.entries[p].est {
+                self.swap(i, p);
+                i = p;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.entries.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.entries[l].est < self.entries[m].est {
+                m = l;
+            }
+            if r < n && self.entries[r].est < self.entries[m].est {
+                m = r;
+            }
+            if m == i {
+                break;
+            }
+            self.swap(i, m);
+            i = m;
+        }
+    }
+
+    /// ALGORITHMS.md 6: present -> set the new estimate and restore the heap; absent -> insert if
+    /// not full, else replace the minimum if larger.
+    fn offer(&mut self, key: FlowKey, h: u64, est: i64) {
+        if let Some(&i) = self.pos.get(&key) {
+            if let Some(e) = self.entries.get_mut(i) {
+                let old = e.est;
+                e.est = est;
+                if est >= old {
+                    self.sift_down(i);
+                } else {
+                    self.sift_up(i);
+                }
+            }
+        } else if self.entries.len() < self.cap {
+            self.entries.push(HeapEntry { est, key, h });
+            let i = self.entries.len() - 1;
+            self.pos.insert(key, i);
+            self.sift_up(i);
+        } else if let Some(root) = self.entries.first().copied() {
+            if est > root.est {
+                self.pos.remove(&root.key);
+                self.entries[0] = HeapEntry { est, key, h };
+                self.pos.insert(key, 0);
+                self.sift_down(0);
+            }
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.cap * (std::mem::size_of::<HeapEntry>() + std::mem::size_of::<FlowKey>() + 8)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Level {
+    cs: SignedMatrix,
+    heap: TopHeap,
+    /// Salt of this level's column hash (0 for level 0, which uses the key hash itself).
+    salt: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UnivMon {
+    cfg: UnivMonConfig,
+    hash: HashFn,
+    sample_salt: u64,
+    levels: Vec<Level>,
+    total: u64,
+}
+
+impl UnivMon {
+    pub fn new(cfg: UnivMonConfig, seed: u64) -> Result<UnivMon, ConfigError> {
+        cfg.validate()?;
+        let hash = HashFn::new(key::sub_seed(seed, UNIVMON_SALT));
+        let levels = cfg
+            .widths
+            .iter()
+            .enumerate()
+            .map(|(j, &w)| {
+                let salt = if j == 0 { 0 } else { hash.sub(j as u64).seed() };
+                Level {
+                    cs: SignedMatrix::new(cfg.rows, w, HashFn::new(salt)),
+                    heap: TopHeap::new(cfg.heap),
+                    salt,
+                }
+            })
+            .collect();
+        Ok(UnivMon {
+            sample_salt: key::sub_seed(hash.seed(), SAMPLE_SALT),
+            hash,
+            levels,
+            total: 0,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &UnivMonConfig {
+        &self.cfg
+    }
+
+    /// Total weight seen (N).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The signed counters of every level (the linear state), for bit-exact comparisons.
+    pub fn level_counters(&self) -> Vec<&[i32]> {
+        self.levels.iter().map(|l| l.cs.counters()).collect()
+    }
+
+    #[inline(always)]
+    fn level_hash(h: u64, salt: u64, j: usize) -> u64 {
+        if j == 0 {
+            h
+        } else {
+            mix64(h ^ salt)
+        }
+    }
+
+    /// Number of levels below level 0 the key reaches: the trailing one bits of its sampling
+    /// value (`b_j(x)` is bit `j - 1`), capped at `L - 1`.
+    #[inline(always)]
+    fn depth(&self, h: u64) -> usize {
+        let t = mix64(h ^ self.sample_salt).trailing_ones() as usize;
+        t.min(self.levels.len() - 1)
+    }
+
+    /// `b_j(x)` for `j >= 1`: is the key in level `j`?
+    #[inline(always)]
+    fn in_level(&self, h: u64, j: usize) -> bool {
+        mix64(h ^ self.sample_salt).trailing_ones() as usize >= j
+    }
+
+    #[inline]
+    fn update_h(&mut self, key: &FlowKey, h: u64, w: u64) {
+        self.total = self.total.saturating_add(w);
+        let d = self.depth(h);
+        for (j, lev) in self.levels.iter_mut().enumerate().take(d + 1) {
+            let est = lev.cs.add_h(Self::level_hash(h, lev.salt, j), w);
+            lev.heap.offer(*key, h, est);
+        }
+    }
+
+    fn level_estimate(&self, j: usize, h: u64) -> i64 {
+        self.levels
+            .get(j)
+            .map_or(0, |l| l.cs.estimate_h(Self::level_hash(h, l.salt, j)))
+    }
+
+    /// The G-sum recursion (UnivMon section 4; ALGORITHMS.md 6) for `g` of the current CS
+    /// estimate of each heap key.
+    pub fn gsum(&self, g: impl Fn(i64) -> f64) -> f64 {
+        let last = self.levels.len() - 1;
+        let mut y = 0.0;
+        for j in (0..=last).rev() {
+            let lev = &self.levels[j];
+            let mut s = 0.0;
+            for e in &lev.heap.entries {
+                let gv = g(lev.cs.estimate_h(Self::level_hash(e.h, lev.salt, j)));
+                if j == last || !self.in_level(e.h, j + 1) {
+                    s += gv;
+                } else {
+                    s -= gv;
+                }
+            }
+            y = if j == last { s } else { 2.0 * y + s };
+        }
+        y
+    }
+
+    fn level0_estimates(&self) -> Vec<Estimate> {
+        self.levels[0]
+            .heap
+            .entries
+            .iter()
+            .map(|e| (e.key, self.level_estimate(0, e.h).max(0) as u64))
+            .collect()
+    }
+}
+
+const TASKS: &[Task] = &[
+    Task::HeavyHitters,
+    Task::HeavyChangers,
+    Task::Cardinality,
+    Task::Entropy,
+    Task::TopK,
+    Task::FlowSize,
+];
+
+impl Algorithm for UnivMon {
+    fn name(&self) -> &'static str {
+        "univmon"
+    }
+    fn tasks(&self) -> &'static [Task] {
+        TASKS
+    }
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        let h = self.hash.hash(key);
+        self.update_h(key, h, weight);
+    }
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        let n = keys.len().min(weights.len());
+        let mut hs = [0u64; BATCH];
+        let mut start = 0;
+        while start < n {
+            let end = (start + BATCH).min(n);
+            let ks = &keys[start..end];
+            for (h, k) in hs.iter_mut().zip(ks) {
+                *h = self.hash.hash(k);
+                let d = self.depth(*h);
+                for (j, lev) in self.levels.iter().enumerate().take(d + 1) {
+                    lev.cs.prefetch_h(Self::level_hash(*h, lev.salt, j));
+                }
+            }
+            for (i, (k, &w)) in ks.iter().zip(&weights[start..end]).enumerate() {
+                self.update_h(k, hs[i], w);
+            }
+            start = end;
+        }
+    }
+    fn reset(&mut self) {
+        for l in &mut self.levels {
+            l.cs.clear();
+            l.heap.clear();
+        }
+        self.total = 0;
+    }
+    fn memory_bytes(&self) -> usize {
+        self.levels
+            .iter()
+            .map(|l| l.cs.memory_bytes() + l.heap.memory_bytes())
+            .sum()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        let mut v: Vec<Estimate> = self
+            .level0_estimates()
+            .into_iter()
+            .filter(|&(_, e)| e >= threshold)
+            .collect();
+        sort_estimates(&mut v);
+        Some(v)
+    }
+    /// Candidates from both epochs' level-0 heaps, scored by the difference of the two level-0
+    /// Count Sketches (median of the signed row differences).
+    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
+        let p = prev.as_any().downcast_ref::<UnivMon>()?;
+        if self.cfg != p.cfg || self.hash != p.hash {
+            return None;
+        }
+        let (a, b) = (&self.levels[0], &p.levels[0]);
+        let mut seen = KeySet::default();
+        let mut v = Vec::new();
+        for e in a.heap.entries.iter().chain(&b.heap.entries) {
+            if seen.insert(e.key) {
+                let d = a.cs.change_h(&b.cs, e.h).unsigned_abs();
+                if d >= threshold {
+                    v.push((e.key, d));
+                }
+            }
+        }
+        sort_estimates(&mut v);
+        Some(v)
+    }
+    fn cardinality(&self) -> Option<f64> {
+        Some(self.gsum(|_| 1.0).max(0.0))
+    }
+    fn entropy(&self) -> Option<f64> {
+        if self.total == 0 {
+            return Some(0.0);
+        }
+        let n = self.total as f64;
+        let y = self.gsum(|e| {
+            if e >= 1 {
+                let x = e as f64;
+                x * x.log2()
+            } else {
+                0.0
+            }
+        });
+        Some((n.log2() - y / n).clamp(0.0, n.log2()))
+    }
+    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
+        let mut v = self.level0_estimates();
+        sort_estimates(&mut v);
+        v.truncate(k);
+        Some(v)
+    }
+    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
+        Some(self.level_estimate(0, self.hash.hash(key)).max(0) as u64)
+    }
+    /// Adds the Count Sketches level by level (exact), then rebuilds each heap from the union
+    /// of both heaps re-estimated on the merged sketch (approximate: a key that was in neither
+    /// heap cannot be recovered).
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = other
+            .as_any()
+            .downcast_ref::<UnivMon>()
+            .ok_or(MergeError::Mismatch("univmon"))?;
+        if self.cfg != o.cfg || self.hash != o.hash {
+            return Err(MergeError::Mismatch("univmon"));
+        }
+        self.total = self.total.saturating_add(o.total);
+        for (j, (a, b)) in self.levels.iter_mut().zip(&o.levels).enumerate() {
+            a.cs.add_all(&b.cs);
+            let mut seen = KeySet::default();
+            let mut all: Vec<(i64, FlowKey, u64)> = Vec::new();
+            for e in a.heap.entries.iter().chain(&b.heap.entries) {
+                if seen.insert(e.key) {
+                    let est = a.cs.estimate_h(Self::level_hash(e.h, a.salt, j));
+                    all.push((est, e.key, e.h));
+                }
+            }
+            all.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+            a.heap.clear();
+            for (est, k, h) in all {
+                a.heap.offer(k, h, est);
+            }
+        }
+        Ok(())
+    }
+}

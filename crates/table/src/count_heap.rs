@@ -1,0 +1,203 @@
+//! Binary min-heap of (count, key, extra) with a key -> position map: the structure under the
+//! Re-evaluating heap, Space-Saving and Misra-Gries (ALGORITHMS.md section 10).
+//!
+//! Pitfalls the digest lists, handled here: sift loops reach every index including the root,
+//! swaps move whole entries and fix the map for both keys, and nothing is type-punned.
+
+use key::{FlowKey, KeyMap};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Entry<X> {
+    pub count: u64,
+    pub key: FlowKey,
+    pub extra: X,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct CountHeap<X> {
+    cap: usize,
+    heap: Vec<Entry<X>>,
+    index: KeyMap<u32>,
+}
+
+impl<X: Copy> CountHeap<X> {
+    pub fn new(cap: usize) -> CountHeap<X> {
+        CountHeap {
+            cap,
+            heap: Vec::with_capacity(cap),
+            index: KeyMap::with_capacity_and_hasher(cap, Default::default()),
+        }
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.heap.len() >= self.cap
+    }
+
+    pub fn entries(&self) -> &[Entry<X>] {
+        &self.heap
+    }
+
+    pub fn min(&self) -> Option<&Entry<X>> {
+        self.heap.first()
+    }
+
+    pub fn position(&self, key: &FlowKey) -> Option<usize> {
+        self.index.get(key).map(|&i| i as usize)
+    }
+
+    pub fn get(&self, key: &FlowKey) -> Option<&Entry<X>> {
+        self.position(key).and_then(|i| self.heap.get(i))
+    }
+
+    /// Add `w` to the count at `pos` (counts only grow, so sifting down suffices).
+    pub fn add(&mut self, pos: usize, w: u64) {
+        if let Some(e) = self.heap.get_mut(pos) {
+            e.count = e.count.saturating_add(w);
+            self.sift_down(pos);
+        }
+    }
+
+    /// Insert a key that is not in the heap. Ignored when full.
+    pub fn push(&mut self, e: Entry<X>) {
+        if self.is_full() {
+            return;
+        }
+        let i = self.heap.len();
+        self.index.insert(e.key, i as u32);
+        self.heap.push(e);
+        self.sift_up(i);
+    }
+
+    /// Replace the minimum by `e` (a key not in the heap) whose count is at least the old
+    /// minimum's. Returns the evicted entry.
+    pub fn replace_min(&mut self, e: Entry<X>) -> Option<Entry<X>> {
+        let root = self.heap.first_mut()?;
+        let old = std::mem::replace(root, e);
+        self.index.remove(&old.key);
+        self.index.insert(e.key, 0);
+        self.sift_down(0);
+        Some(old)
+    }
+
+    pub fn pop_min(&mut self) -> Option<Entry<X>> {
+        let last = self.heap.pop()?;
+        let out = if let Some(root) = self.heap.first_mut() {
+            let old = std::mem::replace(root, last);
+            self.index.insert(last.key, 0);
+            old
+        } else {
+            last
+        };
+        self.index.remove(&out.key);
+        self.sift_down(0);
+        Some(out)
+    }
+
+    pub fn clear(&mut self) {
+        self.heap.clear();
+        self.index.clear();
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.heap.capacity() * std::mem::size_of::<Entry<X>>()
+            + self.index.capacity() * (std::mem::size_of::<(FlowKey, u32)>() + 1)
+    }
+
+    fn swap(&mut self, i: usize, j: usize) {
+        self.heap.swap(i, j);
+        for p in [i, j] {
+            if let Some(e) = self.heap.get(p) {
+                if let Some(slot) = self.index.get_mut(&e.key) {
+                    *slot = p as u32;
+                }
+            }
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.heap[parent].count <= self.heap[i].count {
+                break;
+            }
+            self.swap(parent, i);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        let n = self.heap.len();
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < n && self.heap[l].count < self.heap[m].count {
+                m = l;
+            }
+            if r < n && self.heap[r].count < self.heap[m].count {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.swap(i, m);
+            i = m;
+        }
+    }
+
+    /// Heap order and map consistency (tests).
+    #[cfg(test)]
+    pub fn check(&self) {
+        for i in 1..self.heap.len() {
+            assert!(self.heap[(i - 1) / 2].count <= self.heap[i].count, "heap order at {i}");
+        }
+        assert_eq!(self.index.len(), self.heap.len());
+        for (i, e) in self.heap.iter().enumerate() {
+            assert_eq!(self.index.get(&e.key), Some(&(i as u32)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_add_replace_pop_keep_order_and_map() {
+        let mut h: CountHeap<()> = CountHeap::new(8);
+        let e = |c: u64, k: u32| Entry {
+            count: c,
+            key: FlowKey::from_u32(k),
+            extra: (),
+        };
+        for (i, c) in [5u64, 3, 9, 1, 7, 2, 8, 4].into_iter().enumerate() {
+            h.push(e(c, i as u32));
+            h.check();
+        }
+        h.push(e(100, 100)); // full: ignored
+        assert_eq!(h.len(), 8);
+        assert_eq!(h.min().unwrap().count, 1);
+        let p = h.position(&FlowKey::from_u32(3)).unwrap();
+        h.add(p, 10);
+        h.check();
+        assert_eq!(h.min().unwrap().count, 2);
+        let old = h.replace_min(e(6, 50)).unwrap();
+        assert_eq!(old.count, 2);
+        assert!(h.get(&old.key).is_none());
+        h.check();
+        let mut popped = Vec::new();
+        while let Some(x) = h.pop_min() {
+            h.check();
+            popped.push(x.count);
+        }
+        assert_eq!(popped, vec![3, 4, 5, 6, 7, 8, 9, 11]);
+    }
+}

@@ -1,0 +1,204 @@
+//! The Re-evaluating paper's heap top-k (section 2.2 "Heaps and trees", ALGORITHMS.md 10):
+//! a binary min-heap of (count, key) plus a key -> index map. A monitored key adds its weight
+//! and sifts down (counts only grow, the paper's optimisation); a new key fills a free slot, or
+//! else replaces the minimum and inherits its count: `c = c_min + w` (Space-Saving without ε).
+//!
+//! Guarantees (those of Space-Saving, the ε bookkeeping aside): counts never under-estimate a
+//! monitored key (`f <= c`), `sum c = N`, and every key with `f > c_min` (so every `f > N/k`)
+//! is monitored. `update(k, w)` equals `w` consecutive unit updates of `k`; the state depends on
+//! the order of different keys (class C), so only these bounds survive aggregation.
+
+use std::any::Any;
+
+use algo::{Algorithm, ConfigError, Estimate, Task};
+use key::FlowKey;
+use serde::{Deserialize, Serialize};
+
+use crate::count_heap::{CountHeap, Entry};
+use crate::exact;
+
+const NAME: &str = "heap";
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HeapConfig {
+    /// Number of monitored keys (default 128, Agg-Evict section 4.1).
+    pub k: usize,
+}
+
+impl Default for HeapConfig {
+    fn default() -> Self {
+        HeapConfig { k: 128 }
+    }
+}
+
+impl HeapConfig {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.k == 0 || self.k > 1 << 24 {
+            return Err(crate::invalid(NAME, "k", "must be in 1..=2^24"));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Heap {
+    heap: CountHeap<()>,
+    /// Total weight seen (N).
+    total: u64,
+}
+
+impl Heap {
+    pub fn new(cfg: HeapConfig) -> Result<Heap, ConfigError> {
+        cfg.validate()?;
+        Ok(Heap {
+            heap: CountHeap::new(cfg.k),
+            total: 0,
+        })
+    }
+
+    pub fn k(&self) -> usize {
+        self.heap.cap()
+    }
+
+    /// Total weight seen this epoch (N).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Smallest monitored count (0 while not full): an upper bound on every unmonitored key.
+    pub fn min_count(&self) -> u64 {
+        if self.heap.is_full() {
+            self.heap.min().map_or(0, |e| e.count)
+        } else {
+            0
+        }
+    }
+
+    /// Monitored (key, count) pairs in heap order.
+    pub fn entries(&self) -> impl Iterator<Item = Estimate> + '_ {
+        self.heap.entries().iter().map(|e| (e.key, e.count))
+    }
+}
+
+const TASKS: &[Task] = &[Task::HeavyHitters, Task::TopK, Task::FlowSize];
+
+impl Algorithm for Heap {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tasks(&self) -> &'static [Task] {
+        TASKS
+    }
+
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        if weight == 0 {
+            return;
+        }
+        self.total = self.total.saturating_add(weight);
+        if let Some(p) = self.heap.position(key) {
+            self.heap.add(p, weight);
+        } else if !self.heap.is_full() {
+            self.heap.push(Entry {
+                count: weight,
+                key: *key,
+                extra: (),
+            });
+        } else {
+            let min = self.heap.min().map_or(0, |e| e.count);
+            self.heap.replace_min(Entry {
+                count: min.saturating_add(weight),
+                key: *key,
+                extra: (),
+            });
+        }
+    }
+
+    fn reset(&mut self) {
+        self.heap.clear();
+        self.total = 0;
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.heap.memory_bytes()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    /// Monitored keys with `c >= threshold`: every key with `f >= threshold` is reported when
+    /// `threshold > min_count()` (c over-estimates, never under-estimates).
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        Some(exact::heavy_hitters(self.entries(), threshold))
+    }
+
+    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
+        Some(exact::top_k(self.entries(), k))
+    }
+
+    /// The count of a monitored key; 0 for others (whose size is at most `min_count()`).
+    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
+        Some(self.heap.get(key).map_or(0, |e| e.count))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zipf_util::{truth, zipf_keys};
+
+    #[test]
+    fn top_k_recall_on_zipf() {
+        let keys = zipf_keys(100_000, 200_000, 1.1, 21);
+        let t = truth(&keys);
+        let mut h = Heap::new(HeapConfig::default()).unwrap();
+        h.update_batch(&keys, &vec![1; keys.len()]);
+        h.heap.check();
+        assert_eq!(h.entries().map(|e| e.1).sum::<u64>(), keys.len() as u64);
+        let mut sizes: Vec<(FlowKey, u64)> = t.iter().map(|(k, &c)| (*k, c)).collect();
+        sizes.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let top: Vec<FlowKey> = h.top_k(32).unwrap().into_iter().map(|e| e.0).collect();
+        let true_top: Vec<FlowKey> = sizes[..32].iter().map(|e| e.0).collect();
+        let hit = true_top.iter().filter(|k| top.contains(k)).count();
+        assert!(hit >= 30, "top-32 recall {hit}/32");
+        // Every key above N/k is monitored and never under-estimated.
+        let n = keys.len() as u64;
+        for (k, &f) in &t {
+            let c = h.flow_size(k).unwrap();
+            if f > n / h.k() as u64 {
+                assert!(c >= f, "{k} f={f} c={c}");
+            }
+            if c > 0 {
+                assert!(c >= f);
+            }
+        }
+        assert!(h.min_count() <= n / h.k() as u64);
+    }
+
+    #[test]
+    fn weighted_updates_keep_the_bounds() {
+        let keys = zipf_keys(50_000, 100_000, 1.1, 22);
+        let t = truth(&keys);
+        // Aggregated stream: each key once with its full count, in a shuffled-ish order.
+        let mut agg: Vec<(FlowKey, u64)> = t.iter().map(|(k, &c)| (*k, c)).collect();
+        agg.sort_unstable_by_key(|e| key::mix64(e.0.prefix_u32() as u64));
+        let mut h = Heap::new(HeapConfig { k: 64 }).unwrap();
+        for (k, c) in &agg {
+            h.update(k, *c);
+        }
+        h.heap.check();
+        let n = keys.len() as u64;
+        assert_eq!(h.total(), n);
+        assert_eq!(h.entries().map(|e| e.1).sum::<u64>(), n);
+        for (k, &f) in &t {
+            let c = h.flow_size(k).unwrap();
+            if f > n / 64 {
+                assert!(c >= f);
+            }
+        }
+        h.reset();
+        assert_eq!((h.total(), h.entries().count(), h.k()), (0, 0, 64));
+    }
+}

@@ -1,0 +1,454 @@
+//! Unit tests: small traces built in memory for every format and every error path.
+
+use super::*;
+use crate::write::{Endian, KeysWriter, PcapWriter, PcapngWriter};
+
+/// All records and the error (if any), read through both the iterator and `for_each`, which
+/// must agree exactly.
+fn read_all(c: &Capture) -> (Vec<Record<'_>>, Option<TraceError>) {
+    let mut recs = Vec::new();
+    let mut err = None;
+    let mut it = c.records();
+    for r in it.by_ref() {
+        match r {
+            Ok(r) => recs.push(r),
+            Err(e) => err = Some(e),
+        }
+    }
+    assert!(it.next().is_none(), "iterator must stay ended");
+    let mut seen = Vec::new();
+    let fe = c.for_each(|r| seen.push(r));
+    assert_eq!(seen, recs, "for_each and records() disagree");
+    match (&fe, &err) {
+        (Ok(n), None) => assert_eq!(*n, recs.len() as u64),
+        (Err(a), Some(b)) => assert_eq!(a.to_string(), b.to_string()),
+        _ => panic!("for_each {fe:?} vs records() {err:?}"),
+    }
+    (recs, err)
+}
+
+fn frame<'a>(r: &Record<'a>) -> (u32, &'a [u8]) {
+    match r.body {
+        Body::Frame { link, data } => (link, data),
+        Body::Tuple(_) => panic!("expected a frame"),
+    }
+}
+
+fn pcap_bytes(e: Endian, nsec: bool, link: u32, pkts: &[(u64, u32, &[u8])]) -> Vec<u8> {
+    let mut w = PcapWriter::new(Vec::new(), link, 65535, e, nsec).unwrap();
+    for (ts, wire, data) in pkts {
+        w.write_packet(*ts, *wire, data).unwrap();
+    }
+    w.into_inner()
+}
+
+const P1: &[u8] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const P2: &[u8] = &[0xAA; 60];
+
+#[test]
+fn pcap_all_magics() {
+    for e in [Endian::Little, Endian::Big] {
+        for nsec in [false, true] {
+            // FCS bits (28-31) set above link type 1: ignored.
+            let link = 0x1000_0000 | 1;
+            let b = pcap_bytes(e, nsec, link, &[(1_500_000_123_456_789, 64, P1), (7, 60, P2)]);
+            let c = Capture::from_bytes("t.pcap", b, None).unwrap();
+            assert_eq!(c.format(), Format::Pcap);
+            assert_eq!(c.pcap_link(), Some(1));
+            let (recs, err) = read_all(&c);
+            assert!(err.is_none(), "{err:?}");
+            assert_eq!(recs.len(), 2);
+            let want_ts = if nsec {
+                1_500_000_123_456_789
+            } else {
+                1_500_000_123_456_000
+            };
+            assert_eq!(recs[0].ts_ns, want_ts, "{e:?} nsec={nsec}");
+            assert_eq!(recs[0].wire_len, 64);
+            assert_eq!(frame(&recs[0]), (1, P1));
+            assert_eq!(recs[1].ts_ns, 0);
+            assert_eq!(frame(&recs[1]), (1, P2));
+        }
+    }
+}
+
+#[test]
+fn pcap_orig_smaller_than_incl_counts_incl() {
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, Endian::Little, false).unwrap();
+    w.write_raw(1, 2, 10, 0, P1).unwrap();
+    let c = Capture::from_bytes("x", w.into_inner(), None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert!(err.is_none());
+    assert_eq!(recs[0].wire_len, 10);
+    assert_eq!(recs[0].ts_ns, 1_000_002_000);
+}
+
+#[test]
+fn pcap_header_only_and_snaplen_ignored() {
+    let c0 = Capture::from_bytes("h.pcap", pcap_bytes(Endian::Big, false, 101, &[]), None).unwrap();
+    assert!(read_all(&c0).0.is_empty());
+    // snaplen 4 but a 10-byte record: tolerated.
+    let mut w = PcapWriter::new(Vec::new(), 101, 4, Endian::Big, false).unwrap();
+    w.write_packet(0, 10, P1).unwrap();
+    let c = Capture::from_bytes("h.pcap", w.into_inner(), None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert!(err.is_none());
+    assert_eq!(frame(&recs[0]), (101, P1));
+}
+
+#[test]
+fn pcap_truncated_record_keeps_earlier_ones() {
+    let mut b = pcap_bytes(Endian::Little, false, 1, &[(0, 10, P1), (0, 60, P2)]);
+    let second = 24 + 16 + P1.len();
+    b.truncate(b.len() - 5);
+    let c = Capture::from_bytes("cut.pcap", b, None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert_eq!(recs.len(), 1);
+    let e = err.unwrap();
+    assert_eq!(e.offset, second as u64);
+    assert!(matches!(e.kind, TraceErrorKind::TruncatedRecord { need: 60, have: 55 }));
+    assert_eq!(
+        e.to_string(),
+        format!("cut.pcap: offset {second}: record truncated: 60 captured bytes announced, 55 present")
+    );
+}
+
+#[test]
+fn pcap_truncated_record_header() {
+    let mut b = pcap_bytes(Endian::Big, true, 1, &[(0, 10, P1)]);
+    b.extend_from_slice(&[0; 7]);
+    let c = Capture::from_bytes("x.pcap", b, None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert_eq!(recs.len(), 1);
+    let e = err.unwrap();
+    assert_eq!(e.offset, (24 + 16 + 10) as u64);
+    assert!(matches!(e.kind, TraceErrorKind::TruncatedRecordHeader { have: 7 }));
+}
+
+#[test]
+fn pcap_absurd_length() {
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, Endian::Little, false).unwrap();
+    w.write_raw(0, 0, 10, 10, P1).unwrap();
+    w.write_raw(0, 0, MAX_RECORD_LEN + 1, 0, &[]).unwrap();
+    let c = Capture::from_bytes("big.pcap", w.into_inner(), None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert_eq!(recs.len(), 1);
+    let e = err.unwrap();
+    assert_eq!(e.offset, 50);
+    assert!(matches!(e.kind, TraceErrorKind::RecordTooLarge { .. }));
+    assert!(e.to_string().starts_with("big.pcap: offset 50: record length 268435457"));
+}
+
+#[test]
+fn pcap_header_errors() {
+    let e = Capture::from_bytes("a.pcap", vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0], None).unwrap_err();
+    assert_eq!(e.offset, 0);
+    assert!(matches!(e.kind, TraceErrorKind::TruncatedHeader { need: 24, have: 6 }));
+    let e = Capture::from_bytes("a.pcap", vec![1; 30], Some(Format::Pcap)).unwrap_err();
+    assert!(matches!(e.kind, TraceErrorKind::BadMagic { format: Format::Pcap, found: 0x0101_0101 }));
+    assert_eq!(e.to_string(), "a.pcap: offset 0: not a pcap file: magic number 0x01010101");
+    let e = Capture::from_bytes("a.pcap", vec![1; 3], Some(Format::Pcap)).unwrap_err();
+    assert!(matches!(e.kind, TraceErrorKind::TruncatedHeader { .. }));
+}
+
+// ---------------------------------------------------------------- pcapng
+
+fn ng_two_sections() -> Vec<u8> {
+    let mut w = PcapngWriter::new(Vec::new(), Endian::Little).unwrap();
+    // if0: Ethernet, default µs. if1: raw IP, ns, offset +10 s.
+    w.interface(1, 0, None, None).unwrap();
+    w.interface(101, 0, Some(9), Some(10)).unwrap();
+    w.enhanced_packet(0, 1_000_001, 64, P1).unwrap();
+    w.block(0x0BAD_0001, &[1, 2, 3, 4, 5]).unwrap(); // unknown: skipped
+    w.enhanced_packet(1, 5, 60, P2).unwrap();
+    // Second section, big-endian: if0 is Linux SLL with 2^-10 s units and snaplen 4.
+    w.section(Endian::Big).unwrap();
+    w.interface(113, 4, Some(0x80 | 10), None).unwrap();
+    w.enhanced_packet(0, 2048, 10, P1).unwrap();
+    w.simple_packet(10, P1).unwrap(); // clipped to snaplen 4
+    w.simple_packet(2, P1).unwrap(); // orig 2 < room: 2 bytes
+    w.into_inner()
+}
+
+#[test]
+fn pcapng_sections_interfaces_spb_unknown() {
+    let c = Capture::from_bytes("two.pcapng", ng_two_sections(), None).unwrap();
+    assert_eq!(c.format(), Format::Pcapng);
+    assert_eq!(c.pcap_link(), None);
+    let (recs, err) = read_all(&c);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(recs.len(), 5);
+    assert_eq!((recs[0].ts_ns, recs[0].wire_len), (1_000_001_000, 64));
+    assert_eq!(frame(&recs[0]), (1, P1));
+    assert_eq!((recs[1].ts_ns, recs[1].wire_len), (10_000_000_005, 60));
+    assert_eq!(frame(&recs[1]), (101, P2));
+    assert_eq!((recs[2].ts_ns, recs[2].wire_len), (2_000_000_000, 10));
+    assert_eq!(frame(&recs[2]), (113, P1));
+    assert_eq!((recs[3].ts_ns, recs[3].wire_len), (0, 10));
+    assert_eq!(frame(&recs[3]), (113, &P1[..4]));
+    assert_eq!(frame(&recs[4]), (113, &P1[..2]));
+    assert_eq!(recs[4].wire_len, 2);
+}
+
+#[test]
+fn pcapng_big_endian_first_and_opb() {
+    let mut w = PcapngWriter::new(Vec::new(), Endian::Big).unwrap();
+    w.interface(1, 0, Some(3), Some(-1)).unwrap(); // ms units, offset -1 s
+    // OPB: if_id u16, drops u16, ts hi, ts lo, cap, orig, data.
+    let mut body = Vec::new();
+    body.extend_from_slice(&0u16.to_be_bytes());
+    body.extend_from_slice(&0u16.to_be_bytes());
+    body.extend_from_slice(&0u32.to_be_bytes());
+    body.extend_from_slice(&1500u32.to_be_bytes());
+    body.extend_from_slice(&(P1.len() as u32).to_be_bytes());
+    body.extend_from_slice(&99u32.to_be_bytes());
+    body.extend_from_slice(P1);
+    w.block(2, &body).unwrap();
+    w.enhanced_packet(0, 500, 10, P1).unwrap();
+    let c = Capture::from_bytes("-", w.into_inner(), None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(recs.len(), 2);
+    assert_eq!((recs[0].ts_ns, recs[0].wire_len), (500_000_000, 99));
+    assert_eq!(frame(&recs[0]), (1, P1));
+    // 0.5 s - 1 s saturates at 0.
+    assert_eq!(recs[1].ts_ns, 0);
+}
+
+/// A pcapng file: SHB + IDB, then `tail` appended; returns (bytes, offset of tail).
+fn ng_with(tail: &[u8]) -> (Vec<u8>, u64) {
+    let mut w = PcapngWriter::new(Vec::new(), Endian::Little).unwrap();
+    w.interface(1, 0, None, None).unwrap();
+    w.enhanced_packet(0, 0, 10, P1).unwrap();
+    let mut b = w.into_inner();
+    let off = b.len() as u64;
+    b.extend_from_slice(tail);
+    (b, off)
+}
+
+fn raw_block(t: u32, len: u32, body: &[u8], trailer: u32) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&t.to_le_bytes());
+    v.extend_from_slice(&len.to_le_bytes());
+    v.extend_from_slice(body);
+    v.extend_from_slice(&trailer.to_le_bytes());
+    v
+}
+
+fn ng_err(tail: &[u8]) -> (TraceError, u64) {
+    let (b, off) = ng_with(tail);
+    let c = Capture::from_bytes("bad.pcapng", b, None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert_eq!(recs.len(), 1, "the packet before the bad block is delivered");
+    let e = err.expect("an error");
+    assert_eq!(e.offset, off, "{e}");
+    assert!(e.to_string().starts_with(&format!("bad.pcapng: offset {off}: ")));
+    (e, off)
+}
+
+#[test]
+fn pcapng_block_length_errors() {
+    let (e, _) = ng_err(&raw_block(99, 18, &[0; 8], 18));
+    assert!(matches!(e.kind, TraceErrorKind::BlockLenUnaligned { len: 18 }), "{e}");
+    let (e, _) = ng_err(&raw_block(99, 8, &[0; 4], 8));
+    assert!(matches!(e.kind, TraceErrorKind::BlockTooShort { len: 8 }), "{e}");
+    let (e, _) = ng_err(&raw_block(99, 64, &[0; 4], 64));
+    assert!(matches!(e.kind, TraceErrorKind::BlockPastEnd { len: 64, have: 16 }), "{e}");
+    let (e, _) = ng_err(&raw_block(99, 16, &[0; 4], 20));
+    assert!(matches!(e.kind, TraceErrorKind::BlockLenMismatch { len: 16, trailer: 20 }), "{e}");
+    let (e, _) = ng_err(&[6, 0, 0, 0, 32]);
+    assert!(matches!(e.kind, TraceErrorKind::TruncatedBlockHeader { have: 5 }), "{e}");
+}
+
+#[test]
+fn pcapng_packet_errors() {
+    // EPB naming interface 3 of 1.
+    let mut body = Vec::new();
+    for v in [3u32, 0, 0, 4, 4] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    body.extend_from_slice(&[1, 2, 3, 4]);
+    let (e, _) = ng_err(&raw_block(6, 40, &body, 40));
+    assert!(matches!(e.kind, TraceErrorKind::NoSuchInterface { id: 3, count: 1 }), "{e}");
+    assert!(e.to_string().ends_with("packet names interface 3, but the section defines 1"));
+    // EPB whose captured length exceeds the block.
+    let mut body = Vec::new();
+    for v in [0u32, 0, 0, 9, 9] {
+        body.extend_from_slice(&v.to_le_bytes());
+    }
+    body.extend_from_slice(&[1, 2, 3, 4]);
+    let (e, _) = ng_err(&raw_block(6, 40, &body, 40));
+    assert!(matches!(e.kind, TraceErrorKind::CapLenPastBlock { cap: 9, room: 4 }), "{e}");
+    // EPB too short for its fixed part.
+    let (e, _) = ng_err(&raw_block(6, 20, &[0; 8], 20));
+    assert!(matches!(e.kind, TraceErrorKind::BlockBodyTooShort { block_type: 6, need: 20, have: 8 }), "{e}");
+    // IDB too short; IDB whose option runs past the block.
+    let (e, _) = ng_err(&raw_block(1, 16, &[0; 4], 16));
+    assert!(matches!(e.kind, TraceErrorKind::BlockBodyTooShort { block_type: 1, .. }), "{e}");
+    let (e, _) = ng_err(&raw_block(1, 24, &[1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 40, 0], 24));
+    assert!(matches!(e.kind, TraceErrorKind::OptionPastBlock { code: 9, len: 40 }), "{e}");
+    // SHB with a bad byte-order magic.
+    let (e, _) = ng_err(&raw_block(pcapng::SHB, 28, &[9; 16], 28));
+    assert!(matches!(e.kind, TraceErrorKind::BadByteOrder { found: 0x0909_0909 }), "{e}");
+    // SHB with a too-short body.
+    let (e, _) = ng_err(&raw_block(pcapng::SHB, 16, &[0x4d, 0x3c, 0x2b, 0x1a], 16));
+    assert!(matches!(e.kind, TraceErrorKind::BlockBodyTooShort { block_type: 0x0A0D_0D0A, .. }), "{e}");
+}
+
+#[test]
+fn pcapng_new_section_resets_interfaces() {
+    let mut w = PcapngWriter::new(Vec::new(), Endian::Little).unwrap();
+    w.interface(1, 0, None, None).unwrap();
+    w.section(Endian::Little).unwrap();
+    let off = w.get_ref().len() as u64;
+    w.simple_packet(4, &[1, 2, 3, 4]).unwrap();
+    let c = Capture::from_bytes("r.pcapng", w.into_inner(), None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert!(recs.is_empty());
+    let e = err.unwrap();
+    assert_eq!(e.offset, off);
+    assert!(matches!(e.kind, TraceErrorKind::NoSuchInterface { id: 0, count: 0 }));
+}
+
+#[test]
+fn pcapng_magic_checks() {
+    let e = Capture::from_bytes("x", vec![1, 2, 3, 4, 5], Some(Format::Pcapng)).unwrap_err();
+    assert!(matches!(e.kind, TraceErrorKind::BadMagic { format: Format::Pcapng, found: 0x0102_0304 }));
+    let e = Capture::from_bytes("x", vec![], Some(Format::Pcapng)).unwrap_err();
+    assert!(matches!(e.kind, TraceErrorKind::TruncatedHeader { .. }));
+}
+
+// ---------------------------------------------------------------- key traces
+
+fn tuples() -> Vec<Tuple> {
+    vec![
+        Tuple::v4([10, 0, 0, 1], [192, 168, 1, 2], 1234, 80, 6),
+        Tuple::v4([1, 2, 3, 4], [5, 6, 7, 8], 65535, 0, 17),
+        Tuple::v4([255; 4], [0; 4], 1, 2, 255),
+    ]
+}
+
+fn keys_bytes(f: Format) -> Vec<u8> {
+    let mut w = KeysWriter::new(Vec::new(), f).unwrap();
+    for (i, t) in tuples().iter().enumerate() {
+        w.write(t, 1_000 + i as u64 * u64::MAX / 4).unwrap();
+    }
+    w.into_inner()
+}
+
+#[test]
+fn keys_formats() {
+    for f in [Format::Keys4, Format::Keys13, Format::Keys21] {
+        let b = keys_bytes(f);
+        assert_eq!(b.len(), 3 * f.key_record_len().unwrap());
+        let c = Capture::from_bytes("k", b, Some(f)).unwrap();
+        let (recs, err) = read_all(&c);
+        assert!(err.is_none());
+        assert_eq!(recs.len(), 3);
+        for (i, (r, t)) in recs.iter().zip(tuples()).enumerate() {
+            assert_eq!(r.wire_len, 0);
+            let want_ts = if f == Format::Keys21 {
+                1_000 + i as u64 * u64::MAX / 4
+            } else {
+                0
+            };
+            assert_eq!(r.ts_ns, want_ts);
+            let want = if f == Format::Keys4 {
+                Tuple::v4(t.src[..4].try_into().unwrap(), [0; 4], 0, 0, 0)
+            } else {
+                t
+            };
+            assert_eq!(r.body, Body::Tuple(want), "{f}");
+        }
+    }
+    // Byte layout of keys13 is the IPv4 five-tuple key layout, network order.
+    let b = keys_bytes(Format::Keys13);
+    assert_eq!(&b[..13], tuples()[0].key(key::KeyKind::FiveTuple).as_bytes());
+    assert_eq!(&b[8..10], &1234u16.to_be_bytes());
+}
+
+#[test]
+fn keys_partial_record() {
+    for f in [Format::Keys4, Format::Keys13, Format::Keys21] {
+        let mut b = keys_bytes(f);
+        b.extend_from_slice(&[7, 7, 7]);
+        let size = f.key_record_len().unwrap();
+        let c = Capture::from_bytes("p", b, Some(f)).unwrap();
+        let (recs, err) = read_all(&c);
+        assert_eq!(recs.len(), 3);
+        let e = err.unwrap();
+        assert_eq!(e.offset, 3 * size as u64);
+        assert_eq!(
+            e.to_string(),
+            format!("p: offset {}: partial {size}-byte key record: 3 trailing bytes", 3 * size)
+        );
+    }
+}
+
+#[test]
+fn keys_writer_refuses() {
+    assert!(KeysWriter::new(Vec::new(), Format::Pcap).is_err());
+    let mut w = KeysWriter::new(Vec::new(), Format::Keys13).unwrap();
+    let t = Tuple {
+        v6: true,
+        ..Tuple::default()
+    };
+    assert!(w.write(&t, 0).is_err());
+}
+
+// ---------------------------------------------------------------- detection and open
+
+#[test]
+fn detection() {
+    let pcap = pcap_bytes(Endian::Big, false, 1, &[(0, 10, P1)]);
+    assert_eq!(Capture::from_bytes("noext", pcap.clone(), None).unwrap().format(), Format::Pcap);
+    // A key-trace extension wins over a magic: key traces have no magic of their own.
+    let k = Capture::from_bytes("a.keys4", pcap.clone(), None).unwrap();
+    assert_eq!(k.format(), Format::Keys4);
+    assert_eq!(k.records().count(), pcap.len() / 4);
+    assert_eq!(Capture::from_bytes("dir.x/t.DAT", vec![0; 26], None).unwrap().format(), Format::Keys13);
+    assert_eq!(Capture::from_bytes("t.keys21", vec![], None).unwrap().format(), Format::Keys21);
+    assert_eq!(Capture::from_bytes("t.keys13", vec![], None).unwrap().format(), Format::Keys13);
+    assert_eq!(Capture::from_bytes("t", ng_two_sections(), None).unwrap().format(), Format::Pcapng);
+    // Forced format overrides everything.
+    assert_eq!(Capture::from_bytes("t.pcap", pcap, Some(Format::Keys4)).unwrap().format(), Format::Keys4);
+    let e = Capture::from_bytes("mystery.bin", vec![0; 100], None).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.starts_with("mystery.bin: offset 0: unknown trace format"), "{msg}");
+    for f in Format::ALL {
+        assert!(msg.contains(f.name()), "{msg}");
+    }
+    assert!(Capture::from_bytes("empty", vec![], None).is_err());
+}
+
+#[test]
+fn format_names() {
+    for f in Format::ALL {
+        assert_eq!(f.name().parse::<Format>(), Ok(f));
+        assert_eq!(f.to_string(), f.name());
+    }
+    let e = "pcap2".parse::<Format>().unwrap_err();
+    assert_eq!(e.to_string(), "unknown trace format `pcap2` (expected one of: pcap, pcapng, keys4, keys13, keys21)");
+}
+
+#[test]
+fn open_files() {
+    let dir = std::env::temp_dir().join(format!("trace-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("a.pcap");
+    std::fs::write(&p, pcap_bytes(Endian::Little, true, 1, &[(5, 10, P1), (6, 60, P2)])).unwrap();
+    let c = Capture::open(p.to_str().unwrap(), None).unwrap();
+    assert_eq!(c.name(), p.to_str().unwrap());
+    assert_eq!(c.records().count(), 2);
+    assert_eq!(c.for_each(|_| {}).unwrap(), 2);
+    // Empty file: cannot be mapped, read instead; a key trace with no records.
+    let q = dir.join("e.keys13");
+    std::fs::write(&q, []).unwrap();
+    let c = Capture::open(q.to_str().unwrap(), None).unwrap();
+    assert_eq!(c.records().count(), 0);
+    let missing = dir.join("missing.pcap");
+    let e = Capture::open(missing.to_str().unwrap(), None).unwrap_err();
+    assert!(matches!(e.kind, TraceErrorKind::Io(_)));
+    assert!(e.to_string().starts_with(&format!("{}: offset 0: cannot read", missing.display())));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

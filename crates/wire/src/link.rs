@@ -1,0 +1,130 @@
+//! Link-layer headers: Ethernet (+ VLAN tags), Linux SLL/SLL2, BSD null/loop.
+
+use crate::{ip, View, MAX_VLAN_TAGS};
+
+/// Ethertypes.
+pub(crate) mod ethertype {
+    pub const IPV4: u16 = 0x0800;
+    pub const IPV6: u16 = 0x86dd;
+    pub const VLAN: u16 = 0x8100;
+    pub const QINQ: u16 = 0x88a8;
+    pub const QINQ_OLD: u16 = 0x9100;
+}
+
+mod eth {
+    pub const HEADER_LEN: usize = 14;
+    pub const ETHERTYPE: usize = 12;
+    /// A VLAN tag: 2 bytes TCI, then the inner ethertype.
+    pub const TAG_LEN: usize = 4;
+    pub const TAG_ETHERTYPE: usize = 2;
+}
+
+mod sll {
+    pub const HEADER_LEN: usize = 16;
+    pub const PROTOCOL: usize = 14;
+}
+
+mod sll2 {
+    pub const HEADER_LEN: usize = 20;
+    pub const PROTOCOL: usize = 0;
+}
+
+/// BSD address families that mean IPv4/IPv6 in null/loop headers.
+mod af {
+    pub const INET: u32 = 2;
+    /// NetBSD/OpenBSD, FreeBSD, macOS values of AF_INET6 (all appear in captures).
+    pub const INET6: [u32; 3] = [24, 28, 30];
+}
+
+#[inline]
+fn be16(b: &[u8], at: usize) -> u16 {
+    // Callers pass fixed-size header arrays and constant offsets inside them; `get` keeps this
+    // total anyway (a missing byte reads as 0, which no caller can reach).
+    match b.get(at..at + 2) {
+        Some(&[x, y]) => u16::from_be_bytes([x, y]),
+        _ => 0,
+    }
+}
+
+#[inline]
+pub(crate) fn ethernet(d: &[u8]) -> View {
+    let Some((h, rest)) = d.split_first_chunk::<{ eth::HEADER_LEN }>() else {
+        return View::TRUNCATED;
+    };
+    let et = u16::from_be_bytes([h[eth::ETHERTYPE], h[eth::ETHERTYPE + 1]]);
+    // The common case first: untagged IPv4 goes straight to the IP parser.
+    if et == ethertype::IPV4 {
+        return ip::ipv4(rest);
+    }
+    by_ethertype(et, rest)
+}
+
+/// Dispatch on an ethertype, walking VLAN tags first.
+#[inline]
+pub(crate) fn by_ethertype(mut et: u16, mut rest: &[u8]) -> View {
+    let mut tags = 0;
+    while matches!(
+        et,
+        ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD
+    ) {
+        if tags == MAX_VLAN_TAGS {
+            return View::MALFORMED;
+        }
+        let Some((tag, r)) = rest.split_first_chunk::<{ eth::TAG_LEN }>() else {
+            return View::TRUNCATED;
+        };
+        et = be16(tag, eth::TAG_ETHERTYPE);
+        rest = r;
+        tags += 1;
+    }
+    match et {
+        ethertype::IPV4 => ip::ipv4(rest),
+        ethertype::IPV6 => ip::ipv6(rest),
+        // 802.3 length fields (< 0x0600), ARP, LLDP, MPLS, ...
+        _ => View::NON_IP,
+    }
+}
+
+pub(crate) fn sll(d: &[u8]) -> View {
+    let Some((h, rest)) = d.split_first_chunk::<{ sll::HEADER_LEN }>() else {
+        return View::TRUNCATED;
+    };
+    by_ethertype(be16(h, sll::PROTOCOL), rest)
+}
+
+pub(crate) fn sll2(d: &[u8]) -> View {
+    let Some((h, rest)) = d.split_first_chunk::<{ sll2::HEADER_LEN }>() else {
+        return View::TRUNCATED;
+    };
+    by_ethertype(be16(h, sll2::PROTOCOL), rest)
+}
+
+fn by_family(fam: u32, rest: &[u8]) -> Option<View> {
+    if fam == af::INET {
+        Some(ip::ipv4(rest))
+    } else if af::INET6.contains(&fam) {
+        Some(ip::ipv6(rest))
+    } else {
+        None
+    }
+}
+
+/// LINKTYPE_NULL: the family is in the capturing host's byte order, which the file does not
+/// record, so try both; the valid values are small, so no value means different families in
+/// the two orders.
+pub(crate) fn null(d: &[u8]) -> View {
+    let Some((h, rest)) = d.split_first_chunk::<4>() else {
+        return View::TRUNCATED;
+    };
+    by_family(u32::from_le_bytes(*h), rest)
+        .or_else(|| by_family(u32::from_be_bytes(*h), rest))
+        .unwrap_or(View::NON_IP)
+}
+
+/// LINKTYPE_LOOP: the family is always in network byte order.
+pub(crate) fn loopback(d: &[u8]) -> View {
+    let Some((h, rest)) = d.split_first_chunk::<4>() else {
+        return View::TRUNCATED;
+    };
+    by_family(u32::from_be_bytes(*h), rest).unwrap_or(View::NON_IP)
+}

@@ -1,0 +1,48 @@
+//! Link types (pcap `LINKTYPE_` numbers, <https://www.tcpdump.org/linktypes.html>) that netsift
+//! decodes. Any other link type parses to [`Class::Unsupported`](crate::Class::Unsupported).
+
+/// BSD loopback: a 4-byte address family in the byte order of the capturing host.
+pub const NULL: u32 = 0;
+/// Ethernet II / 802.3, with any stack of up to [`MAX_VLAN_TAGS`](crate::MAX_VLAN_TAGS) tags.
+pub const ETHERNET: u32 = 1;
+/// Raw IP as written by some BSDs (DLT_RAW = 12); the version nibble picks IPv4 or IPv6.
+pub const RAW_12: u32 = 12;
+/// Raw IP as written by OpenBSD (DLT_RAW = 14); the version nibble picks IPv4 or IPv6.
+pub const RAW_14: u32 = 14;
+/// Raw IP (LINKTYPE_RAW); the version nibble picks IPv4 or IPv6. CAIDA traces use this.
+pub const RAW: u32 = 101;
+/// OpenBSD loopback: like [`NULL`] but the family is always in network byte order.
+pub const LOOP: u32 = 108;
+/// Linux "cooked" capture v1: 16-byte header, protocol (an ethertype) at offset 14.
+pub const LINUX_SLL: u32 = 113;
+/// Raw IPv4 only.
+pub const IPV4: u32 = 228;
+/// Raw IPv6 only.
+pub const IPV6: u32 = 229;
+/// Linux "cooked" capture v2: 20-byte header, protocol (an ethertype) at offset 0.
+pub const LINUX_SLL2: u32 = 276;
+
+/// Every link type [`parse`](crate::parse) decodes.
+pub const SUPPORTED: [u32; 10] = [
+    NULL, ETHERNET, RAW_12, RAW_14, RAW, LOOP, LINUX_SLL, IPV4, IPV6, LINUX_SLL2,
+];
+
+/// Stable snake_case name for reports; `"unknown"` for unsupported link types.
+pub fn name(lt: u32) -> &'static str {
+    match lt {
+        NULL => "null",
+        ETHERNET => "ethernet",
+        RAW | RAW_12 | RAW_14 => "raw",
+        LOOP => "loop",
+        LINUX_SLL => "linux_sll",
+        IPV4 => "ipv4",
+        IPV6 => "ipv6",
+        LINUX_SLL2 => "linux_sll2",
+        _ => "unknown",
+    }
+}
+
+/// Whether [`parse`](crate::parse) decodes frames of this link type.
+pub fn is_supported(lt: u32) -> bool {
+    SUPPORTED.contains(&lt)
+}
