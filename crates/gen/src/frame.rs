@@ -27,6 +27,7 @@ fn fold(mut s: u32) -> u16 {
 }
 
 /// Reference RFC 1071 checksum over bytes (the scalar twin the fast sums are tested against).
+#[cfg(test)]
 pub(crate) fn checksum_bytes(initial: u32, b: &[u8]) -> u16 {
     let mut s = initial as u64;
     let mut it = b.chunks_exact(2);

@@ -281,12 +281,12 @@ impl RevSketch {
             let mut est: Vec<f64> = if self.cfg.verify_rows > 0 {
                 let vw = self.cfg.verify_width;
                 (0..self.cfg.verify_rows)
-                    .map(|i| ver.adjusted(i, vidx[i] as usize - i * vw))
+                    .map(|i| ver.adjusted(i, (vidx[i] as usize).saturating_sub(i * vw)))
                     .collect()
             } else {
                 let w = self.cfg.width;
                 (0..self.cfg.rows)
-                    .map(|i| main.adjusted(i, idx[i] as usize - i * w))
+                    .map(|i| main.adjusted(i, (idx[i] as usize).saturating_sub(i * w)))
                     .collect()
             };
             let e = median_f64(&mut est).abs();

@@ -6,7 +6,8 @@ use rand_pcg::Pcg64;
 
 /// A stream of `len` keys drawn from `n` distinct keys with Zipf(`s`) popularity (rank r has
 /// probability ∝ r^-s). Keys are `key_len`-byte values spread over the key space (a splitmix of
-/// the rank, so ranks are not numerically adjacent), deterministic in `seed`.
+/// the rank, so ranks are not numerically adjacent) and the same for every `seed`: two seeds give
+/// two epochs of the same population. The draws are deterministic in `seed`.
 pub fn zipf_stream(n: usize, s: f64, len: usize, key_len: usize, seed: u64) -> Vec<FlowKey> {
     let mut cdf = Vec::with_capacity(n);
     let mut acc = 0.0;
@@ -15,7 +16,7 @@ pub fn zipf_stream(n: usize, s: f64, len: usize, key_len: usize, seed: u64) -> V
         cdf.push(acc);
     }
     let keys: Vec<FlowKey> = (0..n as u64)
-        .map(|r| key_of(key::mix64(r ^ seed.rotate_left(17)), key_len))
+        .map(|r| key_of(key::mix64(r + 0x5eed_0000_0000), key_len))
         .collect();
     let mut rng = Pcg64::seed_from_u64(seed);
     (0..len)

@@ -1,0 +1,90 @@
+//! The runner end to end on a generated trace: determinism, exact algorithms scoring perfectly,
+//! and guarantees that hold whatever the data (Count-Min never misses a heavy hitter).
+
+use algo::Task;
+use measure::{MeasureSpec, RunConfig, Runner};
+
+fn spec(task: Task, algo: &str) -> MeasureSpec {
+    MeasureSpec {
+        task,
+        algorithm: algo.into(),
+        key: None,
+        threshold: None,
+        k: None,
+        params: toml::Table::new(),
+    }
+}
+
+fn run(cfg: &RunConfig) -> measure::Report {
+    let g = gen::Spec {
+        packets: 300_000,
+        flows: 20_000,
+        seed: 3,
+        ..gen::Spec::default()
+    };
+    let mut r = Runner::new(cfg.clone(), "test").unwrap();
+    gen::generate(&g, |p| r.push(p.ts_ns, &p.tuple, p.wire_len)).unwrap();
+    r.finish()
+}
+
+fn cfg(measures: Vec<MeasureSpec>) -> RunConfig {
+    RunConfig {
+        epoch_packets: Some(100_000),
+        measures,
+        ..RunConfig::default()
+    }
+}
+
+#[test]
+fn same_trace_config_and_seed_give_the_same_report() {
+    let c = cfg(RunConfig::measures_from_lists(&[], &[]).unwrap());
+    let a = run(&c);
+    let b = run(&c);
+    assert_eq!(a.epochs.len(), 3);
+    // Everything but the timings is identical.
+    assert_eq!(
+        serde_json::to_value(&a.epochs).unwrap(),
+        serde_json::to_value(&b.epochs).unwrap()
+    );
+    assert_eq!(a.totals.packets, 300_000);
+    assert_eq!(a.totals.ipv4, 300_000);
+}
+
+#[test]
+fn exact_table_scores_perfectly_and_count_min_misses_no_heavy_hitter() {
+    let c = cfg(vec![
+        spec(Task::FlowSize, "linear_hash"),
+        spec(Task::Cardinality, "linear_hash"),
+        spec(Task::HeavyHitters, "linear_hash"),
+        spec(Task::HeavyChangers, "linear_hash"),
+        spec(Task::Entropy, "linear_hash"),
+        spec(Task::FlowSizeDistribution, "linear_hash"),
+        spec(Task::HeavyHitters, "count_min"),
+    ]);
+    let r = run(&c);
+    // linear_hash is shared by its five tasks: one instance.
+    assert_eq!(r.throughput.len(), 2);
+    for e in &r.epochs {
+        for t in &e.tasks {
+            let a = &t.accuracy;
+            match (t.algorithm.as_str(), t.task) {
+                ("linear_hash", Task::HeavyChangers) if e.index == 0 => {
+                    assert!(t.note.is_some())
+                }
+                ("linear_hash", Task::HeavyHitters | Task::HeavyChangers) => {
+                    assert_eq!((a.precision, a.recall), (Some(1.0), Some(1.0)), "{t:?}");
+                    assert!(t.true_count.unwrap() > 0);
+                }
+                ("linear_hash", Task::FlowSize | Task::Cardinality | Task::Entropy) => {
+                    assert!(a.relative_error.unwrap() < 1e-9, "{t:?}")
+                }
+                ("linear_hash", Task::FlowSizeDistribution) => assert_eq!(a.mrd, Some(0.0)),
+                ("count_min", Task::HeavyHitters) => {
+                    assert_eq!(a.recall, Some(1.0), "{t:?}");
+                    assert!(a.precision.unwrap() > 0.5, "{t:?}");
+                }
+                _ => unreachable!(),
+            }
+        }
+    }
+}
