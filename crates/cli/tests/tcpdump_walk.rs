@@ -51,8 +51,9 @@ fn every_tcpdump_capture_is_read_or_refused_clearly() {
         files.len()
     );
     assert_eq!(full + partial + refused, files.len());
-    // Most of the suite is well-formed at the file level (the malformations are inside packets).
-    assert!(full >= 700, "only {full} files read fully");
-    assert!(packets >= 50_000, "{packets}");
-    assert!(keyed >= packets / 3, "{keyed} of {packets}");
+    // The suite is well-formed at the file level (its malformations are inside packets): when
+    // written, all 830 files read fully, 10,183 packets, 5,415 of them with an IP flow key.
+    assert!(full >= 800, "only {full} files read fully");
+    assert!(packets >= 10_000, "{packets}");
+    assert!(keyed >= 5_000, "{keyed} of {packets}");
 }

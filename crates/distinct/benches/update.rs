@@ -51,7 +51,11 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(STREAM as u64));
     g.sample_size(10);
     for &name in distinct::NAMES {
-        let input = if name == "bloom_spreader" { &pairs } else { &keys };
+        let input = if name == "bloom_spreader" {
+            &pairs
+        } else {
+            &keys
+        };
         let mut a: Box<dyn Algorithm> = distinct::build(name, &toml::Table::new(), &ctx)
             .ok()
             .flatten()

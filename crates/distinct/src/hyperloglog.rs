@@ -280,7 +280,13 @@ mod tests {
             let keys = distinct_stream(n, seed);
             let mut s = hll(14, seed);
             s.update_batch(&keys, &vec![1; keys.len()]);
-            assert_within(&format!("hll n={n}"), s.estimate(), n, s.config().rse(), 4.0);
+            assert_within(
+                &format!("hll n={n}"),
+                s.estimate(),
+                n,
+                s.config().rse(),
+                4.0,
+            );
         }
         let keys = zipf_stream(200_000, 1.1, 300_000, 9);
         let truth = exact_distinct(&keys);
@@ -302,11 +308,7 @@ mod tests {
             let t = n as f64 / m;
             let rse = (m * (t.exp() - t - 1.0)).sqrt() / n as f64;
             let err = (s.estimate() - n as f64).abs();
-            assert!(
-                err <= 4.0 * rse * n as f64 + 1.0,
-                "n={n}: {}",
-                s.estimate()
-            );
+            assert!(err <= 4.0 * rse * n as f64 + 1.0, "n={n}: {}", s.estimate());
         }
     }
 

@@ -156,7 +156,10 @@ impl LinearCounting {
     #[inline(always)]
     fn position(&self, h: u64, row: usize) -> usize {
         let (h1, h2) = (h as u32, (h >> 32) as u32);
-        crate::reduce32(h1.wrapping_add((row as u32).wrapping_mul(h2)), self.cfg.bits)
+        crate::reduce32(
+            h1.wrapping_add((row as u32).wrapping_mul(h2)),
+            self.cfg.bits,
+        )
     }
 
     /// Word index in `words` of bit `pos` of row `row`, and the bit's mask.
@@ -330,7 +333,13 @@ mod tests {
         // A small array loaded to t = 3 still answers within its (larger) error.
         let keys = distinct_stream(30_000, 5);
         let s = run(lc(4, 10_000, 5), &keys);
-        assert_within("lc t=3", s.estimate(), 30_000, s.config().rse(30_000.0), 4.0);
+        assert_within(
+            "lc t=3",
+            s.estimate(),
+            30_000,
+            s.config().rse(30_000.0),
+            4.0,
+        );
     }
 
     #[test]

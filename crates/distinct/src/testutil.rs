@@ -58,6 +58,11 @@ pub fn key_set(keys: &[FlowKey]) -> KeySet {
 pub fn assert_within(name: &str, est: f64, truth: usize, rse: f64, sigmas: f64) -> f64 {
     let t = truth as f64;
     let rel = (est - t).abs() / t;
+    // Shown with --nocapture: how far inside the bound each check lands.
+    eprintln!(
+        "{name}: est {est:.1} truth {truth} rel {rel:.5} ({:.2} RSE)",
+        rel / rse
+    );
     assert!(
         rel <= sigmas * rse,
         "{name}: estimate {est:.1} vs truth {truth}: relative error {rel:.4} > {sigmas} x RSE {rse:.4}"

@@ -14,6 +14,10 @@ pub(crate) const TCP_LEN: usize = 20;
 pub(crate) const UDP_LEN: usize = 8;
 /// Longest generated header (Ethernet + IPv4 + TCP).
 pub(crate) const MAX_HDR: usize = ETH_LEN + IP_LEN + TCP_LEN;
+/// pcap record header.
+pub(crate) const REC_HDR: usize = 16;
+/// A pcap record header followed by the longest frame header: what one packet patches.
+pub(crate) const MAX_REC: usize = REC_HDR + MAX_HDR;
 
 const TTL: u16 = 64;
 const TCP_WINDOW: u16 = 64240;
@@ -49,17 +53,30 @@ fn addr_sum(src: u32, dst: u32) -> u32 {
     (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF)
 }
 
-/// Writes the headers of one packet of `flow` into `out` and returns their length (54 for TCP,
-/// 42 for UDP). `wire_len` must be at least the header length (>= 60 by spec validation).
+/// Per-packet variable fields of a frame.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PacketFields {
+    pub ts_ns: u64,
+    pub caplen: u32,
+    pub ip_id: u16,
+    pub seq: u32,
+    pub ack: u32,
+}
+
+/// Writes the pcap record header and the frame headers of one packet of `flow` into `out`;
+/// returns the frame-header length (54 for TCP, 42 for UDP). The caller appends
+/// `caplen - header` zero bytes. `flow.wire_len` must be at least the header length (>= 60 by
+/// spec validation).
 #[inline]
-pub(crate) fn write_header(
-    flow: &FlowRec,
-    wire_len: u16,
-    ip_id: u16,
-    seq: u32,
-    ack: u32,
-    out: &mut [u8; MAX_HDR],
-) -> usize {
+pub(crate) fn write_record(flow: &FlowRec, p: &PacketFields, out: &mut [u8; MAX_REC]) -> usize {
+    let secs = (p.ts_ns / 1_000_000_000) as u32;
+    let nanos = (p.ts_ns % 1_000_000_000) as u32;
+    out[0..4].copy_from_slice(&secs.to_le_bytes());
+    out[4..8].copy_from_slice(&nanos.to_le_bytes());
+    out[8..12].copy_from_slice(&p.caplen.to_le_bytes());
+    out[12..16].copy_from_slice(&(flow.wire_len as u32).to_le_bytes());
+    let (wire_len, ip_id, seq, ack) = (flow.wire_len, p.ip_id, p.seq, p.ack);
+    let out = &mut out[REC_HDR..];
     let tcp = flow.proto == TCP;
     let l4_len = if tcp { TCP_LEN } else { UDP_LEN };
     let hdr = ETH_LEN + IP_LEN + l4_len;
@@ -135,9 +152,23 @@ mod tests {
     use crate::flows::UDP;
 
     fn full_frame(flow: &FlowRec, wire: u16, id: u16, seq: u32, ack: u32) -> Vec<u8> {
-        let mut h = [0u8; MAX_HDR];
-        let n = write_header(flow, wire, id, seq, ack, &mut h);
-        let mut f = h[..n].to_vec();
+        let mut h = [0u8; MAX_REC];
+        let flow = FlowRec {
+            wire_len: wire,
+            ..*flow
+        };
+        let p = PacketFields {
+            ts_ns: 1_234_567_890_123,
+            caplen: wire as u32,
+            ip_id: id,
+            seq,
+            ack,
+        };
+        let n = write_record(&flow, &p, &mut h);
+        assert_eq!(&h[..4], &1234u32.to_le_bytes());
+        assert_eq!(&h[4..8], &567_890_123u32.to_le_bytes());
+        assert_eq!(&h[12..16], &(wire as u32).to_le_bytes());
+        let mut f = h[REC_HDR..REC_HDR + n].to_vec();
         f.resize(wire as usize, 0);
         f
     }

@@ -23,14 +23,13 @@ pub(crate) fn unit_open(x: u64) -> f64 {
 /// with a given distribution", IEEE TSE 1991): O(n) build, O(1) exact draw.
 ///
 /// One 64-bit draw picks both the column and the coin: the column is the high word of
-/// `x * n` (Lemire's multiply-shift, `key::reduce`) and the coin is the low word, which given the
-/// column is uniform on a grid of step `n / 2^64`, i.e. at least 32 bits of resolution for
-/// n <= 2^32. Column bias is at most n / 2^64.
+/// `x * n` (Lemire's multiply-shift, as `key::reduce`) and the coin is the top half of the low
+/// word, which given the column is uniform at 32-bit resolution for n <= 2^32. Column bias is at
+/// most n / 2^64 and each column's split is exact to 2^-32, far below sampling noise. Threshold and
+/// alias share one 8-byte entry, so a draw touches one cache line of the table.
 pub(crate) struct Alias {
-    /// Accept the column itself when the coin is below this (probability × 2^64).
-    thresh: Vec<u64>,
-    /// Otherwise take this index.
-    alias: Vec<u32>,
+    /// (accept the column itself when the coin is below this, otherwise take this index).
+    table: Vec<(u32, u32)>,
 }
 
 impl Alias {
@@ -46,41 +45,40 @@ impl Alias {
         let sum: f64 = w.iter().sum();
         let scale = n as f64 / sum;
         let mut p: Vec<f64> = w.iter().map(|x| x * scale).collect();
-        let mut thresh = vec![u64::MAX; n];
-        let mut alias: Vec<u32> = (0..n as u32).collect();
+        // Default: keep the column always (threshold MAX; the coin MAX then lands on the alias,
+        // which is the column itself).
+        let mut table: Vec<(u32, u32)> = (0..n as u32).map(|i| (u32::MAX, i)).collect();
         let (mut small, mut large): (Vec<u32>, Vec<u32>) =
             (0..n as u32).partition(|&i| p[i as usize] < 1.0);
         while let (Some(&s), Some(&l)) = (small.last(), large.last()) {
             small.pop();
             let (s, l) = (s as usize, l as usize);
-            // `as` saturates, and p[s] < 1, so this is < 2^64.
-            thresh[s] = (p[s] * 18_446_744_073_709_551_616.0) as u64;
-            alias[s] = l as u32;
+            // `as` saturates, and p[s] < 1, so this is < 2^32.
+            table[s] = ((p[s] * 4_294_967_296.0) as u32, l as u32);
             p[l] = (p[l] + p[s]) - 1.0;
             if p[l] < 1.0 {
                 large.pop();
                 small.push(l as u32);
             }
         }
-        // Whatever is left in either list has probability 1 up to rounding: it keeps its column
-        // (thresh = MAX and alias = itself, so even the coin value MAX lands on it).
-        Alias { thresh, alias }
+        // Whatever is left in either list has probability 1 up to rounding and keeps the default.
+        Alias { table }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.thresh.len()
+        self.table.len()
     }
 
     /// The index drawn by the 64-bit random word `x`.
     #[inline]
     pub(crate) fn sample(&self, x: u64) -> usize {
-        let m = x as u128 * self.thresh.len() as u128;
+        let m = x as u128 * self.table.len() as u128;
         let col = (m >> 64) as usize; // < len, since x < 2^64
-        let coin = m as u64;
-        match (self.thresh.get(col), self.alias.get(col)) {
-            (Some(&t), _) if coin < t => col,
-            (_, Some(&a)) => a as usize,
-            _ => 0,
+        let coin = (m as u64 >> 32) as u32;
+        match self.table.get(col) {
+            Some(&(t, _)) if coin < t => col,
+            Some(&(_, a)) => a as usize,
+            None => 0,
         }
     }
 }

@@ -77,7 +77,7 @@ pub fn default_algorithm(t: Task) -> &'static str {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
-    #[error("unknown algorithm `{0}` (known: {})", names().join(", "))]
+    #[error("unknown algorithm `{0}` (known: {known})", known = names().join(", "))]
     Unknown(String),
     #[error("algorithm `{algo}` cannot answer task `{task}` (it answers: {}; `{task}` is answered by: {})",
         tasks_of(algo).unwrap_or(&[]).iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),

@@ -1,0 +1,531 @@
+//! Deltoid (Cormode & Muthukrishnan, "What's new: finding significant differences in network
+//! data streams", INFOCOM'04; ALGORITHMS.md 5).
+//!
+//! State: d rows x g groups; a group is one total counter T0 followed by one counter T1[b] per key
+//! bit b (L = 8 x key_len bits, bit 0 = most significant bit of the first key byte), all u32
+//! saturating (see `crate::w32`). Any key length up to `key::MAX_KEY_LEN` works.
+//!
+//! Update (linear, class A): group j = h_i(x) in each row; T0 += w and T1[b] += w for every set bit
+//! of x. The row groups come from one xxh3 hash by Kirsch-Mitzenmacher (`crate::km_index`).
+//!
+//! Recovery for threshold θ: in a group where x (size ≥ θ) meets other traffic of total R < θ,
+//! each bit test is decisive: if x has bit b set, T1[b] ≥ f_x ≥ θ and T0 - T1[b] ≤ R < θ, and
+//! the opposite for a clear bit. So for each bit "hi" = T1[b] ≥ θ and "lo" = T0 - T1[b] ≥ θ;
+//! exactly one must hold (both or neither: the group is not dominated by one key, reject it).
+//! The spelled-out key must hash back to the group (h_i(x) = j), which rejects most garbage.
+//! With g ≥ 2/φ groups a key above φN is alone with R < θ in a row w.p. ≥ 1/2 (Markov), so it is
+//! missed w.p. ≤ 2^-d (1/16 for SketchVisor's 4 x 4000).
+//!
+//! Heavy hitters: skip groups with T0 < θ, estimate = min over rows of the smallest bit-matching
+//! counter (an upper bound like Count-Min, tighter than T0). Heavy changers: run the same tests
+//! on the signed difference of two epochs' counters with absolute values (no T0 skip: a group
+//! whose total change cancels can still be dominated bit-wise), estimate = median over rows of
+//! the median bit-matching difference.
+
+use std::any::Any;
+
+use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
+use key::{sub_seed, FlowKey, HashFn, KeySet, MAX_KEY_LEN};
+use serde::{Deserialize, Serialize};
+
+use crate::modular::MAX_ROWS;
+use crate::{km_index, median_i64, prefetch, w32, Detection};
+
+const NAME: &str = "deltoid";
+/// Distinct sub-seed constant of this algorithm ("DELT").
+const SEED_TAG: u64 = 0x4445_4c54;
+
+/// Configuration of [`Deltoid`]. Defaults: SketchVisor 7.1, 4 rows of 2/0.05% = 4000 groups.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeltoidConfig {
+    pub rows: usize,
+    pub groups: usize,
+}
+
+impl Default for DeltoidConfig {
+    fn default() -> Self {
+        DeltoidConfig {
+            rows: 4,
+            groups: 4000,
+        }
+    }
+}
+
+fn invalid(field: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        algo: NAME,
+        field,
+        reason: reason.into(),
+    }
+}
+
+impl DeltoidConfig {
+    /// Check the fields for keys of `key_len` bytes; the error names the field.
+    pub fn validate(&self, key_len: usize) -> Result<(), ConfigError> {
+        if key_len == 0 || key_len > MAX_KEY_LEN {
+            return Err(invalid("key_len", format!("must be 1..={MAX_KEY_LEN}")));
+        }
+        if self.rows == 0 || self.rows > MAX_ROWS {
+            return Err(invalid("rows", format!("must be 1..={MAX_ROWS}")));
+        }
+        if self.groups == 0 || self.groups > 1 << 24 {
+            return Err(invalid("groups", "must be 1..=2^24"));
+        }
+        Ok(())
+    }
+}
+
+/// Deltoid state (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deltoid {
+    cfg: DeltoidConfig,
+    key_len: usize,
+    seed: u64,
+    hash: HashFn,
+    /// Counters per group: 1 + 8 * key_len.
+    stride: usize,
+    /// rows x groups x stride, row-major.
+    counters: Vec<u32>,
+    /// Updates ignored because the key length differed from `key_len`.
+    skipped: u64,
+}
+
+const STEP: usize = 16;
+
+impl Deltoid {
+    pub fn new(cfg: DeltoidConfig, ctx: &BuildCtx) -> Result<Self, ConfigError> {
+        cfg.validate(ctx.key_len)?;
+        let seed = sub_seed(ctx.seed, SEED_TAG);
+        let stride = 1 + 8 * ctx.key_len;
+        Ok(Deltoid {
+            key_len: ctx.key_len,
+            seed,
+            hash: HashFn::new(seed),
+            stride,
+            counters: vec![0; cfg.rows * cfg.groups * stride],
+            skipped: 0,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &DeltoidConfig {
+        &self.cfg
+    }
+
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+
+    /// Offset of the group of `h` in row `i`.
+    #[inline]
+    fn base(&self, h: u64, i: usize) -> usize {
+        (i * self.cfg.groups + km_index(h, i, self.cfg.groups)) * self.stride
+    }
+
+    #[inline]
+    fn group(&self, base: usize) -> &[u32] {
+        self.counters.get(base..base + self.stride).unwrap_or(&[])
+    }
+
+    #[inline]
+    fn add(&mut self, base: usize, key: &FlowKey, w: u32) {
+        let Some(grp) = self.counters.get_mut(base..base + self.stride) else {
+            return;
+        };
+        let (t0, t1) = grp.split_at_mut(1);
+        t0[0] = t0[0].saturating_add(w);
+        for (bi, &byte) in key.as_bytes().iter().enumerate() {
+            let mut m = byte;
+            while m != 0 {
+                let lz = m.leading_zeros() as usize;
+                if let Some(c) = t1.get_mut(bi * 8 + lz) {
+                    *c = c.saturating_add(w);
+                }
+                m &= !(0x80u8 >> lz);
+            }
+        }
+    }
+
+    /// The counter matching bit `b` of `key` in a group: T1[b] if set, T0 - T1[b] if clear.
+    #[inline]
+    fn matching(grp: &[u32], key: &[u8], b: usize) -> i64 {
+        let t0 = i64::from(grp.first().copied().unwrap_or(0));
+        let t1 = i64::from(grp.get(1 + b).copied().unwrap_or(0));
+        if key.get(b / 8).is_some_and(|&x| x & (0x80 >> (b % 8)) != 0) {
+            t1
+        } else {
+            t0 - t1
+        }
+    }
+
+    /// Decode the key spelled by a group of (signed) counters, if one key dominates it.
+    fn decode(&self, t0: i64, t1: impl Fn(usize) -> i64, theta: i64) -> Option<FlowKey> {
+        let mut bytes = [0u8; MAX_KEY_LEN];
+        for b in 0..8 * self.key_len {
+            let c1 = t1(b);
+            let hi = c1.abs() >= theta;
+            let lo = (t0 - c1).abs() >= theta;
+            if hi == lo {
+                return None;
+            }
+            if hi {
+                bytes[b / 8] |= 0x80 >> (b % 8);
+            }
+        }
+        FlowKey::from_bytes(&bytes[..self.key_len])
+    }
+
+    /// Heavy hitters (threshold ≥ 1). Never truncated: decoding costs O(rows x groups x bits).
+    pub fn detect_heavy_hitters(&self, threshold: u64) -> Detection {
+        let theta = i64::try_from(threshold.max(1)).unwrap_or(i64::MAX);
+        let mut cands = KeySet::default();
+        for i in 0..self.cfg.rows {
+            for g in 0..self.cfg.groups {
+                let base = (i * self.cfg.groups + g) * self.stride;
+                let grp = self.group(base);
+                let t0 = i64::from(grp.first().copied().unwrap_or(0));
+                if t0 < theta {
+                    continue;
+                }
+                let t1 = |b: usize| i64::from(grp.get(1 + b).copied().unwrap_or(0));
+                if let Some(k) = self.decode(t0, t1, theta) {
+                    if self.base(self.hash.hash(&k), i) == base {
+                        cands.insert(k);
+                    }
+                }
+            }
+        }
+        let flows = cands
+            .into_iter()
+            .filter_map(|k| {
+                let e = self.estimate(&k);
+                (e >= theta as u64).then_some((k, e))
+            })
+            .collect();
+        Detection::sorted(flows, false)
+    }
+
+    /// Upper-bound point estimate: min over rows of the smallest bit-matching counter.
+    pub fn estimate(&self, key: &FlowKey) -> u64 {
+        if key.len() != self.key_len {
+            return 0;
+        }
+        let h = self.hash.hash(key);
+        (0..self.cfg.rows)
+            .map(|i| {
+                let grp = self.group(self.base(h, i));
+                (0..8 * self.key_len)
+                    .map(|b| Self::matching(grp, key.as_bytes(), b))
+                    .min()
+                    .unwrap_or(0)
+            })
+            .min()
+            .map_or(0, |v| v.max(0) as u64)
+    }
+
+    fn compatible(&self, o: &Deltoid) -> bool {
+        self.cfg == o.cfg && self.key_len == o.key_len && self.seed == o.seed
+    }
+
+    /// Heavy changers between `prev` (previous epoch, same configuration and seed) and `self`;
+    /// the estimate is |change|.
+    pub fn detect_heavy_changers(
+        &self,
+        prev: &Deltoid,
+        threshold: u64,
+    ) -> Result<Detection, MergeError> {
+        if !self.compatible(prev) {
+            return Err(MergeError::Mismatch(NAME));
+        }
+        let theta = i64::try_from(threshold.max(1)).unwrap_or(i64::MAX);
+        let mut cands = KeySet::default();
+        for i in 0..self.cfg.rows {
+            for g in 0..self.cfg.groups {
+                let base = (i * self.cfg.groups + g) * self.stride;
+                let (c, p) = (self.group(base), prev.group(base));
+                let d = |j: usize| {
+                    i64::from(c.get(j).copied().unwrap_or(0))
+                        - i64::from(p.get(j).copied().unwrap_or(0))
+                };
+                if let Some(k) = self.decode(d(0), |b| d(1 + b), theta) {
+                    if self.base(self.hash.hash(&k), i) == base {
+                        cands.insert(k);
+                    }
+                }
+            }
+        }
+        let mut flows = Vec::new();
+        let mut per_bit = Vec::with_capacity(8 * self.key_len);
+        for k in cands {
+            let h = self.hash.hash(&k);
+            let mut rows: Vec<i64> = (0..self.cfg.rows)
+                .map(|i| {
+                    let base = self.base(h, i);
+                    let (c, p) = (self.group(base), prev.group(base));
+                    per_bit.clear();
+                    per_bit.extend((0..8 * self.key_len).map(|b| {
+                        Self::matching(c, k.as_bytes(), b) - Self::matching(p, k.as_bytes(), b)
+                    }));
+                    median_i64(&mut per_bit)
+                })
+                .collect();
+            let e = median_i64(&mut rows).unsigned_abs();
+            if e >= theta as u64 {
+                flows.push((k, e));
+            }
+        }
+        Ok(Detection::sorted(flows, false))
+    }
+}
+
+impl Algorithm for Deltoid {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn tasks(&self) -> &'static [Task] {
+        &[Task::HeavyHitters, Task::HeavyChangers]
+    }
+
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        if key.len() != self.key_len {
+            self.skipped += 1;
+            return;
+        }
+        let h = self.hash.hash(key);
+        let w = w32(weight);
+        for i in 0..self.cfg.rows {
+            let base = self.base(h, i);
+            self.add(base, key, w);
+        }
+    }
+
+    /// Hash a step of 16 keys, prefetch the first and last cache line of each of their groups
+    /// (a 4-byte-key group is 33 u32 = 132 B), then add.
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        let mut bases = [[0usize; MAX_ROWS]; STEP];
+        let mut ok = [false; STEP];
+        for (ks, ws) in keys.chunks(STEP).zip(weights.chunks(STEP)) {
+            for (j, k) in ks.iter().enumerate() {
+                ok[j] = k.len() == self.key_len;
+                if ok[j] {
+                    let h = self.hash.hash(k);
+                    for (i, slot) in bases[j].iter_mut().enumerate().take(self.cfg.rows) {
+                        let b = self.base(h, i);
+                        *slot = b;
+                        let p = self.counters.as_ptr();
+                        prefetch(p.wrapping_add(b));
+                        prefetch(p.wrapping_add(b + self.stride - 1));
+                    }
+                }
+            }
+            for (j, (k, &w)) in ks.iter().zip(ws).enumerate() {
+                if ok[j] {
+                    for &b in &bases[j][..self.cfg.rows] {
+                        self.add(b, k, w32(w));
+                    }
+                } else {
+                    self.skipped += 1;
+                }
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.counters.fill(0);
+        self.skipped = 0;
+    }
+
+    fn memory_bytes(&self) -> usize {
+        4 * self.counters.len()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        Some(self.detect_heavy_hitters(threshold).flows)
+    }
+
+    /// `None` if `prev` is not a `Deltoid` of the same configuration and seed.
+    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
+        let prev = prev.as_any().downcast_ref::<Deltoid>()?;
+        self.detect_heavy_changers(prev, threshold)
+            .ok()
+            .map(|d| d.flows)
+    }
+
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = other
+            .as_any()
+            .downcast_ref::<Deltoid>()
+            .ok_or(MergeError::Mismatch(NAME))?;
+        if !self.compatible(o) {
+            return Err(MergeError::Mismatch(NAME));
+        }
+        for (a, b) in self.counters.iter_mut().zip(&o.counters) {
+            *a = a.saturating_add(*b);
+        }
+        self.skipped += o.skipped;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{key_of, planted_stream, truth, zipf_stream};
+
+    fn ctx(seed: u64, key_len: usize) -> BuildCtx {
+        BuildCtx {
+            seed,
+            key_len,
+            ..BuildCtx::default()
+        }
+    }
+
+    fn feed(s: &mut Deltoid, stream: &[(FlowKey, u64)]) {
+        let (k, w): (Vec<FlowKey>, Vec<u64>) = stream.iter().copied().unzip();
+        s.update_batch(&k, &w);
+    }
+
+    fn planted(n: usize, key_len: usize, tag: u64) -> Vec<FlowKey> {
+        (0..n as u64)
+            .map(|i| key_of(key::mix64(tag + i), key_len))
+            .collect()
+    }
+
+    #[test]
+    fn recovers_planted_heavy_hitters() {
+        for key_len in [4usize, 13] {
+            let bg = zipf_stream(100_000, 1.1, 300_000, key_len, 1);
+            let plant = planted(10, key_len, 0xabc);
+            let stream = planted_stream(&bg, &plant, 20_000, 2);
+            let t = 10_000;
+            let truth = truth(&stream);
+            let true_hh: Vec<FlowKey> = truth
+                .iter()
+                .filter(|(_, &v)| v >= t)
+                .map(|(k, _)| *k)
+                .collect();
+            assert!(true_hh.len() >= 10);
+            let mut s = Deltoid::new(DeltoidConfig::default(), &ctx(5, key_len)).unwrap();
+            feed(&mut s, &stream);
+            let d = s.detect_heavy_hitters(t);
+            for k in &true_hh {
+                let (_, e) = d
+                    .flows
+                    .iter()
+                    .find(|(f, _)| f == k)
+                    .unwrap_or_else(|| panic!("key_len {key_len}: missed {k}"));
+                assert!(*e >= truth[k], "an upper bound");
+            }
+            let fp = d
+                .flows
+                .iter()
+                .filter(|(k, _)| truth.get(k).copied().unwrap_or(0) < t);
+            assert!(fp.count() <= 2);
+        }
+    }
+
+    #[test]
+    fn recovers_heavy_changers() {
+        let bg1 = zipf_stream(100_000, 1.1, 200_000, 4, 11);
+        let bg2 = zipf_stream(100_000, 1.1, 200_000, 4, 12);
+        let up = planted(5, 4, 0x100);
+        let down = planted(5, 4, 0x200);
+        let mut e1 = planted_stream(&bg1, &down, 16_000, 3);
+        e1.extend(up.iter().map(|&k| (k, 1_000)));
+        let mut e2 = planted_stream(&bg2, &up, 16_000, 4);
+        e2.extend(down.iter().map(|&k| (k, 1_000)));
+        let (t1, t2) = (truth(&e1), truth(&e2));
+        let change = |k: &FlowKey| {
+            (t2.get(k).copied().unwrap_or(0) as i64 - t1.get(k).copied().unwrap_or(0) as i64)
+                .unsigned_abs()
+        };
+        let t = 8_000u64;
+        let mut keys: Vec<FlowKey> = t1.keys().chain(t2.keys()).copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let true_hc: Vec<FlowKey> = keys.iter().filter(|k| change(k) >= t).copied().collect();
+        assert_eq!(true_hc.len(), 10);
+        let c = ctx(9, 4);
+        let mut s1 = Deltoid::new(DeltoidConfig::default(), &c).unwrap();
+        let mut s2 = s1.clone();
+        feed(&mut s1, &e1);
+        feed(&mut s2, &e2);
+        let d = s2.detect_heavy_changers(&s1, t).unwrap();
+        for k in &true_hc {
+            let (_, e) = d
+                .flows
+                .iter()
+                .find(|(f, _)| f == k)
+                .expect("missed a changer");
+            let rel = (*e as f64 - change(k) as f64).abs() / change(k) as f64;
+            assert!(rel < 0.1, "estimate {e} vs {}", change(k));
+        }
+        assert!(d.flows.iter().filter(|(k, _)| change(k) < t).count() <= 2);
+        assert_eq!(s2.heavy_changers(&s1, t).unwrap(), d.flows);
+        let other = Deltoid::new(DeltoidConfig::default(), &ctx(10, 4)).unwrap();
+        assert!(s2.heavy_changers(&other, t).is_none());
+    }
+
+    #[test]
+    fn linear_merge_batch_and_aggregation() {
+        let bg = zipf_stream(5_000, 1.1, 30_000, 4, 21);
+        let stream: Vec<(FlowKey, u64)> = bg.iter().map(|&k| (k, 1)).collect();
+        let c = ctx(3, 4);
+        let cfg = DeltoidConfig {
+            rows: 3,
+            groups: 500,
+        };
+        let mut whole = Deltoid::new(cfg.clone(), &c).unwrap();
+        for &(k, w) in &stream {
+            whole.update(&k, w);
+        }
+        let mut batch = Deltoid::new(cfg.clone(), &c).unwrap();
+        feed(&mut batch, &stream);
+        assert_eq!(batch, whole);
+        let (a, b) = stream.split_at(stream.len() / 2);
+        let mut sa = Deltoid::new(cfg.clone(), &c).unwrap();
+        let mut sb = sa.clone();
+        feed(&mut sa, a);
+        feed(&mut sb, b);
+        sa.merge(&sb).unwrap();
+        assert_eq!(sa, whole);
+        assert_eq!(
+            serde_json::to_string(&sa).unwrap(),
+            serde_json::to_string(&whole).unwrap()
+        );
+        let mut pairs: Vec<(FlowKey, u64)> = truth(&stream).into_iter().collect();
+        pairs.sort_unstable();
+        let mut agg = Deltoid::new(cfg.clone(), &c).unwrap();
+        feed(&mut agg, &pairs);
+        assert_eq!(agg, whole);
+        let mut other = Deltoid::new(cfg.clone(), &ctx(4, 4)).unwrap();
+        feed(&mut other, &stream);
+        assert_ne!(other, whole);
+        assert_eq!(whole.merge(&other), Err(MergeError::Mismatch(NAME)));
+        let mut r = whole.clone();
+        r.reset();
+        assert_eq!(r, Deltoid::new(cfg, &c).unwrap());
+        assert_eq!(r.memory_bytes(), 4 * 3 * 500 * 33);
+    }
+
+    #[test]
+    fn bad_input_and_config() {
+        let mut s = Deltoid::new(DeltoidConfig::default(), &ctx(1, 4)).unwrap();
+        s.update(&key_of(1, 8), 3);
+        s.update_batch(&[FlowKey::EMPTY], &[1]);
+        assert_eq!(s.skipped(), 2);
+        s.update(&key_of(0xffff_ffff, 4), u64::MAX);
+        assert_eq!(s.estimate(&key_of(0xffff_ffff, 4)), u64::from(u32::MAX));
+        assert_eq!(s.detect_heavy_hitters(0).flows.len(), 1);
+        let e = |cfg: DeltoidConfig, kl| Deltoid::new(cfg, &ctx(1, kl)).err().unwrap().to_string();
+        assert!(e(DeltoidConfig { rows: 0, groups: 9 }, 4).contains("rows"));
+        assert!(e(DeltoidConfig { rows: 2, groups: 0 }, 4).contains("groups"));
+        assert!(e(DeltoidConfig::default(), 0).contains("key_len"));
+    }
+}

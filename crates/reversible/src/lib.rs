@@ -170,10 +170,14 @@ mod tests {
         let t: toml::Table = toml::from_str("width = 1000").unwrap();
         let e = build("rev_sketch", &t, &ctx).err().unwrap().to_string();
         assert!(e.contains("width"), "{e}");
-        let e = build("rev_sketch", &toml::Table::new(), &BuildCtx { key_len: 13, ..ctx })
-            .err()
-            .unwrap()
-            .to_string();
+        let e = build(
+            "rev_sketch",
+            &toml::Table::new(),
+            &BuildCtx { key_len: 13, ..ctx },
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(e.contains("key_len"), "{e}");
     }
 

@@ -12,8 +12,8 @@
 //! 8-byte keys with 65536 buckets: 8 words x 2 bits.
 //!
 //! Word hashes. `h_{i,j}(u) = π_{i,j}(u) >> (8 - s_j)` with π a seeded random permutation of the
-//! 256 byte values (Fisher-Yates driven by `key::HashFn`). Like the reference `((a·u) mod 256)
-//! >> (8-s)` it gives every sub-index exactly 2^(8-s) preimages, so the inverse table of a
+//! 256 byte values (Fisher-Yates driven by `key::HashFn`). Like the reference
+//! `((a·u) mod 256) >> (8-s)` it gives every sub-index exactly 2^(8-s) preimages, so the inverse table of a
 //! sub-index is a slice of π^-1 and reverse hashing enumerates exactly the consistent words; unlike
 //! the multiplicative form its low sub-index bits are not linear in the low word bits. The
 //! tables are tiny (rows x q x 256 u32, 16 KB for 4 x 4) and sit in L1 on the update path, so
@@ -149,7 +149,10 @@ impl ModularHash {
                 inv_perm[t * 256 + usize::from(p)] = u as u8;
             }
         }
-        let mul = [sub_seed(seed, 0x4d41_4e47) | 1, sub_seed(seed, 0x4d41_4e48) | 1];
+        let mul = [
+            sub_seed(seed, 0x4d41_4e47) | 1,
+            sub_seed(seed, 0x4d41_4e48) | 1,
+        ];
         Ok(ModularHash {
             key_bits: 8 * key_len as u32,
             index_bits: b,
@@ -379,8 +382,14 @@ mod tests {
     fn layout_and_balanced_preimages() {
         let m = ModularHash::new(1, 4, 4, 65536).unwrap();
         assert_eq!(m.sub_bits(), &[4, 4, 4, 4]);
-        assert_eq!(ModularHash::new(1, 4, 2, 4096).unwrap().sub_bits(), &[3, 3, 3, 3]);
-        assert_eq!(ModularHash::new(1, 8, 4, 65536).unwrap().sub_bits(), &[2; 8]);
+        assert_eq!(
+            ModularHash::new(1, 4, 2, 4096).unwrap().sub_bits(),
+            &[3, 3, 3, 3]
+        );
+        assert_eq!(
+            ModularHash::new(1, 8, 4, 65536).unwrap().sub_bits(),
+            &[2; 8]
+        );
         assert_eq!(
             ModularHash::new(1, 4, 2, 1 << 10).unwrap().sub_bits(),
             &[3, 3, 2, 2]
@@ -402,9 +411,7 @@ mod tests {
     fn reverse_finds_planted_buckets() {
         for (key_len, rows, misses) in [(4usize, 4usize, 1usize), (4, 2, 0), (8, 4, 0)] {
             let m = ModularHash::new(11, key_len, rows, 65536).unwrap();
-            let keys: Vec<u64> = (0..8u64)
-                .map(|i| key::mix64(i + 100) & m.mask())
-                .collect();
+            let keys: Vec<u64> = (0..8u64).map(|i| key::mix64(i + 100) & m.mask()).collect();
             let mut heavy = vec![Vec::new(); rows];
             for &k in &keys {
                 let mk = m.mangle(k);

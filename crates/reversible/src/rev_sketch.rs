@@ -309,7 +309,7 @@ struct KaryDiff<'a> {
 
 impl<'a> KaryDiff<'a> {
     fn new(cur: &'a [u32], prev: &'a [u32], width: usize) -> Self {
-        let rows = if width == 0 { 0 } else { cur.len() / width };
+        let rows = cur.len().checked_div(width).unwrap_or(0);
         let mean = (0..rows)
             .map(|i| {
                 let s: i64 = (i * width..(i + 1) * width)
@@ -499,8 +499,14 @@ mod tests {
                 // Count-Min never under-estimates.
                 assert!(*e >= truth[k]);
             }
-            let fp = d.flows.iter().filter(|(k, _)| truth.get(k).copied().unwrap_or(0) < t);
-            assert!(fp.count() <= 2, "key_len {key_len}: too many false positives");
+            let fp = d
+                .flows
+                .iter()
+                .filter(|(k, _)| truth.get(k).copied().unwrap_or(0) < t);
+            assert!(
+                fp.count() <= 2,
+                "key_len {key_len}: too many false positives"
+            );
         }
     }
 
@@ -538,7 +544,11 @@ mod tests {
         let d = s2.detect_heavy_changers(&s1, t).unwrap();
         assert!(!d.truncated);
         for k in &true_hc {
-            let (_, e) = d.flows.iter().find(|(f, _)| f == k).expect("missed a changer");
+            let (_, e) = d
+                .flows
+                .iter()
+                .find(|(f, _)| f == k)
+                .expect("missed a changer");
             let rel = (*e as f64 - change(k) as f64).abs() / change(k) as f64;
             assert!(rel < 0.1, "estimate {e} vs {}", change(k));
         }
@@ -600,6 +610,27 @@ mod tests {
         r.reset();
         assert_eq!(r, RevSketch::new(cfg, &c).unwrap());
         assert!(r.memory_bytes() >= 4 * (4 * 4096 + 4 * 1000));
+    }
+
+    #[test]
+    fn pathological_query_is_bounded() {
+        // 60k distinct keys and threshold 1: almost every bucket is heavy, so an unbounded
+        // reversal would enumerate billions of keys. The cap stops it and says so.
+        let cfg = RevSketchConfig {
+            max_candidates: 2048,
+            ..RevSketchConfig::default()
+        };
+        let mut s = RevSketch::new(cfg, &ctx(2, 4)).unwrap();
+        for i in 0..60_000u64 {
+            s.update(&key_of(key::mix64(i), 4), 1);
+        }
+        let d = s.detect_heavy_hitters(1);
+        assert!(d.truncated);
+        assert!(d.flows.len() <= 2048);
+        // Every reported key really is in the stream's support or a CM collision: estimate >= 1.
+        assert!(d.flows.iter().all(|&(_, e)| e >= 1));
+        let prev = RevSketch::new(s.config().clone(), &ctx(2, 4)).unwrap();
+        assert!(s.detect_heavy_changers(&prev, 1).unwrap().truncated);
     }
 
     #[test]

@@ -28,10 +28,13 @@ pub fn zipf_stream(n: usize, s: f64, len: usize, key_len: usize, seed: u64) -> V
         .collect()
 }
 
-/// A `key_len`-byte key (at most 8 bytes) from the low bytes of `x`.
+/// A `key_len`-byte key from `x`: the low `key_len` bytes of `x` for keys of up to 8 bytes; longer
+/// keys (up to 16) get a splitmix of `x` in front.
 pub fn key_of(x: u64, key_len: usize) -> FlowKey {
-    let b = x.to_be_bytes();
-    FlowKey::from_bytes(&b[8 - key_len.min(8)..]).unwrap_or(FlowKey::EMPTY)
+    let mut b = [0u8; 16];
+    b[..8].copy_from_slice(&key::mix64(x).to_be_bytes());
+    b[8..].copy_from_slice(&x.to_be_bytes());
+    FlowKey::from_bytes(&b[16 - key_len.min(16)..]).unwrap_or(FlowKey::EMPTY)
 }
 
 /// Exact per-key totals.

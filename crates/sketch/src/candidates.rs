@@ -66,6 +66,10 @@ impl Candidates {
         self.keys.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     /// Members with their 64-bit hashes.
     pub fn iter(&self) -> impl Iterator<Item = (&FlowKey, u64)> {
         self.keys.iter().zip(self.hashes.iter().copied())
@@ -153,8 +157,14 @@ impl Candidates {
             .collect();
         // Keep insertion order so the state does not depend on the selection algorithm.
         keep.sort_unstable();
-        let keys: Vec<FlowKey> = keep.iter().filter_map(|&i| self.keys.get(i).copied()).collect();
-        let hashes: Vec<u64> = keep.iter().filter_map(|&i| self.hashes.get(i).copied()).collect();
+        let keys: Vec<FlowKey> = keep
+            .iter()
+            .filter_map(|&i| self.keys.get(i).copied())
+            .collect();
+        let hashes: Vec<u64> = keep
+            .iter()
+            .filter_map(|&i| self.hashes.get(i).copied())
+            .collect();
         self.keys.clear();
         self.hashes.clear();
         self.table.iter_mut().for_each(|s| *s = 0);

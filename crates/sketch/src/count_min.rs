@@ -73,7 +73,10 @@ pub(crate) fn validate_matrix(
         reason,
     };
     if rows == 0 || rows > MAX_ROWS {
-        return Err(inv("rows", format!("must be in 1..={MAX_ROWS}, got {rows}")));
+        return Err(inv(
+            "rows",
+            format!("must be in 1..={MAX_ROWS}, got {rows}"),
+        ));
     }
     if width == 0 || rows.saturating_mul(width) > MAX_CELLS {
         return Err(inv(

@@ -325,8 +325,7 @@ impl Algorithm for CountSketch {
         }
         self.m.add_all(&o.m);
         let m = &self.m;
-        self.cand
-            .merge(&o.cand, &|h| m.estimate_h(h).max(0) as u64);
+        self.cand.merge(&o.cand, &|h| m.estimate_h(h).max(0) as u64);
         Ok(())
     }
 }

@@ -60,7 +60,11 @@ impl RowIndex {
                 // rows * bits <= 64 was checked at construction, so the shift is < 64 whenever
                 // bits > 0; with bits == 0 (width 1) the mask is 0.
                 let shift = (row as u32).wrapping_mul(bits) & 63;
-                let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+                let mask = if bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
                 ((h >> shift) & mask) as usize
             }
             RowIndex::DoubleHash { width } => {

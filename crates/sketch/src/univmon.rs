@@ -73,10 +73,9 @@ impl UnivMonConfig {
                 format!("must be in 1..={MAX_ROWS}, got {}", self.rows),
             ));
         }
-        let cells: usize = self
-            .widths
-            .iter()
-            .fold(0usize, |a, &w| a.saturating_add(w.saturating_mul(self.rows)));
+        let cells: usize = self.widths.iter().fold(0usize, |a, &w| {
+            a.saturating_add(w.saturating_mul(self.rows))
+        });
         if self.widths.contains(&0) || cells > crate::count_min::MAX_CELLS {
             return Err(inv(
                 "widths",

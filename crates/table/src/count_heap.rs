@@ -34,6 +34,7 @@ impl<X: Copy> CountHeap<X> {
         self.cap
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.heap.len()
     }
@@ -157,7 +158,10 @@ impl<X: Copy> CountHeap<X> {
     #[cfg(test)]
     pub fn check(&self) {
         for i in 1..self.heap.len() {
-            assert!(self.heap[(i - 1) / 2].count <= self.heap[i].count, "heap order at {i}");
+            assert!(
+                self.heap[(i - 1) / 2].count <= self.heap[i].count,
+                "heap order at {i}"
+            );
         }
         assert_eq!(self.index.len(), self.heap.len());
         for (i, e) in self.heap.iter().enumerate() {

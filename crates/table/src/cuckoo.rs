@@ -21,9 +21,9 @@
 //! Drop policy: if the walk finds no empty slot within `max_kicks` evictions, every eviction is
 //! undone in reverse order, so the table is exactly as before and resident flows keep their
 //! counts; the *new* key's update is counted in [`Cuckoo::dropped`]. Later updates of that key try
-//! again (and may succeed). Measured load at the first drop (test `load_factor_at_first_drop`):
-//! about 0.5 for cuckoo1 (the 2-choice threshold is 1/2) and above 0.95 for cuckoo4 (threshold
-//! about 0.976).
+//! again (and may succeed). Measured load at the first drop (test `load_factor_at_first_drop`,
+//! 8192 entries, 500 kicks): 0.53-0.55 for cuckoo1 (the asymptotic 2-choice threshold is 1/2;
+//! asserted >= 0.45) and 0.96 for cuckoo4 (threshold about 0.976; asserted >= 0.95).
 
 use std::any::Any;
 
@@ -90,7 +90,11 @@ impl CuckooConfig {
             ));
         }
         if self.max_kicks == 0 || self.max_kicks > 1 << 20 {
-            return Err(crate::invalid(slots.name(), "max_kicks", "must be in 1..=2^20"));
+            return Err(crate::invalid(
+                slots.name(),
+                "max_kicks",
+                "must be in 1..=2^20",
+            ));
         }
         Ok(())
     }
@@ -126,7 +130,11 @@ impl Cuckoo {
     pub fn new(cfg: CuckooConfig, slots: Slots, ctx: &BuildCtx) -> Result<Cuckoo, ConfigError> {
         cfg.validate(slots)?;
         if ctx.key_len > key::MAX_KEY_LEN {
-            return Err(crate::invalid(slots.name(), "key_len", "longer than the longest key"));
+            return Err(crate::invalid(
+                slots.name(),
+                "key_len",
+                "longer than the longest key",
+            ));
         }
         let b = slots.get();
         let buckets = cfg.capacity / b;
@@ -495,10 +503,10 @@ mod tests {
         // Insert distinct keys until the first one is refused; the table must have reached the
         // load its bucket size allows (2-choice thresholds: 0.5 for b = 1, ~0.976 for b = 4).
         for (slots, min_load, seed) in [
-            (Slots::One, 0.40, 1),
-            (Slots::One, 0.40, 2),
-            (Slots::Four, 0.93, 1),
-            (Slots::Four, 0.93, 2),
+            (Slots::One, 0.45, 1),
+            (Slots::One, 0.45, 2),
+            (Slots::Four, 0.95, 1),
+            (Slots::Four, 0.95, 2),
         ] {
             let mut a = table(slots, 1 << 13, seed);
             let mut i = 0;
@@ -507,11 +515,20 @@ mod tests {
                 i += 1;
             }
             let load = a.load_factor();
-            assert!(load >= min_load, "{slots:?} seed {seed}: first drop at load {load}");
+            assert!(
+                load >= min_load,
+                "{slots:?} seed {seed}: first drop at load {load}"
+            );
             // The refused key left the table as it was: i - 1 stored keys, all with count 1.
             assert_eq!(a.len(), i - 1);
             assert!(a.entries().all(|(_, c)| c == 1));
-            assert_eq!(a.dropped(), Dropped { updates: 1, weight: 1 });
+            assert_eq!(
+                a.dropped(),
+                Dropped {
+                    updates: 1,
+                    weight: 1
+                }
+            );
             // Keep going past capacity: stored + dropped = everything, no panic.
             for j in i..2 * a.capacity() {
                 a.update(&rank_key(j), 2);
@@ -533,8 +550,11 @@ mod tests {
             // Loaded enough that random walks run (b = 1 at 0.37, b = 4 at 0.73) but nothing is
             // refused, so the unit and aggregated streams take the same walks.
             let cap = if slots == Slots::One { 8192 } else { 4096 };
-            let (mut unit, mut agg, mut batch) =
-                (table(slots, cap, 3), table(slots, cap, 3), table(slots, cap, 3));
+            let (mut unit, mut agg, mut batch) = (
+                table(slots, cap, 3),
+                table(slots, cap, 3),
+                table(slots, cap, 3),
+            );
             for (k, &wi) in keys.iter().zip(&w) {
                 for _ in 0..wi {
                     unit.update(k, 1);
@@ -543,7 +563,11 @@ mod tests {
             }
             batch.update_batch(&keys, &w);
             assert!(agg.dropped().is_zero());
-            assert_ne!(agg.walk, table(slots, cap, 3).walk, "no random walk was exercised");
+            assert_ne!(
+                agg.walk,
+                table(slots, cap, 3).walk,
+                "no random walk was exercised"
+            );
             assert_eq!(agg, batch);
             assert_eq!(unit, agg);
         }

@@ -9,7 +9,10 @@ fn sort_desc(v: &mut [Estimate]) {
 }
 
 /// Entries with `count >= threshold`.
-pub(crate) fn heavy_hitters(entries: impl Iterator<Item = Estimate>, threshold: u64) -> Vec<Estimate> {
+pub(crate) fn heavy_hitters(
+    entries: impl Iterator<Item = Estimate>,
+    threshold: u64,
+) -> Vec<Estimate> {
     let mut v: Vec<Estimate> = entries.filter(|e| e.1 >= threshold).collect();
     sort_desc(&mut v);
     v
@@ -72,7 +75,13 @@ mod tests {
         let prev = [(k(1), 1u64), (k(5), 7)];
         let get_prev = |x: &FlowKey| prev.iter().find(|p| p.0 == *x).map(|p| p.1);
         let get_cur = |x: &FlowKey| e.iter().find(|p| p.0 == *x).map(|p| p.1);
-        let c = changers(e.clone().into_iter(), get_cur, prev.into_iter(), get_prev, 4);
+        let c = changers(
+            e.clone().into_iter(),
+            get_cur,
+            prev.into_iter(),
+            get_prev,
+            4,
+        );
         assert_eq!(c, vec![(k(2), 9), (k(5), 7), (k(3), 5), (k(1), 4)]);
     }
 }

@@ -82,18 +82,12 @@ pub fn build(
             "space_saving",
             params,
         )?)?),
-        "misra_gries" => Box::new(MisraGries::new(algo::parse_params(
-            "misra_gries",
-            params,
-        )?)?),
+        "misra_gries" => Box::new(MisraGries::new(algo::parse_params("misra_gries", params)?)?),
         "flow_radar" => Box::new(FlowRadar::new(
             algo::parse_params("flow_radar", params)?,
             ctx,
         )?),
-        "ewma_change" => Box::new(EwmaChange::new(algo::parse_params(
-            "ewma_change",
-            params,
-        )?)?),
+        "ewma_change" => Box::new(EwmaChange::new(algo::parse_params("ewma_change", params)?)?),
         _ => return Ok(None),
     };
     Ok(Some(a))
@@ -161,7 +155,11 @@ impl<T> PartialEq for NotState<T> {
     }
 }
 
-pub(crate) fn invalid(algo: &'static str, field: &'static str, reason: impl Into<String>) -> ConfigError {
+pub(crate) fn invalid(
+    algo: &'static str,
+    field: &'static str,
+    reason: impl Into<String>,
+) -> ConfigError {
     ConfigError::Invalid {
         algo,
         field,

@@ -74,7 +74,11 @@ impl LinearHash {
     pub fn new(cfg: LinearHashConfig, ctx: &BuildCtx) -> Result<LinearHash, ConfigError> {
         cfg.validate()?;
         if ctx.key_len > key::MAX_KEY_LEN {
-            return Err(crate::invalid(NAME, "key_len", "longer than the longest key"));
+            return Err(crate::invalid(
+                NAME,
+                "key_len",
+                "longer than the longest key",
+            ));
         }
         let kw = packed::words(ctx.key_len);
         let stride = 1 + kw;

@@ -84,7 +84,10 @@ impl SpaceSaving {
 
     /// Monitored `(key, c, ε)` triples in heap order.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64)> + '_ {
-        self.heap.entries().iter().map(|e| (e.key, e.count, e.extra))
+        self.heap
+            .entries()
+            .iter()
+            .map(|e| (e.key, e.count, e.extra))
     }
 }
 
@@ -166,14 +169,22 @@ mod tests {
         assert_eq!(s.total(), n);
         assert_eq!(s.entries().map(|e| e.1).sum::<u64>(), n, "sum c = N");
         let k = s.k() as u64;
-        assert!(s.min_count() <= n / k, "c_min {} > N/k {}", s.min_count(), n / k);
+        assert!(
+            s.min_count() <= n / k,
+            "c_min {} > N/k {}",
+            s.min_count(),
+            n / k
+        );
         for (key, c, eps) in s.entries() {
             let f = t.get(&key).copied().unwrap_or(0);
             assert!(c - eps <= f && f <= c, "{key}: c={c} eps={eps} f={f}");
         }
         for (key, &f) in t {
             if f > n / k {
-                assert!(s.bounds(key).is_some(), "{key} with f={f} > N/k not monitored");
+                assert!(
+                    s.bounds(key).is_some(),
+                    "{key} with f={f} > N/k not monitored"
+                );
             }
             if f > s.min_count() {
                 assert!(s.bounds(key).is_some());

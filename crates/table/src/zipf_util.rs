@@ -25,7 +25,9 @@ pub fn zipf_keys(n_keys: usize, len: usize, s: f64, seed: u64) -> Vec<FlowKey> {
     (0..len)
         .map(|_| {
             let u = rng.gen::<f64>() * acc;
-            let r = cdf.partition_point(|&c| c < u).min(n_keys.saturating_sub(1));
+            let r = cdf
+                .partition_point(|&c| c < u)
+                .min(n_keys.saturating_sub(1));
             rank_key(r)
         })
         .collect()

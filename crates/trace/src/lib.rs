@@ -280,7 +280,10 @@ impl Capture {
         };
         let bytes = if path == "-" {
             let mut v = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut v).map_err(io_err)?;
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut v)
+                .map_err(io_err)?;
             Bytes::Owned(v)
         } else {
             let mut file = File::open(path).map_err(io_err)?;
@@ -305,7 +308,11 @@ impl Capture {
 
     /// A capture over bytes already in memory; `name` is used for extension detection and in
     /// error messages.
-    pub fn from_bytes(name: &str, bytes: Vec<u8>, format: Option<Format>) -> Result<Capture, TraceError> {
+    pub fn from_bytes(
+        name: &str,
+        bytes: Vec<u8>,
+        format: Option<Format>,
+    ) -> Result<Capture, TraceError> {
         Capture::build(name.to_string(), Bytes::Owned(bytes), format)
     }
 

@@ -195,7 +195,7 @@ impl<'a> Reader<'a> {
             }
             let len32 = rd32(rest, 4, be).unwrap_or(0);
             let len = len32 as usize;
-            if len % 4 != 0 {
+            if len & 3 != 0 {
                 return err(TraceErrorKind::BlockLenUnaligned { len: len32.into() });
             }
             if len < 12 {
@@ -231,7 +231,11 @@ impl<'a> Reader<'a> {
                     // EPB (4.3): if_id u32, ts_high, ts_low, cap_len, orig_len, data.
                     // OPB (appendix): if_id u16, drops u16, then the same fields.
                     let Some(fixed) = body.first_chunk::<EPB_FIXED>() else {
-                        return short(if block_type == EPB { EPB_FIXED } else { OPB_FIXED });
+                        return short(if block_type == EPB {
+                            EPB_FIXED
+                        } else {
+                            OPB_FIXED
+                        });
                     };
                     let id = if block_type == EPB {
                         rd32(fixed, 0, be)
@@ -409,7 +413,10 @@ mod tests {
         o.extend_from_slice(&8u16.to_le_bytes());
         o.extend_from_slice(&2i64.to_le_bytes());
         o.extend_from_slice(&[0, 0, 0, 0]);
-        assert_eq!(if_options(&o, false).ok(), Some((Scale::Mul(1), 2_000_000_000)));
+        assert_eq!(
+            if_options(&o, false).ok(),
+            Some((Scale::Mul(1), 2_000_000_000))
+        );
         // Option length running past the block.
         let bad = [9u8, 0, 200, 0, 1, 2];
         assert!(matches!(

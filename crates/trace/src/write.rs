@@ -66,7 +66,14 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// A record with its header fields given verbatim (for building malformed files).
-    pub fn write_raw(&mut self, sec: u32, frac: u32, incl: u32, orig: u32, data: &[u8]) -> io::Result<()> {
+    pub fn write_raw(
+        &mut self,
+        sec: u32,
+        frac: u32,
+        incl: u32,
+        orig: u32,
+        data: &[u8],
+    ) -> io::Result<()> {
         let e = self.e;
         let mut h = [0u8; 16];
         h[0..4].copy_from_slice(&e.u32(sec));
@@ -113,7 +120,13 @@ impl<W: Write> PcapngWriter<W> {
 
     /// An Interface Description Block; interfaces are numbered from 0 in each section.
     /// `tsresol` is the raw `if_tsresol` byte, `tsoffset` the `if_tsoffset` seconds.
-    pub fn interface(&mut self, link: u16, snaplen: u32, tsresol: Option<u8>, tsoffset: Option<i64>) -> io::Result<()> {
+    pub fn interface(
+        &mut self,
+        link: u16,
+        snaplen: u32,
+        tsresol: Option<u8>,
+        tsoffset: Option<i64>,
+    ) -> io::Result<()> {
         let e = self.e;
         let mut body = Vec::with_capacity(32);
         body.extend_from_slice(&e.u16(link));
@@ -140,7 +153,13 @@ impl<W: Write> PcapngWriter<W> {
     }
 
     /// An Enhanced Packet Block; `ts` is in the interface's `if_tsresol` units.
-    pub fn enhanced_packet(&mut self, iface: u32, ts: u64, orig_len: u32, data: &[u8]) -> io::Result<()> {
+    pub fn enhanced_packet(
+        &mut self,
+        iface: u32,
+        ts: u64,
+        orig_len: u32,
+        data: &[u8],
+    ) -> io::Result<()> {
         let e = self.e;
         let mut body = Vec::with_capacity(20 + data.len());
         body.extend_from_slice(&e.u32(iface));

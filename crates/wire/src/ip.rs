@@ -156,7 +156,10 @@ pub(crate) fn ipv6(d: &[u8]) -> View {
     if h[v6::VERSION] >> 4 != 6 {
         return View::MALFORMED;
     }
-    let plen = usize::from(u16::from_be_bytes([h[v6::PAYLOAD_LEN], h[v6::PAYLOAD_LEN + 1]]));
+    let plen = usize::from(u16::from_be_bytes([
+        h[v6::PAYLOAD_LEN],
+        h[v6::PAYLOAD_LEN + 1],
+    ]));
     // 0: jumbogram (RFC 2675) or a GSO capture; use the capture.
     let end = if plen == 0 {
         d.len()

@@ -63,10 +63,7 @@ pub(crate) fn ethernet(d: &[u8]) -> View {
 #[inline]
 pub(crate) fn by_ethertype(mut et: u16, mut rest: &[u8]) -> View {
     let mut tags = 0;
-    while matches!(
-        et,
-        ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD
-    ) {
+    while matches!(et, ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD) {
         if tags == MAX_VLAN_TAGS {
             return View::MALFORMED;
         }

@@ -89,7 +89,9 @@ fn cat(parts: &[&[u8]]) -> Vec<u8> {
 }
 
 fn eth_tagged(et: u16, tags: &[u16], payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb];
+    let mut f = vec![
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb,
+    ];
     let mut types: Vec<u16> = tags.to_vec();
     types.push(et);
     for (i, t) in types.iter().enumerate() {
@@ -325,13 +327,28 @@ fn null_and_loop_families() {
             assert_v6(p(lt::NULL, &cat(&[&fam, &v6])), 6, 22, 5555, false);
         }
         // LOOP is network order only: a little-endian family is not recognised.
-        assert_v6(p(lt::LOOP, &cat(&[&af6.to_be_bytes(), &v6])), 6, 22, 5555, false);
-        assert_eq!(p(lt::LOOP, &cat(&[&af6.to_le_bytes(), &v6])).class, Class::NonIp);
+        assert_v6(
+            p(lt::LOOP, &cat(&[&af6.to_be_bytes(), &v6])),
+            6,
+            22,
+            5555,
+            false,
+        );
+        assert_eq!(
+            p(lt::LOOP, &cat(&[&af6.to_le_bytes(), &v6])).class,
+            Class::NonIp
+        );
     }
-    assert_eq!(p(lt::LOOP, &cat(&[&2u32.to_le_bytes(), &v4])).class, Class::NonIp);
+    assert_eq!(
+        p(lt::LOOP, &cat(&[&2u32.to_le_bytes(), &v4])).class,
+        Class::NonIp
+    );
     // Unknown families (AF_UNSPEC, AF_APPLETALK = 16, AF_INET6 of Linux = 10) are not IP.
     for fam in [0u32, 10, 16, 0xffff_ffff] {
-        assert_eq!(p(lt::NULL, &cat(&[&fam.to_le_bytes(), &v4])).class, Class::NonIp);
+        assert_eq!(
+            p(lt::NULL, &cat(&[&fam.to_le_bytes(), &v4])).class,
+            Class::NonIp
+        );
     }
     // Header cut.
     for n in 0..4 {
@@ -374,8 +391,14 @@ fn sll_and_sll2() {
 fn ethernet_non_ip() {
     let body = [0u8; 46];
     // ARP, LLDP, MPLS unicast, PPPoE session, 802.3 length fields (incl. 0 and 1500).
-    for et in [0x0806u16, 0x88cc, 0x8847, 0x8864, 0x0000, 0x002e, 0x05dc, 0x05ff] {
-        assert_eq!(p(lt::ETHERNET, &eth(et, &body)).class, Class::NonIp, "{et:#x}");
+    for et in [
+        0x0806u16, 0x88cc, 0x8847, 0x8864, 0x0000, 0x002e, 0x05dc, 0x05ff,
+    ] {
+        assert_eq!(
+            p(lt::ETHERNET, &eth(et, &body)).class,
+            Class::NonIp,
+            "{et:#x}"
+        );
         // Even behind a VLAN tag.
         assert_eq!(
             p(lt::ETHERNET, &eth_tagged(et, &[0x8100], &body)).class,
@@ -383,7 +406,10 @@ fn ethernet_non_ip() {
         );
     }
     for n in 0..14 {
-        assert_eq!(p(lt::ETHERNET, &eth(0x0806, &body)[..n]).class, Class::Truncated);
+        assert_eq!(
+            p(lt::ETHERNET, &eth(0x0806, &body)[..n]).class,
+            Class::Truncated
+        );
     }
 }
 
@@ -400,8 +426,20 @@ fn vlan_stacks() {
         &[0x8100; MAX_VLAN_TAGS],
     ];
     for tags in stacks {
-        assert_v4(p(lt::ETHERNET, &eth_tagged(0x0800, tags, &v4)), 17, 111, 222, false);
-        assert_v6(p(lt::ETHERNET, &eth_tagged(0x86dd, tags, &v6)), 6, 333, 444, false);
+        assert_v4(
+            p(lt::ETHERNET, &eth_tagged(0x0800, tags, &v4)),
+            17,
+            111,
+            222,
+            false,
+        );
+        assert_v6(
+            p(lt::ETHERNET, &eth_tagged(0x86dd, tags, &v6)),
+            6,
+            333,
+            444,
+            false,
+        );
         // Cut inside the tags.
         let f = eth_tagged(0x0800, tags, &v4);
         for n in 14..14 + 4 * tags.len() {
@@ -428,7 +466,10 @@ fn ipv4_tcp_udp_sctp_dccp_udplite_take_ports() {
 fn icmp_and_other_protocols_have_no_ports() {
     // ICMP echo, IGMP, GRE, IP-in-IP (not decapsulated), OSPF.
     for proto in [1u8, 2, 47, 4, 41, 89] {
-        let f = eth(0x0800, &ipv4(proto, &[], 0, &[8, 0, 0x12, 0x34, 0, 1, 0, 1]));
+        let f = eth(
+            0x0800,
+            &ipv4(proto, &[], 0, &[8, 0, 0x12, 0x34, 0, 1, 0, 1]),
+        );
         assert_v4(p(lt::ETHERNET, &f), proto, 0, 0, false);
         // Not "cut" even with no L4 captured at all: there were no ports to read.
         assert_v4(p(lt::ETHERNET, &f[..34]), proto, 0, 0, false);
@@ -441,7 +482,9 @@ fn icmp_and_other_protocols_have_no_ports() {
 #[test]
 fn ipv4_options_are_skipped() {
     for words in 1..=10usize {
-        let opts: Vec<u8> = (0..words * 4).map(|i| if i == 0 { 0x94 } else { 1 }).collect();
+        let opts: Vec<u8> = (0..words * 4)
+            .map(|i| if i == 0 { 0x94 } else { 1 })
+            .collect();
         let f = eth(0x0800, &ipv4(6, &opts, 0, &tcp(7, 9)));
         assert_v4(p(lt::ETHERNET, &f), 6, 7, 9, false);
         // Options cut: addresses complete, ports lost.
@@ -508,7 +551,13 @@ fn ipv4_fragments() {
     let first = ipv4(17, &[], 0x2000, &udp(5004, 5005));
     assert_v4(p(lt::RAW, &first), 17, 5004, 5005, false);
     // DF alone is not a fragment.
-    assert_v4(p(lt::RAW, &ipv4(6, &[], 0x4000, &tcp(1, 2))), 6, 1, 2, false);
+    assert_v4(
+        p(lt::RAW, &ipv4(6, &[], 0x4000, &tcp(1, 2))),
+        6,
+        1,
+        2,
+        false,
+    );
     // Later fragments (with and without MF): ports 0, not cut, protocol kept.
     for frag in [0x2000u16 | 185, 185, 1, 0x1fff] {
         let later = ipv4(17, &[], frag, &udp(5004, 5005));
@@ -604,7 +653,10 @@ fn ipv6_fragments() {
     let b = ipv6(44, &cat(&[&frag6(6, 0, false), &tcp(1, 2)]));
     assert_v6(p(lt::IPV6, &b), 6, 1, 2, false);
     // Later fragment: ports 0, protocol is the fragment's next header, not cut.
-    let b = ipv6(0, &cat(&[&ext(44, 0), &frag6(17, 181, true), &udp(7000, 7001)]));
+    let b = ipv6(
+        0,
+        &cat(&[&ext(44, 0), &frag6(17, 181, true), &udp(7000, 7001)]),
+    );
     assert_v6(p(lt::IPV6, &b), 17, 0, 0, false);
     assert_v6(p(lt::IPV6, &b[..40 + 8 + 4]), 17, 0, 0, false);
     // Cut inside the fragment header's offset: next header known, ports unknown.
@@ -706,7 +758,11 @@ fn build(s: &Spec) -> (Vec<u8>, usize, usize, Tuple) {
             next = 44;
         }
         for &(t, units) in s.exts.iter().rev() {
-            let e = if t == 51 { ah(next, units) } else { ext(next, units) };
+            let e = if t == 51 {
+                ah(next, units)
+            } else {
+                ext(next, units)
+            };
             rest = cat(&[&e, &rest]);
             next = t;
         }
@@ -717,17 +773,29 @@ fn build(s: &Spec) -> (Vec<u8>, usize, usize, Tuple) {
             Some((8, 4))
         } else {
             s.exts.last().map(|&(t, u)| {
-                let len = if t == 51 { (usize::from(u) + 2) * 4 } else { (usize::from(u) + 1) * 8 };
+                let len = if t == 51 {
+                    (usize::from(u) + 2) * 4
+                } else {
+                    (usize::from(u) + 1) * 8
+                };
                 (len, 2)
             })
         };
         let known = last.map_or(40, |(len, need)| 40 + hdrs - len + need);
-        (ipv6(next, &rest), 40, if ports { 40 + hdrs + 4 } else { known })
+        (
+            ipv6(next, &rest),
+            40,
+            if ports { 40 + hdrs + 4 } else { known },
+        )
     } else {
         let opts = vec![1u8; s.v4_opt_words * 4];
         let frag = if s.later_fragment { 0x2000 | 77 } else { 0 };
         let at = 20 + opts.len();
-        (ipv4(s.proto, &opts, frag, &l4), 20, if ports { at + 4 } else { 20 })
+        (
+            ipv4(s.proto, &opts, frag, &l4),
+            20,
+            if ports { at + 4 } else { 20 },
+        )
     };
     let mut f = wrap(s.link, &ip);
     let mut link = link_len(s.link);
@@ -845,7 +913,7 @@ fn check_prefix_consistent(link: u32, f: &[u8], n: usize) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
 
     #[test]
     fn random_bytes_never_panic(link in any_link(), f in prop::collection::vec(any::<u8>(), 0..160)) {

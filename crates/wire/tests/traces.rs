@@ -145,7 +145,14 @@ fn theirs_strict(p: &SlicedPacket) -> Option<Theirs> {
         etherparse::NetSlice::Ipv6(s) => {
             let pl = s.payload();
             let h = s.header();
-            (true, h.source(), h.destination(), pl.ip_number.0, pl.fragmented, pl.payload)
+            (
+                true,
+                h.source(),
+                h.destination(),
+                pl.ip_number.0,
+                pl.fragmented,
+                pl.payload,
+            )
         }
     };
     Some(Theirs {
@@ -261,7 +268,11 @@ fn agrees_with_etherparse_on_real_traces() {
         })
         .collect();
     files.sort();
-    assert!(files.len() >= 8, "expected the real captures in {}", dir.display());
+    assert!(
+        files.len() >= 8,
+        "expected the real captures in {}",
+        dir.display()
+    );
     let mut total = Tally::default();
     for path in &files {
         let mut tally = Tally::default();
@@ -294,8 +305,15 @@ fn agrees_with_etherparse_on_real_traces() {
         total.no_ip_theirs += tally.no_ip_theirs;
         total.disagreements.extend(tally.disagreements);
     }
-    println!("total: {total:?}", total = (total.frames, total.ip_agree, total.ports_agree));
-    assert!(total.ip_agree > 10_000, "too few IP packets compared: {}", total.ip_agree);
+    println!(
+        "total: {total:?}",
+        total = (total.frames, total.ip_agree, total.ports_agree)
+    );
+    assert!(
+        total.ip_agree > 10_000,
+        "too few IP packets compared: {}",
+        total.ip_agree
+    );
     assert!(total.ports_agree > 5_000);
     assert!(
         total.disagreements.is_empty(),

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use key::Tuple;
-use pcap_parser::traits::PcapReaderIterator;
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 
 pub fn traces_dir() -> PathBuf {
@@ -64,7 +63,7 @@ pub fn peer_frames(path: &Path) -> Vec<PeerFrame> {
                     }
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                         if_links.push(idb.linktype.0 as u32);
-                        if_tsres.push((idb.ts_offset, idb.ts_resolution().unwrap_or(1_000_000)));
+                        if_tsres.push((idb.ts_offset() as u64, idb.ts_resolution().unwrap_or(1_000_000)));
                     }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
                         let i = epb.if_id as usize;
