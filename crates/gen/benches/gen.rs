@@ -12,9 +12,24 @@ fn bench(c: &mut Criterion) {
     g.sample_size(10);
     g.throughput(Throughput::Elements(PACKETS));
     let cases = [
-        ("pcap_64B_shuffled", Size::Fixed(64), Order::Shuffled, OutFormat::Pcap),
-        ("pcap_64B_bursty", Size::Fixed(64), Order::Bursty, OutFormat::Pcap),
-        ("pcap_mix_snap128_bursty", Size::Mix, Order::Bursty, OutFormat::Pcap),
+        (
+            "pcap_64B_shuffled",
+            Size::Fixed(64),
+            Order::Shuffled,
+            OutFormat::Pcap,
+        ),
+        (
+            "pcap_64B_bursty",
+            Size::Fixed(64),
+            Order::Bursty,
+            OutFormat::Pcap,
+        ),
+        (
+            "pcap_mix_snap128_bursty",
+            Size::Mix,
+            Order::Bursty,
+            OutFormat::Pcap,
+        ),
         ("keys13_bursty", Size::Mix, Order::Bursty, OutFormat::Keys13),
     ];
     for (name, size, order, format) in cases {
@@ -26,7 +41,10 @@ fn bench(c: &mut Criterion) {
         };
         let gen = Generator::new(&spec).expect("valid spec");
         g.bench_function(name, |b| {
-            b.iter(|| gen.write_to(format, std::io::sink()).expect("sink never fails"))
+            b.iter(|| {
+                gen.write_to(format, std::io::sink())
+                    .expect("sink never fails")
+            })
         });
     }
     g.finish();

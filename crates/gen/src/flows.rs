@@ -154,8 +154,16 @@ pub(crate) fn build(spec: &Spec) -> Vec<FlowRec> {
         HashSet::with_capacity_and_hasher(f as usize, KeyHasherBuilder);
     let mut out = Vec::with_capacity(f as usize);
     for rank in 0..f {
-        let host = if rank < s { rank } else { host_pop.sample(r.next_u64()) };
-        let mut server = if rank < d { rank } else { server_pop.sample(r.next_u64()) };
+        let host = if rank < s {
+            rank
+        } else {
+            host_pop.sample(r.next_u64())
+        };
+        let mut server = if rank < d {
+            rank
+        } else {
+            server_pop.sample(r.next_u64())
+        };
         let wire_len = match spec.size {
             Size::Fixed(n) => n,
             Size::Mix => {
@@ -228,7 +236,11 @@ mod tests {
             assert!(CLIENT_BLOCKS.contains(&c[0]));
             assert!(SERVER_BLOCKS.contains(&s[0]));
         }
-        assert_ne!(client_addr(0, 1), client_addr(0, 2), "addresses depend on the seed");
+        assert_ne!(
+            client_addr(0, 1),
+            client_addr(0, 2),
+            "addresses depend on the seed"
+        );
     }
 
     #[test]

@@ -195,7 +195,10 @@ mod tests {
             let pseudo = addr_sum(flow.src, flow.dst) + flow.proto as u32 + seg.len() as u32;
             let c = checksum_bytes(pseudo, seg);
             // A valid segment sums to 0xFFFF (checksum 0), or to 0 when UDP sent 0xFFFF for 0.
-            assert!(c == 0 || (flow.proto == UDP && c == 0xFFFF), "frame {i}: {c:#x}");
+            assert!(
+                c == 0 || (flow.proto == UDP && c == 0xFFFF),
+                "frame {i}: {c:#x}"
+            );
         }
     }
 

@@ -44,7 +44,7 @@ use std::io::{self, Write};
 use rand::RngCore;
 
 pub use spec::{
-    OutFormat, Order, ParseError, Size, Spec, SpecError, MAX_BURST_MEAN, MAX_DURATION_NS,
+    Order, OutFormat, ParseError, Size, Spec, SpecError, MAX_BURST_MEAN, MAX_DURATION_NS,
     MAX_FLOWS, MAX_FRAME, MAX_RATE_PPS, MAX_SKEW, MAX_SNAPLEN, MAX_SOURCES, MIN_FRAME,
     MIN_RATE_PPS, MIN_SNAPLEN, START_NS,
 };
@@ -119,6 +119,7 @@ impl Generator {
                     });
                 }
             }
+            true
         });
     }
 
@@ -157,7 +158,11 @@ impl Generator {
                     .enumerate()
                     .map(|(i, f)| {
                         let i = i as u64;
-                        (*f, key::mix64(i ^ seq_seed) as u32, key::mix64(i ^ !seq_seed) as u32)
+                        (
+                            *f,
+                            key::mix64(i ^ seq_seed) as u32,
+                            key::mix64(i ^ !seq_seed) as u32,
+                        )
                     })
                     .collect();
                 let mut rec = [0u8; frame::MAX_REC];
@@ -186,6 +191,7 @@ impl Generator {
                     if buf.len() >= CHUNK {
                         flush(&mut buf, &mut err);
                     }
+                    err.is_none()
                 });
             }
             OutFormat::Keys4 | OutFormat::Keys13 | OutFormat::Keys21 => {
@@ -206,6 +212,7 @@ impl Generator {
                     if buf.len() >= CHUNK {
                         flush(&mut buf, &mut err);
                     }
+                    err.is_none()
                 });
             }
         }
@@ -218,11 +225,12 @@ impl Generator {
     }
 
     /// Drives the packet order: calls `emit(index of the batch's first packet, flows,
-    /// timestamps)` for up to [`BATCH`] packets at a time, in trace order. The single source of
+    /// timestamps)` for up to [`BATCH`] packets at a time, in trace order, until `emit` returns
+    /// false. The single source of
     /// trace order for both `for_each` and `write_to`. Batches let the Zipf draws of a batch and
     /// the consumer's table reads each run in a tight loop whose cache misses overlap, instead of
     /// one dependent miss per packet behind a long per-packet body.
-    fn run(&self, mut emit: impl FnMut(u64, &[u32], &[u64])) {
+    fn run(&self, mut emit: impl FnMut(u64, &[u32], &[u64]) -> bool) {
         let n = self.spec.packets;
         let mut clock = Clock::new(self.spec.period_ps());
         let mut draws = rng(self.spec.seed, STREAM_DRAWS);
@@ -238,7 +246,9 @@ impl Generator {
                         *f = self.zipf.sample(draws.next_u64()) as u32;
                         *t = clock.tick();
                     }
-                    emit(i, &flows[..k], &ts[..k]);
+                    if !emit(i, &flows[..k], &ts[..k]) {
+                        return;
+                    }
                     i += k as u64;
                 }
             }
@@ -258,7 +268,9 @@ impl Generator {
                     if got == 0 {
                         break;
                     }
-                    emit(i, &flows[..got], &ts[..got]);
+                    if !emit(i, &flows[..got], &ts[..got]) {
+                        return;
+                    }
                     i += got as u64;
                 }
             }

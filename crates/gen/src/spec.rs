@@ -93,8 +93,7 @@ impl Spec {
                 return Err(SpecError::Size(n));
             }
         }
-        if !(self.rate_pps.is_finite() && (MIN_RATE_PPS..=MAX_RATE_PPS).contains(&self.rate_pps))
-        {
+        if !(self.rate_pps.is_finite() && (MIN_RATE_PPS..=MAX_RATE_PPS).contains(&self.rate_pps)) {
             return Err(SpecError::RatePps(self.rate_pps));
         }
         if !(MIN_SNAPLEN..=MAX_SNAPLEN).contains(&self.snaplen) {
@@ -351,7 +350,10 @@ mod tests {
     fn default_is_valid_and_matches_the_brief() {
         let s = Spec::default();
         s.validate().unwrap();
-        assert_eq!((s.packets, s.flows, s.seed, s.snaplen), (2_000_000, 100_000, 1, 128));
+        assert_eq!(
+            (s.packets, s.flows, s.seed, s.snaplen),
+            (2_000_000, 100_000, 1, 128)
+        );
         assert_eq!((s.size, s.order), (Size::Mix, Order::Bursty));
         assert_eq!(s.period_ps(), 1_000_000);
         assert_eq!((s.source_pool(), s.server_pool()), (25_000, 12_500));
@@ -360,18 +362,91 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let bad: Vec<(Spec, &str)> = vec![
-            (Spec { flows: 0, ..Spec::default() }, "flows"),
-            (Spec { flows: MAX_FLOWS + 1, ..Spec::default() }, "flows"),
-            (Spec { skew: -0.1, ..Spec::default() }, "skew"),
-            (Spec { skew: f64::NAN, ..Spec::default() }, "skew"),
-            (Spec { size: Size::Fixed(59), ..Spec::default() }, "size"),
-            (Spec { size: Size::Fixed(9001), ..Spec::default() }, "size"),
-            (Spec { rate_pps: 0.0, ..Spec::default() }, "rate_pps"),
-            (Spec { rate_pps: f64::INFINITY, ..Spec::default() }, "rate_pps"),
-            (Spec { snaplen: 53, ..Spec::default() }, "snaplen"),
-            (Spec { sources: Some(0), ..Spec::default() }, "sources"),
-            (Spec { burst_mean: 0.5, ..Spec::default() }, "burst_mean"),
-            (Spec { packets: u64::MAX, rate_pps: 1.0, ..Spec::default() }, "packets"),
+            (
+                Spec {
+                    flows: 0,
+                    ..Spec::default()
+                },
+                "flows",
+            ),
+            (
+                Spec {
+                    flows: MAX_FLOWS + 1,
+                    ..Spec::default()
+                },
+                "flows",
+            ),
+            (
+                Spec {
+                    skew: -0.1,
+                    ..Spec::default()
+                },
+                "skew",
+            ),
+            (
+                Spec {
+                    skew: f64::NAN,
+                    ..Spec::default()
+                },
+                "skew",
+            ),
+            (
+                Spec {
+                    size: Size::Fixed(59),
+                    ..Spec::default()
+                },
+                "size",
+            ),
+            (
+                Spec {
+                    size: Size::Fixed(9001),
+                    ..Spec::default()
+                },
+                "size",
+            ),
+            (
+                Spec {
+                    rate_pps: 0.0,
+                    ..Spec::default()
+                },
+                "rate_pps",
+            ),
+            (
+                Spec {
+                    rate_pps: f64::INFINITY,
+                    ..Spec::default()
+                },
+                "rate_pps",
+            ),
+            (
+                Spec {
+                    snaplen: 53,
+                    ..Spec::default()
+                },
+                "snaplen",
+            ),
+            (
+                Spec {
+                    sources: Some(0),
+                    ..Spec::default()
+                },
+                "sources",
+            ),
+            (
+                Spec {
+                    burst_mean: 0.5,
+                    ..Spec::default()
+                },
+                "burst_mean",
+            ),
+            (
+                Spec {
+                    packets: u64::MAX,
+                    rate_pps: 1.0,
+                    ..Spec::default()
+                },
+                "packets",
+            ),
         ];
         for (spec, field) in bad {
             let e = spec.validate().unwrap_err();
@@ -380,9 +455,22 @@ mod tests {
         }
         // Boundaries are inclusive.
         for ok in [
-            Spec { size: Size::Fixed(60), snaplen: 54, ..Spec::default() },
-            Spec { size: Size::Fixed(9000), skew: 0.0, flows: 1, ..Spec::default() },
-            Spec { burst_mean: 1.0, sources: Some(MAX_SOURCES), ..Spec::default() },
+            Spec {
+                size: Size::Fixed(60),
+                snaplen: 54,
+                ..Spec::default()
+            },
+            Spec {
+                size: Size::Fixed(9000),
+                skew: 0.0,
+                flows: 1,
+                ..Spec::default()
+            },
+            Spec {
+                burst_mean: 1.0,
+                sources: Some(MAX_SOURCES),
+                ..Spec::default()
+            },
         ] {
             ok.validate().unwrap();
         }
@@ -409,10 +497,17 @@ mod tests {
         assert_eq!(s.packets, 10);
         assert_eq!(s.size, Size::Fixed(64));
         assert_eq!(s.order, Order::Shuffled);
-        assert_eq!(s.flows, Spec::default().flows, "missing fields take the default");
+        assert_eq!(
+            s.flows,
+            Spec::default().flows,
+            "missing fields take the default"
+        );
         let s: Spec = toml::from_str("size = \"mix\"\nsources = 500000").unwrap();
         assert_eq!((s.size, s.sources), (Size::Mix, Some(500_000)));
-        assert!(toml::from_str::<Spec>("flow = 3").is_err(), "unknown fields are rejected");
+        assert!(
+            toml::from_str::<Spec>("flow = 3").is_err(),
+            "unknown fields are rejected"
+        );
         assert!(toml::from_str::<Spec>("size = \"huge\"").is_err());
         for spec in [Spec::default(), s] {
             let text = toml::to_string(&spec).unwrap();

@@ -117,8 +117,8 @@ mod tests {
         let e = [0.0, 2.0, 1.0];
         assert!((mrd(&t, &e) - (2.0 / 3.0) / 2.0).abs() < 1e-12);
         assert_eq!(mrd(&t, &t), 0.0);
-        // An estimate that puts flows where there are none is penalised at full weight (2).
-        assert!((mrd(&[0.0, 1.0], &[0.0, 0.0, 1.0]) - 1.0).abs() < 1e-12);
+        // A flow put at the wrong size costs 2 at each of the two sizes: (2 + 2) / z = 2.
+        assert!((mrd(&[0.0, 1.0], &[0.0, 0.0, 1.0]) - 2.0).abs() < 1e-12);
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub const ALGORITHMS: &[(&str, &[Task])] = &[
     ("linear_counting", &[Cardinality]),
     ("hyperloglog", &[Cardinality]),
     ("bloom_spreader", SPREAD),
-    ("ewma_change", &[HeavyChangers]),
+    ("ewma_change", &[HeavyChangers, FlowSize]),
 ];
 
 /// The algorithm a task uses when the user names none.

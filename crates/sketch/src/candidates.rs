@@ -3,8 +3,8 @@
 //! The set holds at most `2 * cap` keys and keeps a running threshold `theta`. The sketch calls
 //! [`Candidates::offer`] after an update only when the key's new estimate is `>= theta` (one
 //! compare on the hot path). The set is touched only then: a probe of a small open-addressing
-//! table indexed by the key's 64-bit hash (the same hash the sketch already computed; no second
-//! hash), and an insert if the key is new. When the set reaches `2 * cap` keys it is compacted:
+//! table of member hashes, indexed by the key's 64-bit hash (the one the sketch already
+//! computed; no second hash), and an insert if the key is new. When the set reaches `2 * cap` keys it is compacted:
 //! the estimates of all members are re-queried, `theta` rises to one more than the
 //! `(cap + 1)`-th largest, and members below it are dropped, leaving at most `cap`. Compaction
 //! happens at most once per `cap` insertions, so its `O(cap log cap)` cost is amortised.
@@ -31,9 +31,9 @@ pub struct Candidates {
     theta: u64,
     keys: Vec<FlowKey>,
     hashes: Vec<u64>,
-    /// Open addressing, linear probing; `0` = empty, else index into `keys` plus one.
+    /// Open addressing, linear probing over member hashes (`h | 1`; `0` = empty).
     /// Length is a power of two `>= 4 * cap`, so the load stays `<= 1/2`.
-    table: Vec<u32>,
+    table: Vec<u64>,
 }
 
 impl Candidates {
@@ -78,7 +78,7 @@ impl Candidates {
     pub fn memory_bytes(&self) -> usize {
         self.keys.capacity() * std::mem::size_of::<FlowKey>()
             + self.hashes.capacity() * 8
-            + self.table.len() * 4
+            + self.table.len() * 8
     }
 
     pub fn clear(&mut self) {
@@ -95,41 +95,50 @@ impl Candidates {
         (h.rotate_left(29) as usize) & (self.table.len() - 1)
     }
 
-    /// Is `key` a member? Returns the probe slot where it is or where it would go.
-    #[inline]
-    fn find(&self, key: &FlowKey, h: u64) -> (bool, usize) {
+    /// Probe for hash `h`: `(true, slot)` if a member has it, else `(false, empty slot)`.
+    ///
+    /// Members are identified by their 64-bit hash alone: two keys with equal hashes occupy
+    /// identical counters in every row, so the sketch cannot tell them apart anyway (and it
+    /// happens with probability 2^-64 per pair). This keeps the probe to one 8-byte load in a
+    /// table of `>= 4 * cap` slots (32 KiB for the default 1024), without touching the keys.
+    #[inline(always)]
+    fn find(&self, h: u64) -> (bool, usize) {
         let mask = self.table.len() - 1;
+        let tag = h | 1; // 0 marks an empty slot
         let mut s = self.slot0(h);
         // The load factor is at most 1/2, so an empty slot always exists and the loop ends.
         loop {
             let e = self.table[s];
+            if e == tag {
+                return (true, s);
+            }
             if e == 0 {
                 return (false, s);
-            }
-            let i = (e - 1) as usize;
-            if self.hashes.get(i) == Some(&h) && self.keys.get(i) == Some(key) {
-                return (true, s);
             }
             s = (s + 1) & mask;
         }
     }
 
-    /// Record `key` (hash `h`) whose estimate just reached `est >= theta`. `requery(h, key)`
+    /// Record `key` (hash `h`) whose estimate just reached `est >= theta`. `requery(h)`
     /// returns a member's current estimate, for compaction.
-    #[inline]
+    #[inline(always)]
     pub fn offer(&mut self, key: &FlowKey, h: u64, est: u64, requery: impl Fn(u64) -> u64) {
         if est < self.theta {
             return;
         }
-        let (found, slot) = self.find(key, h);
-        if found {
-            return;
+        let (found, slot) = self.find(h);
+        if !found {
+            self.insert_at(key, h, slot, &requery);
         }
+    }
+
+    #[inline(never)]
+    fn insert_at(&mut self, key: &FlowKey, h: u64, slot: usize, requery: &dyn Fn(u64) -> u64) {
         self.keys.push(*key);
         self.hashes.push(h);
-        self.table[slot] = self.keys.len() as u32;
+        self.table[slot] = h | 1;
         if self.keys.len() >= 2 * self.cap {
-            self.compact(&requery);
+            self.compact(requery);
         }
     }
 
@@ -169,11 +178,11 @@ impl Candidates {
         self.hashes.clear();
         self.table.iter_mut().for_each(|s| *s = 0);
         for (k, h) in keys.into_iter().zip(hashes) {
-            let (found, slot) = self.find(&k, h);
+            let (found, slot) = self.find(h);
             if !found {
                 self.keys.push(k);
                 self.hashes.push(h);
-                self.table[slot] = self.keys.len() as u32;
+                self.table[slot] = h | 1;
             }
         }
     }
@@ -184,14 +193,9 @@ impl Candidates {
     pub fn merge(&mut self, other: &Candidates, requery: &dyn Fn(u64) -> u64) {
         self.theta = self.theta.saturating_add(other.theta);
         for (k, h) in other.iter() {
-            let (found, slot) = self.find(k, h);
+            let (found, slot) = self.find(h);
             if !found {
-                self.keys.push(*k);
-                self.hashes.push(h);
-                self.table[slot] = self.keys.len() as u32;
-                if self.keys.len() >= 2 * self.cap {
-                    self.compact(requery);
-                }
+                self.insert_at(k, h, slot, requery);
             }
         }
         self.compact(requery);

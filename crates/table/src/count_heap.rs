@@ -113,45 +113,58 @@ impl<X: Copy> CountHeap<X> {
             + self.index.capacity() * (std::mem::size_of::<(FlowKey, u32)>() + 1)
     }
 
-    fn swap(&mut self, i: usize, j: usize) {
-        self.heap.swap(i, j);
-        for p in [i, j] {
-            if let Some(e) = self.heap.get(p) {
-                if let Some(slot) = self.index.get_mut(&e.key) {
-                    *slot = p as u32;
-                }
-            }
+    fn set_index(&mut self, key: &FlowKey, pos: usize) {
+        if let Some(slot) = self.index.get_mut(key) {
+            *slot = pos as u32;
         }
     }
 
+    // Both sifts move a "hole" instead of swapping: each level moves one entry and rewrites one
+    // map slot, the sifted entry is written once at the end (half the map updates of swaps).
+
     fn sift_up(&mut self, mut i: usize) {
+        let Some(&e) = self.heap.get(i) else {
+            return;
+        };
         while i > 0 {
             let parent = (i - 1) / 2;
-            if self.heap[parent].count <= self.heap[i].count {
+            let p = self.heap[parent];
+            if p.count <= e.count {
                 break;
             }
-            self.swap(parent, i);
+            self.heap[i] = p;
+            self.set_index(&p.key, i);
             i = parent;
         }
+        self.heap[i] = e;
+        self.set_index(&e.key, i);
     }
 
     fn sift_down(&mut self, mut i: usize) {
         let n = self.heap.len();
+        let Some(&e) = self.heap.get(i) else {
+            return;
+        };
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut m = i;
-            if l < n && self.heap[l].count < self.heap[m].count {
-                m = l;
+            if l >= n {
+                break;
             }
-            if r < n && self.heap[r].count < self.heap[m].count {
-                m = r;
+            let m = if r < n && self.heap[r].count < self.heap[l].count {
+                r
+            } else {
+                l
+            };
+            let c = self.heap[m];
+            if c.count >= e.count {
+                break;
             }
-            if m == i {
-                return;
-            }
-            self.swap(i, m);
+            self.heap[i] = c;
+            self.set_index(&c.key, i);
             i = m;
         }
+        self.heap[i] = e;
+        self.set_index(&e.key, i);
     }
 
     /// Heap order and map consistency (tests).
