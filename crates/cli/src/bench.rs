@@ -43,8 +43,7 @@ struct ParseReport {
 /// The key of every packet is passed through `black_box`, so the work cannot be optimised away.
 fn pass(cap: &Capture, kind: KeyKind) -> Result<(u64, u64)> {
     let (mut n, mut keyed) = (0u64, 0u64);
-    for rec in cap.records() {
-        let rec = rec?;
+    cap.for_each(|rec| {
         n += 1;
         let k: FlowKey = match rec.body {
             Body::Frame { link, data } => {
@@ -60,7 +59,7 @@ fn pass(cap: &Capture, kind: KeyKind) -> Result<(u64, u64)> {
             }
         };
         black_box(&k);
-    }
+    })?;
     Ok((n, keyed))
 }
 

@@ -23,8 +23,9 @@ pub struct Packet {
 /// returns it; every record before it has been delivered.
 #[inline]
 pub fn each_packet(cap: &Capture, mut f: impl FnMut(&Packet)) -> Result<(), TraceError> {
-    for rec in cap.records() {
-        let rec = rec?;
+    // `for_each` rather than the `records()` iterator: it keeps the decoder state in registers
+    // and is measurably faster per record (trace crate's `read` bench).
+    cap.for_each(|rec| {
         let p = match rec.body {
             Body::Frame { link, data } => {
                 let v = wire::parse(link, data);
@@ -47,7 +48,7 @@ pub fn each_packet(cap: &Capture, mut f: impl FnMut(&Packet)) -> Result<(), Trac
             },
         };
         f(&p);
-    }
+    })?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@
 //!   [`Order::Bursty`]: the *same* iid draws are first tallied into per-flow budgets (so per-flow
 //!   counts are identical to the shuffled trace of the same seed, and the flow-size distribution
 //!   is exactly the same multinomial Zipf), then emitted as trains: pick a flow with probability
-//!   proportional to its remaining budget (a Fenwick tree, O(log F)), emit a train of
+//!   proportional to its remaining budget (a Fenwick tree over blocks of 64 flows), emit a train of
 //!   Geometric(mean `burst_mean`, default 6) packets capped by that budget, repeat. Real traces
 //!   show such trains, and the Agg-Evict paper (section 4.3, Figure 7) finds their synthetic,
 //!   randomly ordered trace aggregates worse than CAIDA for exactly this reason.
@@ -50,7 +50,7 @@ pub use spec::{
 };
 
 use flows::FlowRec;
-use sample::{rng, Alias, Fenwick, Geometric};
+use sample::{rng, Alias, Budgets, Geometric};
 
 /// Random stream numbers under the master seed (stream 1 builds the flow table).
 const STREAM_DRAWS: u64 = 0;
@@ -297,8 +297,7 @@ fn touch<T>(table: &[T], idx: &[u32], word: impl Fn(&T) -> u32) {
 /// The bursty order: per-flow budgets from the iid Zipf draws, emitted as geometric trains of
 /// flows picked in proportion to their remaining budget.
 struct Trains {
-    budget: Vec<u64>,
-    tree: Fenwick,
+    budget: Budgets,
     geo: Geometric,
     rng: rand_pcg::Pcg64Mcg,
     remaining: u64,
@@ -316,8 +315,7 @@ impl Trains {
             }
         }
         Trains {
-            tree: Fenwick::new(&budget),
-            budget,
+            budget: Budgets::new(budget),
             geo: Geometric::new(spec.burst_mean),
             rng: rng(spec.seed, STREAM_TRAINS),
             remaining: n,
@@ -335,14 +333,15 @@ impl Trains {
             }
             // Lemire reduction onto 0..remaining (bias <= remaining / 2^64).
             let target = ((self.rng.next_u64() as u128 * self.remaining as u128) >> 64) as u64;
-            let flow = self.tree.find(target);
-            let b = self.budget.get_mut(flow)?;
-            let len = self.geo.sample(self.rng.next_u64()).min(*b);
+            let flow = self.budget.find(target)?;
+            let len = self
+                .geo
+                .sample(self.rng.next_u64())
+                .min(self.budget.get(flow));
             if len == 0 {
                 return None; // unreachable: find() lands on a flow with budget left
             }
-            *b -= len;
-            self.tree.sub(flow, len);
+            self.budget.sub(flow, len);
             self.remaining -= len;
             self.current = flow as u32;
             self.left = len;

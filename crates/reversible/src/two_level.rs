@@ -78,9 +78,13 @@ impl Default for TwoLevelConfig {
             cm_width: 4000,
             bitmaps: 2,
             bitmap_bits: 250,
-            rev_rows: 2,
+            // Four reversible rows with no allowed miss, not SketchVisor's two: with two rows,
+            // or with a miss allowed, the intersection of heavy buckets admits so many
+            // candidates that the cap truncates them once ~10 hosts are heavy (measured on the
+            // built-in trace: superspreader recall 0.03 with 2 rows, 1.0 with 4 rows, 0 misses).
+            rev_rows: 4,
             rev_width: 4096,
-            row_misses: None,
+            row_misses: Some(0),
             max_candidates: 1 << 16,
         }
     }

@@ -95,6 +95,12 @@ impl Candidates {
         (h.rotate_left(29) as usize) & (self.table.len() - 1)
     }
 
+    /// Prefetch the first probe slot of hash `h` (batch pre-pass; timing only).
+    #[inline(always)]
+    pub fn prefetch(&self, h: u64) {
+        crate::rows::prefetch(&self.table, self.slot0(h));
+    }
+
     /// Probe for hash `h`: `(true, slot)` if a member has it, else `(false, empty slot)`.
     ///
     /// Members are identified by their 64-bit hash alone: two keys with equal hashes occupy

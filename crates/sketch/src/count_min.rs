@@ -252,6 +252,7 @@ impl CmState {
                     cells[i * MAX_ROWS + r] = j as u32;
                     prefetch(&self.m.counters, j);
                 }
+                self.cand.prefetch(h);
             }
             for (i, (k, &w)) in ks.iter().zip(ws).enumerate() {
                 let w = weight32(w);
