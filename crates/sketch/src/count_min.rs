@@ -231,42 +231,92 @@ impl CmState {
 
     /// Hash a batch of up to [`BATCH`] keys, prefetch all their counters, then apply the
     /// updates in order (same state as the one-by-one loop: prefetching only changes timing).
+    /// The split-bit layouts with 1 to 4 rows (every paper default) get a monomorphised loop
+    /// with the row count as a constant; other shapes take the general loop.
     pub(crate) fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
         let n = keys.len().min(weights.len());
-        let rows = self.m.rows;
-        let mut hs = [0u64; BATCH];
-        let mut cells = [0u32; BATCH * MAX_ROWS];
         let mut start = 0;
         while start < n {
             let end = (start + BATCH).min(n);
-            let ks = &keys[start..end];
-            let ws = &weights[start..end];
-            for (h, k) in hs.iter_mut().zip(ks) {
-                *h = self.m.hash(k);
-            }
-            for (i, &h) in hs.iter().enumerate().take(ks.len()) {
-                let h2 = self.m.index.h2(h);
-                for r in 0..rows {
-                    let j = self.m.cell(h, h2, r);
-                    // j < rows * width <= MAX_CELLS < 2^32 (validated).
-                    cells[i * MAX_ROWS + r] = j as u32;
-                    prefetch(&self.m.counters, j);
-                }
-                self.cand.prefetch(h);
-            }
-            for (i, (k, &w)) in ks.iter().zip(ws).enumerate() {
-                let w = weight32(w);
-                let mut old_min = u32::MAX;
-                for &j in &cells[i * MAX_ROWS..i * MAX_ROWS + rows] {
-                    if let Some(c) = self.m.counters.get_mut(j as usize) {
-                        old_min = old_min.min(*c);
-                        *c = c.saturating_add(w);
-                    }
-                }
-                let est = u64::from(old_min.saturating_add(w));
-                self.after_update(k, hs[i], est);
+            let (ks, ws) = (&keys[start..end], &weights[start..end]);
+            match (self.m.index, self.m.rows) {
+                (RowIndex::Split { bits }, 4) => self.chunk_split::<4>(ks, ws, bits),
+                (RowIndex::Split { bits }, 3) => self.chunk_split::<3>(ks, ws, bits),
+                (RowIndex::Split { bits }, 2) => self.chunk_split::<2>(ks, ws, bits),
+                (RowIndex::Split { bits }, 1) => self.chunk_split::<1>(ks, ws, bits),
+                _ => self.chunk_general(ks, ws),
             }
             start = end;
+        }
+    }
+
+    /// One chunk (`<= BATCH` keys) with `R` rows and split-bit columns.
+    #[inline(always)]
+    fn chunk_split<const R: usize>(&mut self, ks: &[FlowKey], ws: &[u64], bits: u32) {
+        let width = self.m.width;
+        debug_assert_eq!(self.m.counters.len(), R * width);
+        // bits <= 30 (width <= MAX_CELLS), so the shift is defined and mask = width - 1.
+        let mask = (1u64 << bits) - 1;
+        let mut hs = [0u64; BATCH];
+        let mut cells = [[0u32; R]; BATCH];
+        for ((k, h), cs) in ks.iter().zip(hs.iter_mut()).zip(cells.iter_mut()) {
+            *h = self.m.hash(k);
+            for (r, c) in cs.iter_mut().enumerate() {
+                let j = r * width + ((*h >> (r as u32 * bits)) & mask) as usize;
+                // j < R * width <= MAX_CELLS < 2^32.
+                *c = j as u32;
+                prefetch(&self.m.counters, j);
+            }
+            self.cand.prefetch(*h);
+        }
+        for (((k, &w), &h), cs) in ks.iter().zip(ws).zip(&hs).zip(&cells) {
+            let w = weight32(w);
+            let mut old_min = u32::MAX;
+            let counters = &mut self.m.counters;
+            for &j in cs {
+                let j = j as usize;
+                debug_assert!(j < counters.len());
+                // SAFETY: j = r * width + col with r < R == self.m.rows and col <= mask =
+                // width - 1, so j < rows * width == counters.len() (the matrix is allocated
+                // with exactly that length and never resized). The safe twin is
+                // `CounterMatrix::add_h` (used by `update`); the tests check that batch and
+                // one-by-one updates leave identical state.
+                let c = unsafe { counters.get_unchecked_mut(j) };
+                old_min = old_min.min(*c);
+                *c = c.saturating_add(w);
+            }
+            // Saturating add is monotone, so the new minimum is sat(old_min + w).
+            let est = u64::from(old_min.saturating_add(w));
+            self.after_update(k, h, est);
+        }
+    }
+
+    /// One chunk, any shape (double hashing or more than 4 rows), bounds-checked.
+    fn chunk_general(&mut self, ks: &[FlowKey], ws: &[u64]) {
+        let rows = self.m.rows;
+        let mut hs = [0u64; BATCH];
+        let mut cells = [0u32; BATCH * MAX_ROWS];
+        for (i, (h, k)) in hs.iter_mut().zip(ks).enumerate() {
+            *h = self.m.hash(k);
+            let h2 = self.m.index.h2(*h);
+            for r in 0..rows {
+                let j = self.m.cell(*h, h2, r);
+                cells[i * MAX_ROWS + r] = j as u32;
+                prefetch(&self.m.counters, j);
+            }
+            self.cand.prefetch(*h);
+        }
+        for (i, (k, &w)) in ks.iter().zip(ws).enumerate() {
+            let w = weight32(w);
+            let mut old_min = u32::MAX;
+            for &j in &cells[i * MAX_ROWS..i * MAX_ROWS + rows] {
+                if let Some(c) = self.m.counters.get_mut(j as usize) {
+                    old_min = old_min.min(*c);
+                    *c = c.saturating_add(w);
+                }
+            }
+            let est = u64::from(old_min.saturating_add(w));
+            self.after_update(k, hs[i], est);
         }
     }
 
