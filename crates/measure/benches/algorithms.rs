@@ -1,0 +1,161 @@
+//! Every algorithm's update on one Zipf(1.1) stream of 1 M keys over 500 k IPv4 source keys
+//! (batches of 32, the default configurations), plus:
+//! - bare loops doing the memory accesses of Count-Min 4 x 65536 and of a 1 M-counter count array
+//!   (one multiply-shift hash per row, batches of 32 with prefetch) — the floor memory allows;
+//! - the Count-Min and HyperLogLog of the `datasketches` crate and the Count-Min of
+//!   `asap_sketchlib`, at the same sizes.
+//! All in one group and one run, so figures can be stated as ratios (to count_array, to the bare
+//! loop, to the peers).
+
+use std::hint::black_box;
+
+use algo::{Algorithm, BuildCtx, Task};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use key::FlowKey;
+use rand::{Rng, SeedableRng};
+
+const N: usize = 1 << 20;
+const KEYS: usize = 500_000;
+const BATCH: usize = 32;
+
+/// Zipf(1.1) over KEYS ranks by inverse CDF; rank r maps to a scattered u32 key.
+fn stream() -> Vec<u32> {
+    let mut cdf = Vec::with_capacity(KEYS);
+    let mut acc = 0.0;
+    for r in 1..=KEYS {
+        acc += 1.0 / (r as f64).powf(1.1);
+        cdf.push(acc);
+    }
+    let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
+    (0..N)
+        .map(|_| {
+            let u = rng.gen::<f64>() * acc;
+            let r = cdf.partition_point(|&c| c < u) as u32;
+            r.wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995
+        })
+        .collect()
+}
+
+fn feed(a: &mut dyn Algorithm, keys: &[FlowKey], ones: &[u64]) {
+    for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
+        a.update_batch(k, w);
+    }
+}
+
+#[inline(always)]
+fn prefetch(p: *const u32) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it never faults, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// The memory accesses of Count-Min d x w (w a power of two): multiply-shift hash per row,
+/// batches of 32: hash and prefetch the batch, then increment.
+fn bare_cm(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
+    let w = 1usize << w_bits;
+    let seeds = [
+        0x9E37_79B9_7F4A_7C15u64,
+        0xC2B2_AE3D_27D4_EB4F,
+        0x1656_67B1_9E37_79F9,
+        0x85EB_CA77_C2B2_AE63,
+    ];
+    let mut idx = [0usize; BATCH * 4];
+    for chunk in keys.chunks(BATCH) {
+        for (i, &k) in chunk.iter().enumerate() {
+            for r in 0..rows {
+                let h = ((k as u64 | 1).wrapping_mul(seeds[r]) >> (64 - w_bits)) as usize;
+                let j = r * w + h;
+                idx[i * rows + r] = j;
+                prefetch(&counters[j]);
+            }
+        }
+        for &j in &idx[..chunk.len() * rows] {
+            counters[j] += 1;
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let raw = stream();
+    let keys: Vec<FlowKey> = raw.iter().map(|&k| FlowKey::from_u32(k)).collect();
+    // Pair keys for the spreader algorithms: each source talks to a few derived destinations.
+    let pairs: Vec<FlowKey> = raw
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| {
+            let mut b = [0u8; 8];
+            b[..4].copy_from_slice(&k.to_be_bytes());
+            b[4..].copy_from_slice(&((i as u32 % 97).wrapping_mul(0x0101_0101) ^ k).to_be_bytes());
+            FlowKey::from_bytes(&b).unwrap()
+        })
+        .collect();
+    let ones = vec![1u64; N];
+
+    let mut g = c.benchmark_group("update_zipf1.1_500k");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.warm_up_time(std::time::Duration::from_secs(1));
+    g.measurement_time(std::time::Duration::from_secs(3));
+
+    let mut cm = vec![0u32; 4 << 16];
+    g.bench_function("bare_loop_cm_4x65536", |b| {
+        b.iter(|| bare_cm(&mut cm, 4, 16, &raw))
+    });
+    black_box(&cm);
+    let mut ca = vec![0u32; 1 << 20];
+    g.bench_function("bare_loop_count_array_1M", |b| {
+        b.iter(|| bare_cm(&mut ca, 1, 20, &raw))
+    });
+    black_box(&ca);
+
+    for (name, tasks) in measure::registry::ALGORITHMS {
+        let spreads = tasks.contains(&Task::Superspreaders);
+        let ctx = BuildCtx {
+            key_len: if spreads { 8 } else { 4 },
+            ..BuildCtx::default()
+        };
+        let mut a = measure::registry::build(name, &toml::Table::new(), &ctx).unwrap();
+        let ks = if spreads { &pairs } else { &keys };
+        g.bench_function(BenchmarkId::new("netsift", name), |b| {
+            b.iter(|| feed(a.as_mut(), ks, &ones))
+        });
+    }
+
+    let mut ds_cm = datasketches::countmin::CountMinSketch::<u32>::new(4, 65536).unwrap();
+    g.bench_function("datasketches_count_min_4x65536", |b| {
+        b.iter(|| {
+            for &k in &raw {
+                ds_cm.update(k);
+            }
+        })
+    });
+    black_box(ds_cm.estimate(raw[0]));
+    let mut ds_hll =
+        datasketches::hll::HllSketch::new(14, datasketches::hll::HllType::Hll8).unwrap();
+    g.bench_function("datasketches_hyperloglog_p14", |b| {
+        b.iter(|| {
+            for &k in &raw {
+                ds_hll.update(k);
+            }
+        })
+    });
+    black_box(ds_hll.estimate());
+    let mut asap: asap_sketchlib::CountMinSketch =
+        asap_sketchlib::CountMinSketch::with_dimensions(4, 65536);
+    g.bench_function("asap_sketchlib_count_min_4x65536", |b| {
+        b.iter(|| {
+            for &k in &raw {
+                asap.update(&asap_sketchlib::DataInput::U32(k));
+            }
+        })
+    });
+    black_box(&asap);
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
