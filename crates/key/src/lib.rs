@@ -210,6 +210,50 @@ impl FlowKey {
         Some(k)
     }
 
+    /// The key of an IPv4 packet's fields, built directly (no intermediate [`Tuple`]); equal to
+    /// `Tuple::v4(src, dst, sport, dport, proto).key(kind)`.
+    #[inline(always)]
+    pub fn v4(
+        kind: KeyKind,
+        src: [u8; 4],
+        dst: [u8; 4],
+        sport: u16,
+        dport: u16,
+        proto: u8,
+    ) -> FlowKey {
+        let mut k = FlowKey::EMPTY;
+        let b = &mut k.bytes;
+        k.len = match kind {
+            KeyKind::Src => {
+                b[..4].copy_from_slice(&src);
+                4
+            }
+            KeyKind::Dst => {
+                b[..4].copy_from_slice(&dst);
+                4
+            }
+            _ => {
+                b[..4].copy_from_slice(&src);
+                b[4..8].copy_from_slice(&dst);
+                b[8..10].copy_from_slice(&sport.to_be_bytes());
+                b[10..12].copy_from_slice(&dport.to_be_bytes());
+                b[12] = proto;
+                match kind {
+                    KeyKind::Pair => {
+                        b[8..13].fill(0);
+                        8
+                    }
+                    KeyKind::FourTuple => {
+                        b[12] = 0;
+                        12
+                    }
+                    _ => 13,
+                }
+            }
+        };
+        k
+    }
+
     /// A 4-byte key from a u32 (stored big-endian, as an IPv4 address would be).
     #[inline]
     pub fn from_u32(v: u32) -> FlowKey {
@@ -451,7 +495,10 @@ mod tests {
             t6.v6 = true;
             assert_eq!(t6.key(k).len(), k.len(true));
         }
-        assert_eq!(t.key(KeyKind::FiveTuple).to_string(), "10.0.0.1:1234>192.168.1.2:80/6");
+        assert_eq!(
+            t.key(KeyKind::FiveTuple).to_string(),
+            "10.0.0.1:1234>192.168.1.2:80/6"
+        );
         assert_eq!(t.key(KeyKind::Pair).to_string(), "10.0.0.1>192.168.1.2");
         assert_eq!(
             t.key(KeyKind::Pair).src_part().unwrap(),
@@ -461,6 +508,18 @@ mod tests {
             t.key(KeyKind::FiveTuple).dst_part().unwrap(),
             t.key(KeyKind::Dst)
         );
+    }
+
+    #[test]
+    fn direct_v4_keys_equal_tuple_keys() {
+        let t = v4();
+        for k in KeyKind::ALL {
+            assert_eq!(
+                FlowKey::v4(k, [10, 0, 0, 1], [192, 168, 1, 2], 1234, 80, 6),
+                t.key(k),
+                "{k}"
+            );
+        }
     }
 
     #[test]
@@ -476,7 +535,10 @@ mod tests {
         // Fixed vectors: the family must give these values on every host and every build.
         let h = HashFn::new(42);
         let k = FlowKey::from_u32(0x0a00_0001);
-        assert_eq!(h.hash(&k), xxhash_rust::xxh3::xxh3_64_with_seed(&[10, 0, 0, 1], 42));
+        assert_eq!(
+            h.hash(&k),
+            xxhash_rust::xxh3::xxh3_64_with_seed(&[10, 0, 0, 1], 42)
+        );
         assert_eq!(mix64(0), 0xe220_a839_7b1d_cdaf);
         assert_ne!(h.sub(0).seed(), h.sub(1).seed());
     }

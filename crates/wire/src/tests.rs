@@ -966,3 +966,33 @@ proptest! {
         check_prefix_consistent(link, &f, cut.index(f.len() + 1));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 20_000, ..ProptestConfig::default() })]
+
+    /// The fast path of `parse_key` and the general parser agree on every frame: valid
+    /// Ethernet/IPv4/TCP-UDP frames with random header bytes (version/IHL, total length, fragment
+    /// field, protocol, ethertype) overwritten, cut at random lengths, for every key kind.
+    #[test]
+    fn fast_path_equals_parse(
+        udp_l4 in any::<bool>(),
+        sp in any::<u16>(), dp in any::<u16>(),
+        pokes in prop::collection::vec((12usize..40, any::<u8>()), 0..4),
+        keep in any::<prop::sample::Index>(),
+    ) {
+        let l4 = if udp_l4 { udp(sp, dp) } else { tcp(sp, dp) };
+        let mut f = eth(0x0800, &ipv4(if udp_l4 { 17 } else { 6 }, &[], 0, &l4));
+        for (at, b) in pokes {
+            if at < f.len() {
+                f[at] = b;
+            }
+        }
+        let n = keep.index(f.len() + 1);
+        for kind in KeyKind::ALL {
+            prop_assert_eq!(
+                parse_key(lt::ETHERNET, &f[..n], kind),
+                parse_key_general(lt::ETHERNET, &f[..n], kind)
+            );
+        }
+    }
+}
