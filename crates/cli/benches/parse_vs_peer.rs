@@ -1,7 +1,7 @@
-//! netsift's read + classify + key loop against what a user would write instead with pcap-parser
-//! + etherparse (`SlicedPacket`), on the same pcap of 64-byte Ethernet/IPv4/TCP-UDP packets. All
-//! extract the five-tuple key of every packet and pass it through `black_box`. The ratios from one
-//! run are the figures we report. Two peers:
+//! netsift's read + classify + key loop against what a user would write instead with
+//! pcap-parser and etherparse (`SlicedPacket`), on the same pcap of 64-byte Ethernet/IPv4/TCP-UDP
+//! packets. All extract the five-tuple key of every packet and pass it through `black_box`. The
+//! ratios from one run are the figures we report. Two peers:
 //! - `pcap_parser_reader`: pcap-parser's documented file API (`create_reader` over the file, with
 //!   `consume`/`refill`), what its README shows — compared with netsift opening the same file;
 //! - `pcap_parser_slice`: pcap-parser's zero-copy `LegacyPcapSlice` over bytes already in memory,

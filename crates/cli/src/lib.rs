@@ -25,4 +25,3 @@ pub fn default_capture() -> Result<Capture> {
     );
     Ok(Capture::from_bytes(&name, buf, Some(Format::Pcap))?)
 }
-

@@ -73,8 +73,11 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config {path}"))?;
             let c = RunConfig::from_toml(&text).with_context(|| format!("in config {path}"))?;
-            if !(a.task.is_empty() && a.algo.is_empty()) && !c.measures.is_empty() {
-                bail!("--task/--algo cannot be combined with a config that has [[measure]] entries");
+            let lists_given = !a.task.is_empty() || !a.algo.is_empty();
+            if lists_given && !c.measures.is_empty() {
+                bail!(
+                    "--task/--algo cannot be combined with a config that has [[measure]] entries"
+                );
             }
             c
         }
@@ -126,8 +129,10 @@ fn progress(len: Option<u64>) -> ProgressBar {
         None => ProgressBar::new_spinner(),
     };
     pb.set_style(
-        ProgressStyle::with_template("{spinner} {pos:>11} packets {per_sec:>14} {elapsed} {wide_bar}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} {pos:>11} packets {per_sec:>14} {elapsed} {wide_bar}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb
 }
@@ -155,7 +160,7 @@ pub fn run(cfg: RunConfig, format: Option<Format>) -> Result<(Report, Option<Str
             gen::generate(&spec, |p| {
                 runner.push(p.ts_ns, &p.tuple, p.wire_len);
                 n += 1;
-                if n % 65536 == 0 {
+                if n.is_multiple_of(65536) {
                     pb.set_position(n);
                 }
             })?;
@@ -173,7 +178,7 @@ pub fn run(cfg: RunConfig, format: Option<Format>) -> Result<(Report, Option<Str
                     c => runner.push_unkeyed(c.name(), p.wire_len),
                 }
                 n += 1;
-                if n % 65536 == 0 {
+                if n.is_multiple_of(65536) {
                     pb.set_position(n);
                 }
             });
@@ -219,7 +224,16 @@ pub fn print_report(r: &Report) {
         );
         println!(
             "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "task", "algorithm", "key", "answer", "precision", "recall", "f1", "rel.err", "ARE", "MRD"
+            "task",
+            "algorithm",
+            "key",
+            "answer",
+            "precision",
+            "recall",
+            "f1",
+            "rel.err",
+            "ARE",
+            "MRD"
         );
         for t in &e.tasks {
             let answer = if let Some(n) = &t.note {

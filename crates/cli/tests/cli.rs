@@ -31,11 +31,18 @@ fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
         .arg(&junk)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "a bad file means a non-zero exit");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a bad file means a non-zero exit"
+    );
     let stderr = String::from_utf8(out.stderr).unwrap();
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "one line per bad file: {stderr}");
-    assert!(lines[0].contains("cut.pcap") && lines[0].contains("offset"), "{stderr}");
+    assert!(
+        lines[0].contains("cut.pcap") && lines[0].contains("offset"),
+        "{stderr}"
+    );
     assert!(lines[1].contains("junk.bin"), "{stderr}");
 
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -43,8 +50,19 @@ fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
     assert_eq!(arr.len(), 3);
     let (a, b) = (&arr[0], &arr[1]);
     for field in [
-        "file", "packets", "bytes", "ipv4", "ipv6", "non_ip", "truncated", "malformed", "flows",
-        "duration_s", "link_types", "top", "zipf_skew",
+        "file",
+        "packets",
+        "bytes",
+        "ipv4",
+        "ipv6",
+        "non_ip",
+        "truncated",
+        "malformed",
+        "flows",
+        "duration_s",
+        "link_types",
+        "top",
+        "zipf_skew",
     ] {
         assert!(a.get(field).is_some(), "missing {field}");
     }
@@ -52,7 +70,10 @@ fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
         assert!(a["flows"][kind].as_u64().unwrap() > 0);
     }
     assert!(a["error"].is_null());
-    assert_eq!(b["packets"].as_u64().unwrap(), a["packets"].as_u64().unwrap() - 1);
+    assert_eq!(
+        b["packets"].as_u64().unwrap(),
+        a["packets"].as_u64().unwrap() - 1
+    );
     assert!(b["error"].as_str().unwrap().contains("offset"));
     assert!(arr[2]["error"].as_str().is_some());
 }
@@ -61,12 +82,25 @@ fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
 fn gen_then_stats_roundtrip_and_stdin() {
     let f = tmp("g.pcap");
     let st = netsift()
-        .args(["gen", "--packets", "20000", "--flows", "500", "--seed", "7", "--out"])
+        .args([
+            "gen",
+            "--packets",
+            "20000",
+            "--flows",
+            "500",
+            "--seed",
+            "7",
+            "--out",
+        ])
         .arg(&f)
         .status()
         .unwrap();
     assert!(st.success());
-    let out = netsift().args(["stats", "--json"]).arg(&f).output().unwrap();
+    let out = netsift()
+        .args(["stats", "--json"])
+        .arg(&f)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v[0]["packets"], 20000);
@@ -89,19 +123,37 @@ fn gen_then_stats_roundtrip_and_stdin() {
     // Key traces of the same spec hold the same flows.
     let k = tmp("g.keys13");
     assert!(netsift()
-        .args(["gen", "--packets", "20000", "--flows", "500", "--seed", "7", "--format", "keys13", "--out"])
+        .args([
+            "gen",
+            "--packets",
+            "20000",
+            "--flows",
+            "500",
+            "--seed",
+            "7",
+            "--format",
+            "keys13",
+            "--out"
+        ])
         .arg(&k)
         .status()
         .unwrap()
         .success());
-    let out3 = netsift().args(["stats", "--json"]).arg(&k).output().unwrap();
+    let out3 = netsift()
+        .args(["stats", "--json"])
+        .arg(&k)
+        .output()
+        .unwrap();
     let v3: serde_json::Value = serde_json::from_slice(&out3.stdout).unwrap();
     assert_eq!(v3[0]["flows"], v[0]["flows"]);
 }
 
 #[test]
 fn wrong_flags_are_clear_errors() {
-    let out = netsift().args(["stats", "--key", "sixtuple"]).output().unwrap();
+    let out = netsift()
+        .args(["stats", "--key", "sixtuple"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sixtuple"));
     let out = netsift()
@@ -119,7 +171,11 @@ fn bench_parse_reports_throughput() {
         .arg(&f)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["packets"].as_u64().unwrap() > 0);
     assert!(v["mpps"].as_f64().unwrap() > 0.0);

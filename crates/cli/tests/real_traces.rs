@@ -11,7 +11,10 @@ use trace::Capture;
 #[test]
 fn stats_agree_with_pcap_parser_and_etherparse() {
     let files = common::real_traces();
-    assert!(files.len() >= 8, "expected the real captures, found {files:?}");
+    assert!(
+        files.len() >= 8,
+        "expected the real captures, found {files:?}"
+    );
     for path in files {
         let frames = common::peer_frames(&path);
         let mut sets: [KeySet; 5] = Default::default();
@@ -31,7 +34,11 @@ fn stats_agree_with_pcap_parser_and_etherparse() {
         let name = path.file_name().unwrap().to_string_lossy();
         assert_eq!(st.error, None, "{name}");
         assert_eq!(st.packets, frames.len() as u64, "{name}: packets");
-        assert_eq!(st.classified(), st.packets, "{name}: every packet classified once");
+        assert_eq!(
+            st.classified(),
+            st.packets,
+            "{name}: every packet classified once"
+        );
         assert_eq!(st.bytes, bytes, "{name}: bytes (wire lengths)");
         assert_eq!(st.ipv4 + st.ipv6, keyed, "{name}: keyed packets");
         let ours = [
@@ -42,7 +49,11 @@ fn stats_agree_with_pcap_parser_and_etherparse() {
             st.flows.five_tuple,
         ];
         let peer: Vec<u64> = sets.iter().map(|s| s.len() as u64).collect();
-        assert_eq!(ours.to_vec(), peer, "{name}: distinct flows src/dst/pair/4t/5t");
+        assert_eq!(
+            ours.to_vec(),
+            peer,
+            "{name}: distinct flows src/dst/pair/4t/5t"
+        );
         eprintln!(
             "{name}: {} packets, {} keyed, flows {:?} — agree",
             st.packets, keyed, ours

@@ -17,7 +17,11 @@ fn every_tcpdump_capture_is_read_or_refused_clearly() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert!(files.len() >= 800, "expected tcpdump's captures, found {}", files.len());
+    assert!(
+        files.len() >= 800,
+        "expected tcpdump's captures, found {}",
+        files.len()
+    );
     let (mut full, mut partial, mut refused, mut packets, mut keyed) = (0, 0, 0, 0u64, 0u64);
     for path in &files {
         let name = path.to_string_lossy().to_string();

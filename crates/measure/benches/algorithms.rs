@@ -4,6 +4,7 @@
 //!   (one multiply-shift hash per row, batches of 32 with prefetch) — the floor memory allows;
 //! - the Count-Min and HyperLogLog of the `datasketches` crate and the Count-Min of
 //!   `asap_sketchlib`, at the same sizes.
+//!
 //! All in one group and one run, so figures can be stated as ratios (to count_array, to the bare
 //! loop, to the peers).
 

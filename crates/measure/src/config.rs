@@ -221,11 +221,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("epoch_pakets"), "{e}");
-        let e = RunConfig::from_toml("[[measure]]\ntask = \"heavy_hitters\"\nalgo = \"count_min\"\nthreshhold = 1\n")
+        let e = RunConfig::from_toml(
+            "[[measure]]\ntask = \"heavy_hitters\"\nalgo = \"count_min\"\nthreshhold = 1\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("threshhold"), "{e}");
+        let e = RunConfig::from_toml("key = \"sixtuple\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("threshhold"), "{e}");
-        let e = RunConfig::from_toml("key = \"sixtuple\"\n").unwrap_err().to_string();
         assert!(e.contains("sixtuple"), "{e}");
     }
 
@@ -253,14 +257,22 @@ mod tests {
         assert_eq!(c.measures.len(), 2);
         let mut both = c.clone();
         both.epoch_packets = Some(10);
-        assert!(both.validate().unwrap_err().to_string().contains("epoch_ms"));
+        assert!(both
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("epoch_ms"));
     }
 
     #[test]
     fn lists_cross_and_reject_impossible_pairs() {
         let m = RunConfig::measures_from_lists(
             &[Task::HeavyHitters, Task::Cardinality],
-            &["count_min".into(), "hyperloglog".into(), "flow_radar".into()],
+            &[
+                "count_min".into(),
+                "hyperloglog".into(),
+                "flow_radar".into(),
+            ],
         )
         .unwrap();
         let pairs: Vec<(Task, &str)> = m.iter().map(|m| (m.task, m.algorithm.as_str())).collect();
@@ -283,7 +295,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("space_saving") && e.contains("cardinality"), "{e}");
+        assert!(
+            e.contains("space_saving") && e.contains("cardinality"),
+            "{e}"
+        );
         assert_eq!(RunConfig::measures_from_lists(&[], &[]).unwrap().len(), 9);
     }
 }

@@ -49,7 +49,14 @@ pub const ALGORITHMS: &[(&str, &[Task])] = &[
     ("deltoid", &[HeavyHitters, HeavyChangers]),
     (
         "univmon",
-        &[HeavyHitters, HeavyChangers, Cardinality, Entropy, TopK, FlowSize],
+        &[
+            HeavyHitters,
+            HeavyChangers,
+            Cardinality,
+            Entropy,
+            TopK,
+            FlowSize,
+        ],
     ),
     ("two_level", SPREAD),
     ("mrac", &[FlowSizeDistribution, Cardinality]),
@@ -186,9 +193,16 @@ mod tests {
 
     #[test]
     fn errors_name_algorithm_and_task() {
-        let e = check("hyperloglog", Task::HeavyHitters).unwrap_err().to_string();
-        assert!(e.contains("hyperloglog") && e.contains("heavy_hitters") && e.contains("count_min"), "{e}");
-        let e = check("countmin", Task::HeavyHitters).unwrap_err().to_string();
+        let e = check("hyperloglog", Task::HeavyHitters)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("hyperloglog") && e.contains("heavy_hitters") && e.contains("count_min"),
+            "{e}"
+        );
+        let e = check("countmin", Task::HeavyHitters)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("countmin"), "{e}");
         for t in Task::ALL {
             check(default_algorithm(t), t).unwrap();

@@ -455,7 +455,7 @@ fn set_result(
     r: &mut TaskResult,
     reported: &[(FlowKey, u64)],
     truth: &KeyMap<u64>,
-    point: Option<&dyn Fn(&FlowKey) -> Option<u64>>,
+    point: Option<&dyn Algorithm>,
 ) {
     let rep: KeySet = reported.iter().map(|e| e.0).collect();
     let tru: KeySet = truth.keys().copied().collect();
@@ -466,10 +466,10 @@ fn set_result(
     r.accuracy.are = are_of(reported, truth);
     r.reported = Some(reported.len() as u64);
     r.true_count = Some(truth.len() as u64);
-    if let Some(q) = point {
+    if let Some(a) = point {
         let errs: Option<Vec<f64>> = truth
             .iter()
-            .map(|(k, &v)| q(k).map(|e| rel_err(v as f64, e as f64)))
+            .map(|(k, &v)| a.flow_size(k).map(|e| rel_err(v as f64, e as f64)))
             .collect();
         if let Some(errs) = errs {
             if !errs.is_empty() {
@@ -489,10 +489,8 @@ fn evaluate(
     let a = inst.algo.as_ref();
     let w = cfg.weight;
     let mut r = blank(m);
-    let can_point = a.tasks().contains(&Task::FlowSize);
-    let point = |k: &FlowKey| a.flow_size(k);
-    let point_ref: Option<&dyn Fn(&FlowKey) -> Option<u64>> =
-        if can_point { Some(&point) } else { None };
+    // Algorithms with point queries also get the relative error over every true instance.
+    let point_ref = a.tasks().contains(&Task::FlowSize).then_some(a);
     match m.spec.task {
         Task::HeavyHitters => {
             let t = resolve(
@@ -577,7 +575,9 @@ fn evaluate(
             let tv = algo::size_histogram(truth.sizes(Weight::Packets).map(|(_, s)| s));
             r.estimate = Some(est.iter().sum());
             r.truth = Some(tv.iter().sum());
-            r.fsd_head = (1..=10).map(|i| est.get(i).copied().unwrap_or(0.0)).collect();
+            r.fsd_head = (1..=10)
+                .map(|i| est.get(i).copied().unwrap_or(0.0))
+                .collect();
             r.accuracy.mrd = Some(mrd(&tv, &est));
         }
         Task::TopK => {
@@ -586,18 +586,32 @@ fn evaluate(
             let rep = a.top_k(k).unwrap_or_default();
             let ranked = truth.ranked(w);
             // Ties at the k-th size: any flow as large as the k-th largest is a correct member.
-            let kth = ranked.get(k.min(ranked.len()).saturating_sub(1)).map_or(0, |e| e.1);
+            let kth = ranked
+                .get(k.min(ranked.len()).saturating_sub(1))
+                .map_or(0, |e| e.1);
             let sizes: KeyMap<u64> = ranked.iter().copied().collect();
             let hits = rep
                 .iter()
                 .filter(|(key, _)| sizes.get(key).is_some_and(|&s| s >= kth && s > 0))
                 .count() as f64;
             let want = k.min(ranked.len()) as f64;
-            let p = if rep.is_empty() { 0.0 } else { hits / rep.len() as f64 };
-            let rc = if want == 0.0 { 1.0 } else { (hits / want).min(1.0) };
+            let p = if rep.is_empty() {
+                0.0
+            } else {
+                hits / rep.len() as f64
+            };
+            let rc = if want == 0.0 {
+                1.0
+            } else {
+                (hits / want).min(1.0)
+            };
             r.accuracy.precision = Some(p);
             r.accuracy.recall = Some(rc);
-            r.accuracy.f1 = Some(if p + rc > 0.0 { 2.0 * p * rc / (p + rc) } else { 0.0 });
+            r.accuracy.f1 = Some(if p + rc > 0.0 {
+                2.0 * p * rc / (p + rc)
+            } else {
+                0.0
+            });
             r.accuracy.are = are_of(&rep, &sizes);
             r.reported = Some(rep.len() as u64);
             r.true_count = Some(want as u64);

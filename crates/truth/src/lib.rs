@@ -262,9 +262,24 @@ mod tests {
         done.extend(t.finish());
         let sizes: Vec<u64> = done.iter().map(|e| e.packets).collect();
         assert_eq!(sizes, vec![3, 3, 2]);
-        assert_eq!(done.iter().map(|e| e.index).collect::<Vec<_>>(), vec![0, 1, 2]);
-        assert_eq!(done[0].flows[&k(0)], Counts { packets: 2, bytes: 100 + 102 });
-        assert_eq!(done[0].flows[&k(1)], Counts { packets: 1, bytes: 101 });
+        assert_eq!(
+            done.iter().map(|e| e.index).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert_eq!(
+            done[0].flows[&k(0)],
+            Counts {
+                packets: 2,
+                bytes: 100 + 102
+            }
+        );
+        assert_eq!(
+            done[0].flows[&k(1)],
+            Counts {
+                packets: 1,
+                bytes: 101
+            }
+        );
         assert_eq!(done[2].bytes, 106 + 107);
         let total: u64 = done.iter().map(|e| e.packets).sum();
         assert_eq!(total, 8);
@@ -280,8 +295,14 @@ mod tests {
             done.extend(t.push(1_000_000_000 + x, k(i as u32), 1));
         }
         done.extend(t.finish());
-        assert_eq!(done.iter().map(|e| e.index).collect::<Vec<_>>(), vec![0, 1, 500]);
-        assert_eq!(done.iter().map(|e| e.packets).collect::<Vec<_>>(), vec![3, 1, 2]);
+        assert_eq!(
+            done.iter().map(|e| e.index).collect::<Vec<_>>(),
+            vec![0, 1, 500]
+        );
+        assert_eq!(
+            done.iter().map(|e| e.packets).collect::<Vec<_>>(),
+            vec![3, 1, 2]
+        );
     }
 
     #[test]

@@ -63,14 +63,17 @@ pub fn peer_frames(path: &Path) -> Vec<PeerFrame> {
                     }
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
                         if_links.push(idb.linktype.0 as u32);
-                        if_tsres.push((idb.ts_offset() as u64, idb.ts_resolution().unwrap_or(1_000_000)));
+                        if_tsres.push((
+                            idb.ts_offset() as u64,
+                            idb.ts_resolution().unwrap_or(1_000_000),
+                        ));
                     }
                     PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
                         let i = epb.if_id as usize;
                         let (off, res) = if_tsres[i];
                         let ts = ((epb.ts_high as u64) << 32) | epb.ts_low as u64;
-                        let ns = (ts as u128 * 1_000_000_000 / res as u128) as u64
-                            + off * 1_000_000_000;
+                        let ns =
+                            (ts as u128 * 1_000_000_000 / res as u128) as u64 + off * 1_000_000_000;
                         out.push(PeerFrame {
                             link: if_links[i],
                             ts_ns: ns,
