@@ -51,6 +51,10 @@ pub struct RunArgs {
     k: Option<usize>,
     #[arg(long)]
     seed: Option<u64>,
+    /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6
+    /// keys; without it they hold IPv4 keys and count the others as skipped.
+    #[arg(long)]
+    ipv6: bool,
     /// Packets per batch handed to the algorithms (1..=8192).
     #[arg(long)]
     batch: Option<usize>,
@@ -104,6 +108,9 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if let Some(s) = a.seed {
         cfg.seed = s;
+    }
+    if a.ipv6 {
+        cfg.ipv6 = true;
     }
     if let Some(b) = a.batch {
         cfg.batch = b;
@@ -238,10 +245,10 @@ pub fn print_report(r: &Report) {
         for t in &e.tasks {
             let answer = if let Some(n) = &t.note {
                 n.split(':').next().unwrap_or("").to_string()
-            } else if let Some(est) = t.estimate {
-                format!("{est:.1} (true {:.1})", t.truth.unwrap_or(0.0))
-            } else if let Some(rep) = t.reported {
-                match t.true_count {
+            } else if let Some(est) = t.answer.estimate {
+                format!("{est:.1} (true {:.1})", t.truth.value.unwrap_or(0.0))
+            } else if let Some(rep) = t.answer.reported {
+                match t.truth.count {
                     Some(tc) => format!("{rep} reported / {tc} true"),
                     None => format!("{rep} flows"),
                 }
@@ -279,7 +286,10 @@ pub fn print_report(r: &Report) {
             c.ns_per_packet,
             c.mpps,
             if c.skipped > 0 {
-                format!("  ({} keys of the other address family skipped)", c.skipped)
+                format!(
+                    "  ({} keys of the other address family skipped: see --ipv6)",
+                    c.skipped
+                )
             } else {
                 String::new()
             }

@@ -181,3 +181,114 @@ fn bench_parse_reports_throughput() {
     assert!(v["mpps"].as_f64().unwrap() > 0.0);
     assert!(v["ns_per_packet"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn run_on_a_real_trace_with_time_epochs_accounts_every_packet() {
+    let f = common::traces_dir().join("tcpreplay_test.pcap");
+    let out = netsift()
+        .args([
+            "run",
+            "--epoch-ms",
+            "1000",
+            "--key",
+            "src",
+            "--ipv6",
+            "--json",
+            "--task",
+        ])
+        .arg("heavy_hitters,cardinality,entropy")
+        .arg("--algo")
+        .arg("linear_hash,hyperloglog")
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = &v["totals"];
+    let classes: u64 = [
+        "ipv4",
+        "ipv6",
+        "non_ip",
+        "truncated",
+        "malformed",
+        "unsupported",
+    ]
+    .iter()
+    .map(|c| t[c].as_u64().unwrap())
+    .sum();
+    assert_eq!(classes, t["packets"].as_u64().unwrap());
+    let epochs = v["epochs"].as_array().unwrap();
+    assert!(!epochs.is_empty());
+    let keyed: u64 = epochs.iter().map(|e| e["packets"].as_u64().unwrap()).sum();
+    assert_eq!(
+        keyed,
+        t["ipv4"].as_u64().unwrap() + t["ipv6"].as_u64().unwrap()
+    );
+    for e in epochs {
+        for task in e["tasks"].as_array().unwrap() {
+            assert!(task["algorithm"].is_string() && task["answer"].is_object());
+            if task["algorithm"] == "linear_hash" {
+                // The exact table is exact.
+                let a = &task["accuracy"];
+                if task["task"] == "heavy_hitters" {
+                    assert_eq!(a["recall"], 1.0);
+                    assert_eq!(a["precision"], 1.0);
+                } else {
+                    assert!(a["relative_error"].as_f64().unwrap() < 1e-9, "{task}");
+                }
+            }
+        }
+    }
+    assert!(v["throughput"].as_array().unwrap().len() == 2);
+
+    // Without --ipv6 the exact table holds only IPv4 sources: the IPv6 ones are counted as
+    // skipped and the recall shows it.
+    let out = netsift()
+        .args([
+            "run",
+            "--epoch-ms",
+            "1000",
+            "--key",
+            "src",
+            "--json",
+            "--task",
+            "heavy_hitters",
+        ])
+        .args(["--algo", "linear_hash"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["throughput"][0]["skipped"], v["totals"]["ipv6"]);
+    assert!(v["totals"]["ipv6"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn run_rejects_impossible_pairs_and_bad_configs_by_name() {
+    let out = netsift()
+        .args(["run", "--task", "entropy", "--algo", "hyperloglog"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("hyperloglog") && e.contains("entropy"), "{e}");
+
+    let cfg = tmp("bad.toml");
+    std::fs::write(
+        &cfg,
+        "[[measure]]\ntask = \"heavy_hitters\"\nalgo = \"count_min\"\nparams = { rowz = 3 }\n",
+    )
+    .unwrap();
+    let out = netsift()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("rowz") && e.contains("count_min"), "{e}");
+}

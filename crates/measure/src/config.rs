@@ -52,6 +52,12 @@ pub struct RunConfig {
     pub epoch_ms: Option<u64>,
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Size the algorithms that store or decode keys of a fixed width (tables, FlowRadar,
+    /// RevSketch, Deltoid, TwoLevel, the Bloom spreader) for IPv6 keys. Tables then hold both
+    /// families; the decoders hold only keys of the configured family. Keys an algorithm cannot
+    /// hold are counted per algorithm (`skipped` in the report), never dropped silently.
+    #[serde(default)]
+    pub ipv6: bool,
     /// Packets handed to the algorithms at once.
     #[serde(default = "default_batch")]
     pub batch: usize,
@@ -85,6 +91,7 @@ impl Default for RunConfig {
             epoch_packets: None,
             epoch_ms: None,
             seed: default_seed(),
+            ipv6: false,
             batch: default_batch(),
             listed: default_listed(),
             measures: vec![],

@@ -37,9 +37,9 @@ struct Instance {
     /// The previous epoch's state, kept only when a heavy-changers task uses this instance.
     prev: Option<Box<dyn Algorithm>>,
     wants_prev: bool,
-    /// Keys of other lengths than `key_len` (the other address family) for the algorithms that
-    /// decode keys of one fixed length; counted, never silently dropped.
-    fixed_len: bool,
+    /// Which key lengths the algorithm can store (see [`Fit`]); keys it cannot are counted in
+    /// `skipped`, never silently dropped.
+    fit: Fit,
     skipped: u64,
     nanos: u128,
     updates: u64,
@@ -48,12 +48,34 @@ struct Instance {
     weights: Vec<u64>,
 }
 
-/// Algorithms whose state decodes keys of exactly `ctx.key_len` bytes.
-fn decodes_keys(name: &str) -> bool {
-    matches!(
-        name,
-        "rev_sketch" | "deltoid" | "flow_radar" | "two_level" | "bloom_spreader"
-    )
+/// Key lengths an algorithm accepts, given the `ctx.key_len` it was built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fit {
+    /// Any key (hashing sketches, counters, heaps).
+    Any,
+    /// Keys of exactly `key_len` bytes: the algorithms that decode keys from fixed bit layouts.
+    Exact,
+    /// Keys of at most `key_len` bytes: tables that store keys packed in `key_len` bytes.
+    AtMost,
+}
+
+impl Fit {
+    fn of(name: &str) -> Fit {
+        match name {
+            "rev_sketch" | "deltoid" | "two_level" | "bloom_spreader" => Fit::Exact,
+            "linear_hash" | "cuckoo1" | "cuckoo4" | "flow_radar" => Fit::AtMost,
+            _ => Fit::Any,
+        }
+    }
+
+    #[inline]
+    fn accepts(self, len: usize, key_len: usize) -> bool {
+        match self {
+            Fit::Any => true,
+            Fit::Exact => len == key_len,
+            Fit::AtMost => len <= key_len,
+        }
+    }
 }
 
 struct Measure {
@@ -69,6 +91,28 @@ pub struct Listed {
     pub estimate: u64,
 }
 
+/// What an algorithm answered.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Answer {
+    /// Scalar answers: cardinality, entropy, number of flows of the distribution.
+    pub estimate: Option<f64>,
+    /// Number of keys reported (set tasks) or queried (flow size).
+    pub reported: Option<u64>,
+    /// The largest reported keys, at most `listed` of them.
+    pub keys: Vec<Listed>,
+    /// Flow-size distribution: estimated number of flows of size 1..=10.
+    pub fsd_head: Vec<f64>,
+}
+
+/// The exact counterpart of an [`Answer`], from the ground truth.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Exact {
+    /// The exact value of `answer.estimate`.
+    pub value: Option<f64>,
+    /// Number of true instances (set tasks).
+    pub count: Option<u64>,
+}
+
 /// One task's answer in one epoch.
 #[derive(Clone, Debug, Serialize)]
 pub struct TaskResult {
@@ -77,18 +121,8 @@ pub struct TaskResult {
     pub key: KeyKind,
     /// The absolute threshold used (heavy hitters / changers / spreaders) or k (top-k).
     pub threshold: Option<f64>,
-    /// Scalar answers: cardinality, entropy, number of flows of the distribution.
-    pub estimate: Option<f64>,
-    /// The exact value of `estimate`.
-    pub truth: Option<f64>,
-    /// Number of keys reported (set tasks) or queried (flow size).
-    pub reported: Option<u64>,
-    /// Number of true instances (set tasks).
-    pub true_count: Option<u64>,
-    /// The largest reported keys, at most `listed` of them.
-    pub keys: Vec<Listed>,
-    /// Flow-size distribution: estimated number of flows of size 1..=10.
-    pub fsd_head: Vec<f64>,
+    pub answer: Answer,
+    pub truth: Exact,
     pub accuracy: Accuracy,
     /// Why the task has no answer this epoch (heavy changers in the first epoch).
     pub note: Option<String>,
@@ -113,7 +147,8 @@ pub struct Cost {
     pub seconds: f64,
     pub ns_per_packet: f64,
     pub mpps: f64,
-    /// Keys not fed because their length differs from the one the algorithm decodes.
+    /// Keys not fed because the algorithm cannot store their length (the other address family:
+    /// see `RunConfig::ipv6`).
     pub skipped: u64,
 }
 
@@ -190,7 +225,7 @@ impl Runner {
             };
             let ctx = BuildCtx {
                 seed: cfg.seed,
-                key_len: kind.len(false),
+                key_len: kind.len(cfg.ipv6),
                 side,
             };
             let spreads = matches!(spec.task, Task::Superspreaders | Task::Ddos);
@@ -206,7 +241,7 @@ impl Runner {
                 None => {
                     let algo = registry::build(&name, &spec.params, &ctx)?;
                     instances.push(Instance {
-                        fixed_len: decodes_keys(&name),
+                        fit: Fit::of(&name),
                         name,
                         kind,
                         side,
@@ -298,11 +333,12 @@ impl Runner {
         for inst in &mut self.instances {
             let ki = self.kinds.iter().position(|&k| k == inst.kind).unwrap_or(0);
             let keys = &self.batch_keys[ki];
-            if inst.fixed_len && keys.iter().any(|k| k.len() != inst.key_len) {
+            let (fit, key_len) = (inst.fit, inst.key_len);
+            if fit != Fit::Any && keys.iter().any(|k| !fit.accepts(k.len(), key_len)) {
                 inst.keys.clear();
                 inst.weights.clear();
                 for (k, &w) in keys.iter().zip(&self.batch_weights) {
-                    if k.len() == inst.key_len {
+                    if fit.accepts(k.len(), key_len) {
                         inst.keys.push(*k);
                         inst.weights.push(w);
                     } else {
@@ -438,12 +474,8 @@ fn blank(m: &Measure) -> TaskResult {
         algorithm: m.spec.algorithm.clone(),
         key: m.kind,
         threshold: None,
-        estimate: None,
-        truth: None,
-        reported: None,
-        true_count: None,
-        keys: vec![],
-        fsd_head: vec![],
+        answer: Answer::default(),
+        truth: Exact::default(),
         accuracy: Accuracy::default(),
         note: None,
     }
@@ -464,8 +496,8 @@ fn set_result(
     r.accuracy.recall = Some(rc);
     r.accuracy.f1 = Some(f1);
     r.accuracy.are = are_of(reported, truth);
-    r.reported = Some(reported.len() as u64);
-    r.true_count = Some(truth.len() as u64);
+    r.answer.reported = Some(reported.len() as u64);
+    r.truth.count = Some(truth.len() as u64);
     if let Some(a) = point {
         let errs: Option<Vec<f64>> = truth
             .iter()
@@ -505,7 +537,7 @@ fn evaluate(
                 .map(|(k, s)| (*k, s))
                 .collect();
             set_result(&mut r, &rep, &tru, point_ref);
-            r.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::HeavyChangers => {
             let (Some(prev), Some(pt)) = (inst.prev.as_deref(), prev_truth) else {
@@ -527,7 +559,7 @@ fn evaluate(
             let rep = a.heavy_changers(prev, t).unwrap_or_default();
             let tru: KeyMap<u64> = change.into_iter().filter(|&(_, c)| c >= t).collect();
             set_result(&mut r, &rep, &tru, None);
-            r.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::Superspreaders | Task::Ddos => {
             // Exact distinct peers per host from the pair table.
@@ -553,29 +585,29 @@ fn evaluate(
             let rep = a.spreaders(t).unwrap_or_default();
             let tru: KeyMap<u64> = peers.into_iter().filter(|&(_, c)| c > t).collect();
             set_result(&mut r, &rep, &tru, None);
-            r.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::Cardinality => {
             let est = a.cardinality().unwrap_or(f64::NAN);
             let tv = truth.flows.len() as f64;
-            r.estimate = Some(est);
-            r.truth = Some(tv);
+            r.answer.estimate = Some(est);
+            r.truth.value = Some(tv);
             r.accuracy.relative_error = Some(rel_err(tv, est));
         }
         Task::Entropy => {
             let est = a.entropy().unwrap_or(f64::NAN);
             let tv = algo::entropy_of(truth.sizes(w).map(|(_, s)| s));
-            r.estimate = Some(est);
-            r.truth = Some(tv);
+            r.answer.estimate = Some(est);
+            r.truth.value = Some(tv);
             r.accuracy.relative_error = Some(rel_err(tv, est));
         }
         Task::FlowSizeDistribution => {
             // In packets: EM over byte values is intractable (ALGORITHMS.md 1).
             let est = a.flow_size_distribution().unwrap_or_default();
             let tv = algo::size_histogram(truth.sizes(Weight::Packets).map(|(_, s)| s));
-            r.estimate = Some(est.iter().sum());
-            r.truth = Some(tv.iter().sum());
-            r.fsd_head = (1..=10)
+            r.answer.estimate = Some(est.iter().sum());
+            r.truth.value = Some(tv.iter().sum());
+            r.answer.fsd_head = (1..=10)
                 .map(|i| est.get(i).copied().unwrap_or(0.0))
                 .collect();
             r.accuracy.mrd = Some(mrd(&tv, &est));
@@ -613,9 +645,9 @@ fn evaluate(
                 0.0
             });
             r.accuracy.are = are_of(&rep, &sizes);
-            r.reported = Some(rep.len() as u64);
-            r.true_count = Some(want as u64);
-            r.keys = listed(&rep, cfg.listed);
+            r.answer.reported = Some(rep.len() as u64);
+            r.truth.count = Some(want as u64);
+            r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::FlowSize => {
             let mut acc = 0.0;
@@ -625,7 +657,7 @@ fn evaluate(
                 acc += rel_err(s as f64, e as f64);
                 n += 1;
             }
-            r.reported = Some(n);
+            r.answer.reported = Some(n);
             if n > 0 {
                 r.accuracy.relative_error = Some(acc / n as f64);
                 r.accuracy.are = r.accuracy.relative_error;

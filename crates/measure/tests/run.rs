@@ -73,7 +73,7 @@ fn exact_table_scores_perfectly_and_count_min_misses_no_heavy_hitter() {
                 }
                 ("linear_hash", Task::HeavyHitters | Task::HeavyChangers) => {
                     assert_eq!((a.precision, a.recall), (Some(1.0), Some(1.0)), "{t:?}");
-                    assert!(t.true_count.unwrap() > 0);
+                    assert!(t.truth.count.unwrap() > 0);
                 }
                 ("linear_hash", Task::FlowSize | Task::Cardinality | Task::Entropy) => {
                     assert!(a.relative_error.unwrap() < 1e-9, "{t:?}")
