@@ -51,6 +51,19 @@ pub struct RunArgs {
     k: Option<usize>,
     #[arg(long)]
     seed: Option<u64>,
+    /// Accelerator in front of the algorithms: `none` or `agg-evict` (one aggregator per key
+    /// kind, shared by every algorithm on it).
+    #[arg(long, value_parser = ["none", "agg-evict", "agg_evict"])]
+    accel: Option<String>,
+    /// Agg-Evict lookup kernel: auto, avx512, avx2, sse2, off (scalar linear search).
+    #[arg(long)]
+    simd: Option<aggevict::Simd>,
+    /// Agg-Evict arrays (k; 16 slots each).
+    #[arg(long)]
+    agg_arrays: Option<usize>,
+    /// Agg-Evict eviction policy: grr or lru.
+    #[arg(long)]
+    agg_policy: Option<aggevict::Policy>,
     /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6
     /// keys; without it they hold IPv4 keys and count the others as skipped.
     #[arg(long)]
@@ -111,6 +124,22 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if a.ipv6 {
         cfg.ipv6 = true;
+    }
+    if let Some(acc) = &a.accel {
+        cfg.accel = if acc == "none" {
+            measure::Accel::None
+        } else {
+            measure::Accel::AggEvict
+        };
+    }
+    if let Some(s) = a.simd {
+        cfg.agg_evict.simd = s;
+    }
+    if let Some(k) = a.agg_arrays {
+        cfg.agg_evict.arrays = k;
+    }
+    if let Some(p) = a.agg_policy {
+        cfg.agg_evict.policy = p;
     }
     if let Some(b) = a.batch {
         cfg.batch = b;
@@ -293,6 +322,19 @@ pub fn print_report(r: &Report) {
             } else {
                 String::new()
             }
+        );
+    }
+    for a in &r.accelerators {
+        println!(
+            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}  ({} kernel; {:.1}% of packets reach the algorithms)",
+            a.accel,
+            a.key.name(),
+            fmt_bytes(a.memory_bytes),
+            a.packets,
+            a.ns_per_packet,
+            if a.ns_per_packet > 0.0 { 1e3 / a.ns_per_packet } else { 0.0 },
+            a.simd,
+            100.0 * a.evicted_share
         );
     }
     let t = &r.totals;

@@ -33,6 +33,27 @@ pub struct MeasureSpec {
     pub params: toml::Table,
 }
 
+/// What sits between the packets and the algorithms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Accel {
+    /// Every packet is an update of every algorithm.
+    #[default]
+    None,
+    /// Agg-Evict: one aggregator per key kind, shared by every algorithm on that kind; the
+    /// algorithms see aggregated (key, count) evictions (Agg-Evict paper, section 3).
+    AggEvict,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::None => "none",
+            Accel::AggEvict => "agg_evict",
+        }
+    }
+}
+
 /// A whole run, as a TOML file holds it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,6 +79,11 @@ pub struct RunConfig {
     /// hold are counted per algorithm (`skipped` in the report), never dropped silently.
     #[serde(default)]
     pub ipv6: bool,
+    #[serde(default)]
+    pub accel: Accel,
+    /// The aggregator's parameters when `accel = "agg_evict"` (table `[agg_evict]`).
+    #[serde(default)]
+    pub agg_evict: aggevict::AggConfig,
     /// Packets handed to the algorithms at once.
     #[serde(default = "default_batch")]
     pub batch: usize,
@@ -92,6 +118,8 @@ impl Default for RunConfig {
             epoch_ms: None,
             seed: default_seed(),
             ipv6: false,
+            accel: Accel::None,
+            agg_evict: aggevict::AggConfig::default(),
             batch: default_batch(),
             listed: default_listed(),
             measures: vec![],

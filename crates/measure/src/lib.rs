@@ -6,5 +6,5 @@ pub mod metrics;
 pub mod registry;
 pub mod runner;
 
-pub use config::{ConfigError, MeasureSpec, RunConfig};
+pub use config::{Accel, ConfigError, MeasureSpec, RunConfig};
 pub use runner::{Report, Runner};

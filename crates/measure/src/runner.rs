@@ -16,7 +16,7 @@ use key::{FlowKey, KeyKind, KeyMap, KeySet, Tuple};
 use serde::Serialize;
 use truth::{Clock, EpochTruth, Weight};
 
-use crate::config::{ConfigError, MeasureSpec, RunConfig};
+use crate::config::{Accel, ConfigError, MeasureSpec, RunConfig};
 use crate::metrics::{are_of, mrd, rel_err, set_accuracy, Accuracy};
 use crate::registry;
 
@@ -145,11 +145,31 @@ pub struct Cost {
     pub memory_bytes: usize,
     pub updates: u64,
     pub seconds: f64,
+    /// Update time per keyed packet of the trace.
     pub ns_per_packet: f64,
+    /// Update time per update the algorithm received (differs behind an accelerator).
+    pub ns_per_update: f64,
     pub mpps: f64,
     /// Keys not fed because the algorithm cannot store their length (the other address family:
     /// see `RunConfig::ipv6`).
     pub skipped: u64,
+}
+
+/// The aggregator of one key kind (Agg-Evict), over the whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct AccelCost {
+    pub accel: &'static str,
+    pub key: KeyKind,
+    pub simd: String,
+    pub memory_bytes: usize,
+    pub packets: u64,
+    /// Updates handed to the algorithms (evictions, epoch-end flushes, bypasses).
+    pub evicted: u64,
+    /// `evicted / packets`: the share of the per-packet work the algorithms still do.
+    pub evicted_share: f64,
+    /// Time in the aggregator itself (its time minus the algorithms' time on its evictions).
+    pub seconds: f64,
+    pub ns_per_packet: f64,
 }
 
 /// Packet accounting: every packet read is in exactly one class.
@@ -180,6 +200,9 @@ pub struct Report {
     pub seconds: f64,
     pub mpps: f64,
     pub throughput: Vec<Cost>,
+    pub accel: &'static str,
+    /// One entry per key kind when an accelerator is in front of the algorithms.
+    pub accelerators: Vec<AccelCost>,
 }
 
 /// The running measurement: push packets, then `finish`.
@@ -190,6 +213,8 @@ pub struct Runner {
     truth: Vec<EpochTruth>,
     prev_truth: Vec<Option<EpochTruth>>,
     instances: Vec<Instance>,
+    /// One aggregator per entry of `kinds` with `accel = agg_evict`, with its own time.
+    aggs: Vec<(aggevict::Aggregator, u128)>,
     measures: Vec<Measure>,
     batch_keys: Vec<Vec<FlowKey>>,
     batch_weights: Vec<u64>,
@@ -269,7 +294,21 @@ impl Runner {
             });
         }
         let n = kinds.len();
+        let mut aggs = vec![];
+        if cfg.accel == Accel::AggEvict {
+            for &k in &kinds {
+                let a =
+                    aggevict::Aggregator::new(&cfg.agg_evict, k.len(cfg.ipv6)).map_err(|e| {
+                        ConfigError::Field {
+                            field: "agg_evict",
+                            reason: e.to_string(),
+                        }
+                    })?;
+                aggs.push((a, 0u128));
+            }
+        }
         Ok(Runner {
+            aggs,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
@@ -330,30 +369,22 @@ impl Runner {
         if self.batch_weights.is_empty() {
             return;
         }
-        for inst in &mut self.instances {
-            let ki = self.kinds.iter().position(|&k| k == inst.kind).unwrap_or(0);
-            let keys = &self.batch_keys[ki];
-            let (fit, key_len) = (inst.fit, inst.key_len);
-            if fit != Fit::Any && keys.iter().any(|k| !fit.accepts(k.len(), key_len)) {
-                inst.keys.clear();
-                inst.weights.clear();
-                for (k, &w) in keys.iter().zip(&self.batch_weights) {
-                    if fit.accepts(k.len(), key_len) {
-                        inst.keys.push(*k);
-                        inst.weights.push(w);
-                    } else {
-                        inst.skipped += 1;
-                    }
+        let weights = &self.batch_weights;
+        for (ki, keys) in self.batch_keys.iter().enumerate() {
+            match self.aggs.get_mut(ki) {
+                None => feed(&mut self.instances, ki, &self.kinds, keys, weights),
+                Some((agg, nanos)) => {
+                    let instances = &mut self.instances;
+                    let kinds = &self.kinds;
+                    let inside: u128 = instances.iter().map(|i| i.nanos).sum();
+                    let t = Instant::now();
+                    agg.update_batch(keys, weights, &mut |ks, ws| {
+                        feed(instances, ki, kinds, ks, ws)
+                    });
+                    let all = t.elapsed().as_nanos();
+                    let algos: u128 = instances.iter().map(|i| i.nanos).sum::<u128>() - inside;
+                    *nanos += all.saturating_sub(algos);
                 }
-                let t = Instant::now();
-                inst.algo.update_batch(&inst.keys, &inst.weights);
-                inst.nanos += t.elapsed().as_nanos();
-                inst.updates += inst.keys.len() as u64;
-            } else {
-                let t = Instant::now();
-                inst.algo.update_batch(keys, &self.batch_weights);
-                inst.nanos += t.elapsed().as_nanos();
-                inst.updates += keys.len() as u64;
             }
         }
         for b in &mut self.batch_keys {
@@ -362,8 +393,23 @@ impl Runner {
         self.batch_weights.clear();
     }
 
+    /// Epoch end with an accelerator: hand every aggregated update to the algorithms.
+    fn flush_accel(&mut self) {
+        for (ki, (agg, nanos)) in self.aggs.iter_mut().enumerate() {
+            let instances = &mut self.instances;
+            let kinds = &self.kinds;
+            let inside: u128 = instances.iter().map(|i| i.nanos).sum();
+            let t = Instant::now();
+            agg.flush(&mut |ks, ws| feed(instances, ki, kinds, ks, ws));
+            let all = t.elapsed().as_nanos();
+            let algos: u128 = instances.iter().map(|i| i.nanos).sum::<u128>() - inside;
+            *nanos += all.saturating_sub(algos);
+        }
+    }
+
     fn end_epoch(&mut self) {
         self.flush();
+        self.flush_accel();
         if self.truth.first().map_or(0, |t| t.packets) == 0 {
             return;
         }
@@ -404,25 +450,43 @@ impl Runner {
     pub fn finish(mut self) -> Report {
         self.end_epoch();
         let seconds = self.started.elapsed().as_secs_f64();
+        let keyed = self.totals.ipv4 + self.totals.ipv6;
         let throughput = self
             .instances
             .iter()
             .map(|i| {
-                let s = i.nanos as f64 / 1e9;
-                let ns = if i.updates == 0 {
-                    0.0
-                } else {
-                    i.nanos as f64 / i.updates as f64
-                };
+                // Per keyed packet, not per update: behind Agg-Evict an algorithm gets fewer
+                // updates than packets, and the per-packet figure is the one to compare.
+                let ns = i.nanos as f64 / keyed.max(1) as f64;
                 Cost {
                     algorithm: i.name.clone(),
                     key: i.kind,
                     memory_bytes: i.algo.memory_bytes(),
                     updates: i.updates,
-                    seconds: s,
+                    seconds: i.nanos as f64 / 1e9,
                     ns_per_packet: ns,
+                    ns_per_update: i.nanos as f64 / i.updates.max(1) as f64,
                     mpps: if ns > 0.0 { 1e3 / ns } else { 0.0 },
                     skipped: i.skipped,
+                }
+            })
+            .collect();
+        let accelerators = self
+            .aggs
+            .iter()
+            .zip(&self.kinds)
+            .map(|((a, nanos), &kind)| {
+                let st = a.stats();
+                AccelCost {
+                    accel: "agg_evict",
+                    key: kind,
+                    simd: a.simd().to_string(),
+                    memory_bytes: a.memory_bytes(),
+                    packets: st.packets,
+                    evicted: st.evicted,
+                    evicted_share: st.evicted_share(),
+                    seconds: *nanos as f64 / 1e9,
+                    ns_per_packet: *nanos as f64 / st.packets.max(1) as f64,
                 }
             })
             .collect();
@@ -443,6 +507,43 @@ impl Runner {
             totals: self.totals,
             seconds,
             throughput,
+            accel: self.cfg.accel.name(),
+            accelerators,
+        }
+    }
+}
+
+/// Hand a batch of updates of key kind `kinds[ki]` to every instance on that kind, timing each.
+fn feed(
+    instances: &mut [Instance],
+    ki: usize,
+    kinds: &[KeyKind],
+    keys: &[FlowKey],
+    weights: &[u64],
+) {
+    let kind = kinds[ki];
+    for inst in instances.iter_mut().filter(|i| i.kind == kind) {
+        let (fit, key_len) = (inst.fit, inst.key_len);
+        if fit != Fit::Any && keys.iter().any(|k| !fit.accepts(k.len(), key_len)) {
+            inst.keys.clear();
+            inst.weights.clear();
+            for (k, &w) in keys.iter().zip(weights) {
+                if fit.accepts(k.len(), key_len) {
+                    inst.keys.push(*k);
+                    inst.weights.push(w);
+                } else {
+                    inst.skipped += 1;
+                }
+            }
+            let t = Instant::now();
+            inst.algo.update_batch(&inst.keys, &inst.weights);
+            inst.nanos += t.elapsed().as_nanos();
+            inst.updates += inst.keys.len() as u64;
+        } else {
+            let t = Instant::now();
+            inst.algo.update_batch(keys, weights);
+            inst.nanos += t.elapsed().as_nanos();
+            inst.updates += keys.len() as u64;
         }
     }
 }

@@ -88,3 +88,33 @@ fn exact_table_scores_perfectly_and_count_min_misses_no_heavy_hitter() {
         }
     }
 }
+
+/// Agg-Evict in front of the algorithms changes no answer of the order-independent ones
+/// (ALGORITHMS.md 0 and 12): same estimates, same accuracy, epoch by epoch.
+#[test]
+fn agg_evict_changes_no_answer_of_order_independent_algorithms() {
+    let measures = vec![
+        spec(Task::FlowSize, "count_min"),
+        spec(Task::Cardinality, "hyperloglog"),
+        spec(Task::Cardinality, "linear_counting"),
+        spec(Task::FlowSizeDistribution, "mrac"),
+        spec(Task::HeavyHitters, "linear_hash"),
+        spec(Task::HeavyChangers, "deltoid"),
+        spec(Task::Entropy, "linear_hash"),
+    ];
+    let plain = cfg(measures.clone());
+    let mut accel = cfg(measures);
+    accel.accel = measure::Accel::AggEvict;
+    // Small aggregator: many evictions mid-epoch, plus the epoch-end flush.
+    accel.agg_evict.arrays = 64;
+    let a = run(&plain);
+    let b = run(&accel);
+    assert_eq!(a.accel, "none");
+    assert_eq!(b.accel, "agg_evict");
+    let share = b.accelerators[0].evicted_share;
+    assert!(share > 0.0 && share < 1.0, "{share}");
+    assert_eq!(
+        serde_json::to_value(&a.epochs).unwrap(),
+        serde_json::to_value(&b.epochs).unwrap()
+    );
+}
