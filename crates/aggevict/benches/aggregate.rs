@@ -1,0 +1,116 @@
+//! ns/packet of the aggregator alone (a sink that only counts) and of Count-Min 4 x 65536 with
+//! and without it, per lookup backend, on Zipf(1.1) over 500k u32 keys (4M packets, batches of
+//! 32, k = 2000, GRR: the target setting).
+//!
+//! `cargo bench -p aggevict --bench aggregate -- --warm-up-time 1 --measurement-time 2`
+
+use aggevict::{AggConfig, Aggregator, Simd};
+use algo::{Algorithm, BuildCtx};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use key::FlowKey;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+const PACKETS: usize = 4_000_000;
+const KEYS: usize = 500_000;
+const BATCH: usize = 32;
+
+fn zipf_keys() -> Vec<FlowKey> {
+    let mut cdf = Vec::with_capacity(KEYS);
+    let mut acc = 0.0;
+    for r in 1..=KEYS {
+        acc += 1.0 / (r as f64).powf(1.1);
+        cdf.push(acc);
+    }
+    let mut rng = Pcg64::seed_from_u64(0x5eed);
+    // Rank -> a random-looking u32 (source IPs are not small consecutive integers).
+    (0..PACKETS)
+        .map(|_| {
+            let u = rng.gen::<f64>() * acc;
+            let r = cdf.partition_point(|&c| c < u) as u64;
+            FlowKey::from_u32(key::mix64(r) as u32)
+        })
+        .collect()
+}
+
+fn count_min() -> Box<dyn Algorithm> {
+    sketch::build("count_min", &toml::Table::new(), &BuildCtx::default())
+        .ok()
+        .flatten()
+        .expect("count_min")
+}
+
+fn backends() -> Vec<Simd> {
+    [Simd::Avx512, Simd::Avx2, Simd::Sse2, Simd::Off]
+        .into_iter()
+        .filter(|&s| aggevict::simd::available(s))
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let keys = zipf_keys();
+    let ones = vec![1u64; PACKETS];
+
+    let mut g = c.benchmark_group("aggregator_only");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(PACKETS as u64));
+    for simd in backends() {
+        let cfg = AggConfig {
+            simd,
+            ..AggConfig::default()
+        };
+        let mut agg = Aggregator::new(&cfg, 4).expect("aggregator");
+        g.bench_function(simd.name(), |b| {
+            b.iter(|| {
+                let mut n = 0usize;
+                let mut sink = |k: &[FlowKey], _: &[u64]| n += k.len();
+                for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
+                    agg.update_batch(k, w, &mut sink);
+                }
+                agg.flush(&mut sink);
+                n
+            })
+        });
+        agg.reset_stats();
+        let mut sink = |_: &[FlowKey], _: &[u64]| {};
+        for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
+            agg.update_batch(k, w, &mut sink);
+        }
+        agg.flush(&mut sink);
+        eprintln!("{simd}: evicted share {:.4}", agg.stats().evicted_share());
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("count_min_4x65536");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(PACKETS as u64));
+    let mut cm = count_min();
+    g.bench_function("direct", |b| {
+        b.iter(|| {
+            for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
+                cm.update_batch(k, w);
+            }
+        })
+    });
+    for simd in backends() {
+        let cfg = AggConfig {
+            simd,
+            ..AggConfig::default()
+        };
+        let mut agg = Aggregator::new(&cfg, 4).expect("aggregator");
+        let mut cm = count_min();
+        g.bench_function(format!("agg_evict_{simd}"), |b| {
+            b.iter(|| {
+                let mut sink = |k: &[FlowKey], w: &[u64]| cm.update_batch(k, w);
+                for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
+                    agg.update_batch(k, w, &mut sink);
+                }
+                agg.flush(&mut sink);
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,420 @@
+use std::collections::BTreeMap;
+
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64;
+
+use super::*;
+
+const ALL_SIMD: [Simd; 4] = [Simd::Avx512, Simd::Avx2, Simd::Sse2, Simd::Off];
+
+fn cfg(arrays: usize, policy: Policy, simd: Simd) -> AggConfig {
+    AggConfig {
+        arrays,
+        policy,
+        simd,
+        ..AggConfig::default()
+    }
+}
+
+/// Everything handed on, in order.
+#[derive(Default)]
+struct Log {
+    seq: Vec<(FlowKey, u64)>,
+    calls: usize,
+}
+
+impl Log {
+    fn sink(&mut self) -> impl FnMut(&[FlowKey], &[u64]) + '_ {
+        move |k, w| {
+            self.calls += 1;
+            self.seq.extend(k.iter().copied().zip(w.iter().copied()));
+        }
+    }
+    fn totals(&self) -> BTreeMap<FlowKey, u64> {
+        let mut m = BTreeMap::new();
+        for (k, w) in &self.seq {
+            *m.entry(*k).or_insert(0) += w;
+        }
+        m
+    }
+}
+
+fn truth(keys: &[FlowKey], w: &[u64]) -> BTreeMap<FlowKey, u64> {
+    let mut m = BTreeMap::new();
+    for (k, w) in keys.iter().zip(w) {
+        *m.entry(*k).or_insert(0) += w;
+    }
+    m
+}
+
+/// Skewed stream over `universe` keys made by `mk`, weights 1..=1500.
+fn stream(
+    seed: u64,
+    n: usize,
+    universe: u32,
+    mk: impl Fn(u32) -> FlowKey,
+) -> (Vec<FlowKey>, Vec<u64>) {
+    let mut r = Pcg64::seed_from_u64(seed);
+    let mut ks = Vec::with_capacity(n);
+    let mut ws = Vec::with_capacity(n);
+    for _ in 0..n {
+        // Squaring a uniform skews towards small ranks: a cheap heavy-tailed mix.
+        let u: f64 = r.gen();
+        let rank = ((u * u * u) * f64::from(universe)) as u32;
+        ks.push(mk(rank));
+        ws.push(r.gen_range(1..=1500));
+    }
+    (ks, ws)
+}
+
+/// Feed in mixed batch sizes, then flush.
+fn run(agg: &mut Aggregator, ks: &[FlowKey], ws: &[u64]) -> Log {
+    let mut log = Log::default();
+    let sizes = [1usize, 7, 32, 100, 3, 8192, 64];
+    let mut i = 0;
+    let mut b = 0;
+    while i < ks.len() {
+        let e = (i + sizes[b % sizes.len()]).min(ks.len());
+        agg.update_batch(&ks[i..e], &ws[i..e], &mut log.sink());
+        i = e;
+        b += 1;
+    }
+    agg.flush(&mut log.sink());
+    log
+}
+
+#[test]
+fn fastmod_is_exact() {
+    let mut r = Pcg64::seed_from_u64(1);
+    for d in [1u32, 2, 3, 7, 64, 1000, 2000, 65535, 1 << 24, u32::MAX] {
+        let fm = FastMod::new(d);
+        for a in [0u32, 1, d.wrapping_sub(1), d, d.wrapping_add(1), u32::MAX] {
+            assert_eq!(fm.rem(a), a % d, "{a} % {d}");
+        }
+        for _ in 0..10_000 {
+            let a: u32 = r.gen();
+            assert_eq!(fm.rem(a), a % d, "{a} % {d}");
+        }
+    }
+}
+
+#[test]
+fn every_kernel_matches_scalar() {
+    let mut r = Pcg64::seed_from_u64(2);
+    let avail: Vec<Simd> = ALL_SIMD
+        .into_iter()
+        .filter(|&s| simd::available(s))
+        .collect();
+    assert!(avail.contains(&Simd::Off));
+    for round in 0..20_000 {
+        // Distinct keys in the occupied slots (as the aggregator guarantees); empty slots hold
+        // anything, including copies of the probe and 0.
+        let occ: u16 = if round % 5 == 0 { u16::MAX } else { r.gen() };
+        let small = round % 2 == 0; // small key space: many probes hit, 0 is common
+        let mut line = Line::default();
+        let mut used = Vec::new();
+        for s in 0..SLOTS {
+            loop {
+                let v: u32 = if small { r.gen_range(0..24) } else { r.gen() };
+                if occ & (1 << s) == 0 || !used.contains(&v) {
+                    if occ & (1 << s) != 0 {
+                        used.push(v);
+                    }
+                    line.0[s] = v;
+                    break;
+                }
+            }
+        }
+        let probe: u32 = match round % 3 {
+            0 => line.0[r.gen_range(0..SLOTS)], // every position, occupied or not
+            1 => 0,
+            _ => {
+                if small {
+                    r.gen_range(0..24)
+                } else {
+                    r.gen()
+                }
+            }
+        };
+        let want = simd::find_scalar(&line, probe, occ);
+        assert!(want.count_ones() <= 1);
+        for &s in &avail {
+            assert_eq!(
+                simd::find_with(s, &line, probe, occ),
+                Some(want),
+                "{s} line {line:?} occ {occ:#x} probe {probe}"
+            );
+        }
+    }
+    // All 16 positions explicitly, with key 0 everywhere else empty.
+    for s in 0..SLOTS {
+        let mut line = Line::default();
+        line.0[s] = 0xdead_beef;
+        for &b in &avail {
+            assert_eq!(simd::find_with(b, &line, 0xdead_beef, 1 << s), Some(1 << s));
+            // Key 0 in an empty slot, distinct non-zero keys in the occupied ones: no match.
+            let mut l2 = Line::default();
+            for (i, v) in l2.0.iter_mut().enumerate() {
+                *v = if i == s { 0 } else { 100 + i as u32 };
+            }
+            assert_eq!(simd::find_with(b, &l2, 0, !(1u16 << s)), Some(0), "{b}");
+            assert_eq!(simd::find_with(b, &l2, 0, u16::MAX), Some(1 << s), "{b}");
+        }
+    }
+}
+
+#[test]
+fn unavailable_backend_is_an_error_naming_it() {
+    for s in ALL_SIMD {
+        let r = Aggregator::new(&cfg(8, Policy::Grr, s), 4);
+        if simd::available(s) {
+            assert_eq!(r.unwrap().simd(), s);
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains(s.name()), "{e}");
+        }
+    }
+    let a = Aggregator::new(&AggConfig::default(), 4).unwrap();
+    assert_eq!(a.simd(), simd::detect());
+    assert_ne!(a.simd(), Simd::Auto);
+}
+
+#[test]
+fn config_errors_and_names() {
+    let bad = AggConfig {
+        arrays: 0,
+        ..AggConfig::default()
+    };
+    assert!(Aggregator::new(&bad, 4)
+        .unwrap_err()
+        .to_string()
+        .contains("arrays"));
+    let bad = AggConfig {
+        evict_batch: 0,
+        ..AggConfig::default()
+    };
+    assert!(Aggregator::new(&bad, 4)
+        .unwrap_err()
+        .to_string()
+        .contains("evict_batch"));
+    assert!(Aggregator::new(&AggConfig::default(), 38).is_err());
+    for s in ALL_SIMD.into_iter().chain([Simd::Auto]) {
+        assert_eq!(s.name().parse::<Simd>().unwrap(), s);
+    }
+    assert_eq!("lru".parse::<Policy>().unwrap(), Policy::Lru);
+    assert_eq!("hash".parse::<Index>().unwrap(), Index::Hash);
+    let e = "avx".parse::<Simd>().unwrap_err().to_string();
+    assert!(e.contains("simd") && e.contains("avx2"), "{e}");
+}
+
+#[test]
+fn exact_totals_for_every_policy_index_backend_and_width() {
+    let wide = |x: u32| {
+        FlowKey::from_bytes(&[&x.to_le_bytes()[..], &[1, 2, 3, 4, 5, 6, 7, 8, 9]].concat())
+            .unwrap_or_default()
+    };
+    for (kl, mk) in [
+        (4usize, &FlowKey::from_u32 as &dyn Fn(u32) -> FlowKey),
+        (13, &wide),
+    ] {
+        let (ks, ws) = stream(3, 30_000, 3000, mk);
+        let want = truth(&ks, &ws);
+        for policy in [Policy::Grr, Policy::Lru] {
+            for index in [Index::Modulo, Index::Hash] {
+                for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                    let c = AggConfig {
+                        index,
+                        ..cfg(16, policy, s)
+                    };
+                    let mut a = Aggregator::new(&c, kl).unwrap();
+                    assert_eq!(a.is_narrow(), kl == 4);
+                    let log = run(&mut a, &ks, &ws);
+                    assert_eq!(log.totals(), want, "{policy} {index} {s} len {kl}");
+                    assert!(a.is_empty());
+                    let st = a.stats();
+                    assert_eq!(st.packets, ks.len() as u64);
+                    assert_eq!(st.evicted, log.seq.len() as u64);
+                    assert!(st.evicted < st.packets, "{st:?}");
+                    assert!(st.flushed > 0 && st.flushed <= 16 * 16);
+                    assert!(log.seq.iter().all(|(_, w)| *w > 0));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_backend_evicts_in_the_same_sequence_as_scalar() {
+    let (ks, ws) = stream(4, 50_000, 5000, FlowKey::from_u32);
+    for policy in [Policy::Grr, Policy::Lru] {
+        let mut base = Aggregator::new(&cfg(32, policy, Simd::Off), 4).unwrap();
+        let want = run(&mut base, &ks, &ws).seq;
+        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+            let mut a = Aggregator::new(&cfg(32, policy, s), 4).unwrap();
+            assert!(run(&mut a, &ks, &ws).seq == want, "{s} {policy}");
+        }
+    }
+}
+
+#[test]
+fn key_zero_and_fingerprint_zero_are_keys() {
+    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        // Narrow: key 0 must not match the empty slots (all stored keys are 0 initially).
+        let mut a = Aggregator::new(&cfg(1, Policy::Grr, s), 4).unwrap();
+        let k0 = FlowKey::from_u32(0);
+        let k1 = FlowKey::from_u32(1);
+        let mut log = Log::default();
+        a.update_batch(&[k1, k0, k0, k1, k0], &[1, 2, 3, 4, 5], &mut log.sink());
+        assert_eq!(a.len(), 2);
+        a.flush(&mut log.sink());
+        assert_eq!(log.seq, vec![(k1, 5), (k0, 10)], "{s}");
+
+        // Wide: a key whose fold32 is 0 (len 8 folds in: bytes chosen to cancel it).
+        let mut b = [0u8; 8];
+        b[0] = 8; // word0 = 8, word1 = 0, len 8 => 8 ^ 8 = 0
+        let z = FlowKey::from_bytes(&b).unwrap();
+        assert_eq!(z.fold32(), 0);
+        let other = FlowKey::from_bytes(&[0, 0, 0, 0, 0, 0, 0, 1]).unwrap();
+        let mut a = Aggregator::new(&cfg(1, Policy::Grr, s), 8).unwrap();
+        let mut log = Log::default();
+        a.update_batch(&[z, other, z], &[7, 1, 7], &mut log.sink());
+        assert_eq!(a.len(), 2);
+        a.flush(&mut log.sink());
+        assert_eq!(log.totals(), truth(&[z, other, z], &[7, 1, 7]));
+        assert_eq!(log.seq.len(), 2, "{s}: one aggregated update per key");
+    }
+}
+
+#[test]
+fn fingerprint_collisions_evict_and_stay_exact() {
+    // (a, b) and (b, a) pairs XOR-fold to the same fingerprint.
+    let p = |a: u32, b: u32| {
+        FlowKey::from_bytes(&[a.to_be_bytes(), b.to_be_bytes()].concat()).unwrap_or_default()
+    };
+    let x = p(0x0a00_0001, 0xc0a8_0102);
+    let y = p(0xc0a8_0102, 0x0a00_0001);
+    assert_eq!(x.fold32(), y.fold32());
+    assert_ne!(x, y);
+    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        let mut a = Aggregator::new(&cfg(4, Policy::Lru, s), 8).unwrap();
+        let mut log = Log::default();
+        let ks = [x, x, y, y, x, y, y];
+        let ws = [1, 2, 3, 4, 5, 6, 7];
+        a.update_batch(&ks, &ws, &mut log.sink());
+        // x(3) evicted by y, y(7) by x, x(5) by y; y(13) still held.
+        assert_eq!(a.len(), 4, "three buffered evictions and one held pair");
+        a.flush(&mut log.sink());
+        assert_eq!(log.seq, vec![(x, 3), (y, 7), (x, 5), (y, 13)], "{s}");
+        assert_eq!(log.totals(), truth(&ks, &ws));
+    }
+}
+
+#[test]
+fn narrow_mode_bypasses_other_lengths() {
+    let v6 =
+        FlowKey::from_bytes(&[0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]).unwrap();
+    let v4 = FlowKey::from_u32(0x0a00_0001);
+    let empty = FlowKey::EMPTY;
+    let mut a = Aggregator::new(&cfg(4, Policy::Grr, Simd::Auto), 4).unwrap();
+    let mut log = Log::default();
+    let ks = [v4, v6, v4, v6, empty];
+    let ws = [1, 10, 2, 20, 5];
+    a.update_batch(&ks, &ws, &mut log.sink());
+    a.flush(&mut log.sink());
+    assert_eq!(log.seq, vec![(v6, 10), (v6, 20), (empty, 5), (v4, 3)]);
+    let st = a.stats();
+    assert_eq!(
+        (st.packets, st.evicted, st.bypassed, st.flushed),
+        (5, 4, 3, 1)
+    );
+    assert!((st.evicted_share() - 0.8).abs() < 1e-12);
+}
+
+#[test]
+fn u32_overflow_evicts_first() {
+    let k = FlowKey::from_u32(7);
+    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        let mut a = Aggregator::new(&cfg(2, Policy::Grr, s), 4).unwrap();
+        let mut log = Log::default();
+        let big = u64::from(u32::MAX) - 1;
+        let ws = [big, 1, 1, 5, u64::from(u32::MAX) + 9, 3];
+        a.update_batch(&[k; 6], &ws, &mut log.sink());
+        a.flush(&mut log.sink());
+        assert_eq!(
+            log.seq,
+            vec![
+                (k, u64::from(u32::MAX)),
+                (k, u64::from(u32::MAX) + 9),
+                (k, 9)
+            ],
+            "{s}"
+        );
+        assert_eq!(log.totals()[&k], ws.iter().sum::<u64>());
+        assert_eq!(a.stats().bypassed, 1);
+    }
+}
+
+#[test]
+fn grr_and_lru_pick_their_victims() {
+    // One array: 16 flows fill it; flow 16 evicts slot 0 (GRR starts at 0) in both policies,
+    // but after touching flow 0 again LRU evicts flow 1 while GRR still evicts slot 0.
+    let keys: Vec<FlowKey> = (0..18).map(FlowKey::from_u32).collect();
+    let mut ks: Vec<FlowKey> = keys[..16].to_vec();
+    ks.push(keys[0]);
+    ks.push(keys[16]);
+    ks.push(keys[17]);
+    let ws = vec![1u64; ks.len()];
+    let one = |p| AggConfig {
+        evict_batch: 1,
+        ..cfg(1, p, Simd::Auto)
+    };
+    let mut g = Aggregator::new(&one(Policy::Grr), 4).unwrap();
+    let mut log = Log::default();
+    g.update_batch(&ks, &ws, &mut log.sink());
+    g.flush(&mut |_, _| {});
+    assert_eq!(log.seq, vec![(keys[0], 2), (keys[1], 1)]);
+    let mut l = Aggregator::new(&one(Policy::Lru), 4).unwrap();
+    let mut log = Log::default();
+    l.update_batch(&ks, &ws, &mut log.sink());
+    assert_eq!(log.seq, vec![(keys[1], 1), (keys[2], 1)]);
+}
+
+#[test]
+fn evictions_come_in_batches_and_flush_empties() {
+    let (ks, ws) = stream(5, 20_000, 4000, FlowKey::from_u32);
+    let c = AggConfig {
+        evict_batch: 7,
+        ..cfg(8, Policy::Grr, Simd::Auto)
+    };
+    let mut a = Aggregator::new(&c, 4).unwrap();
+    let mut sizes = Vec::new();
+    a.update_batch(&ks, &ws, &mut |k, w| {
+        assert_eq!(k.len(), w.len());
+        sizes.push(k.len());
+    });
+    assert!(sizes.iter().all(|&s| s == 7));
+    assert!(!a.is_empty());
+    let mut n = 0;
+    a.flush(&mut |k, _| n += k.len());
+    assert!(a.is_empty());
+    assert_eq!(a.len(), 0);
+    let mut again = 0;
+    a.flush(&mut |_, _| again += 1);
+    assert_eq!(again, 0, "an empty flush calls nobody");
+    // After a flush the aggregator behaves exactly like a new one.
+    let mut fresh = Aggregator::new(&c, 4).unwrap();
+    let (l1, l2) = (run(&mut a, &ks, &ws), run(&mut fresh, &ks, &ws));
+    assert!(l1.seq == l2.seq);
+    assert!(a.memory_bytes() >= 8 * 128);
+}
+
+#[test]
+fn memory_matches_the_papers_figure() {
+    let a = Aggregator::new(&AggConfig::default(), 4).unwrap();
+    // k = 2000: 2000 x (64 B keys + 64 B values) = 256 KB, plus occupancy and the buffer.
+    assert!(
+        (256_000..262_000).contains(&a.memory_bytes()),
+        "{}",
+        a.memory_bytes()
+    );
+}
