@@ -401,10 +401,7 @@ impl Capture {
     pub fn for_each<'a, F: FnMut(Record<'a>)>(&'a self, mut f: F) -> Result<u64, TraceError> {
         let data = self.bytes.as_slice();
         let r = match self.layout {
-            Layout::Pcap(h) => {
-                let mut r = pcap::Reader::new(data, h);
-                drive(|| r.next_record(), &mut f)
-            }
+            Layout::Pcap(h) => pcap::Reader::new(data, h).for_each(&mut f),
             Layout::Pcapng => {
                 let mut r = pcapng::Reader::new(data);
                 drive(|| r.next_record(), &mut f)
