@@ -138,6 +138,90 @@ impl Candidates {
         }
     }
 
+    /// Whether `n` more insertions leave the set below `2 * cap` members, so that no compaction
+    /// (the only thing that changes `theta` or removes a member) can happen during them.
+    #[inline(always)]
+    pub fn room_for(&self, n: usize) -> bool {
+        self.keys.len().saturating_add(n) < 2 * self.cap
+    }
+
+    /// [`Candidates::offer`] for a batch: `offer(ks[i], hs[i], ests[i])` for `i` in order, where
+    /// `ests[i]` is key `i`'s estimate right after its own update. Same resulting state as the
+    /// loop of `offer` calls whenever [`Candidates::room_for`]`(n)` holds, which lets a sketch
+    /// apply a whole batch's counter updates first and run this afterwards.
+    ///
+    /// Why it is cheaper: most offers (about 70% of updates on Zipf traffic) are by keys that are
+    /// already members, usually sitting in their first or second probe slot. A branch-free
+    /// pre-pass ([`Candidates::needs_offer`]) marks the keys that need work in a bit mask; only
+    /// those take the exact `offer` path, in key order ([`Candidates::offer_marked`]).
+    ///
+    /// If `room_for(n)` does not hold, every key takes the exact path (a compaction then re-queries
+    /// counters that already include the whole batch; estimates are monotone, so the guarantee
+    /// in the module docs still holds, only the exact state may differ from one-by-one).
+    #[inline]
+    pub fn offer_batch(
+        &mut self,
+        ks: &[FlowKey],
+        hs: &[u64],
+        ests: &[u64],
+        requery: impl Fn(u64) -> u64,
+    ) {
+        let n = ks.len().min(hs.len()).min(ests.len());
+        if n <= 64 && self.room_for(n) {
+            let mut todo = 0u64;
+            for (i, (&h, &e)) in hs.iter().zip(ests).enumerate().take(n) {
+                todo |= u64::from(self.needs_offer(h, e)) << i;
+            }
+            self.offer_marked(todo, ks, hs, ests, requery);
+        } else {
+            for ((k, &h), &e) in ks.iter().zip(hs).zip(ests) {
+                self.offer(k, h, e, &requery);
+            }
+        }
+    }
+
+    /// Whether a key with hash `h` and new estimate `est` may need inserting: `est >= theta` and
+    /// `h` is in neither of its first two probe slots. No data-dependent branches. `false` is
+    /// final while no compaction happens (nothing leaves the table before one), so a batch may
+    /// evaluate it for all keys up front ([`Candidates::room_for`]) and skip those keys.
+    #[inline(always)]
+    pub fn needs_offer(&self, h: u64, est: u64) -> bool {
+        let mask = self.table.len() - 1;
+        let s0 = self.slot0(h);
+        let s1 = (s0 + 1) & mask;
+        debug_assert!(s0 < self.table.len() && s1 < self.table.len());
+        let tab = self.table.as_ptr();
+        // SAFETY: `s0` and `s1` are masked with `table.len() - 1` and the table length is a
+        // nonzero power of two, so both are in bounds of the live `table` allocation. The safe
+        // twin is `find` (via `offer`); the batch-vs-one-by-one tests compare the states.
+        let (a, b) = unsafe { (*tab.add(s0), *tab.add(s1)) };
+        let tag = h | 1;
+        (est >= self.theta) & (a != tag) & (b != tag)
+    }
+
+    /// `offer(ks[i], hs[i], ests[i])` for every bit `i` set in `todo`, in increasing `i`: the
+    /// second half of a batch whose other keys [`Candidates::needs_offer`] cleared. Exact for
+    /// any `todo` that includes every key `needs_offer` flagged, provided the flags were
+    /// computed after the previous compaction and `room_for(n)` held (so that no compaction
+    /// happens here); `offer` itself re-checks everything.
+    #[inline]
+    pub fn offer_marked(
+        &mut self,
+        mut todo: u64,
+        ks: &[FlowKey],
+        hs: &[u64],
+        ests: &[u64],
+        requery: impl Fn(u64) -> u64,
+    ) {
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            if let (Some(k), Some(&h), Some(&e)) = (ks.get(i), hs.get(i), ests.get(i)) {
+                self.offer(k, h, e, &requery);
+            }
+        }
+    }
+
     #[inline(never)]
     fn insert_at(&mut self, key: &FlowKey, h: u64, slot: usize, requery: &dyn Fn(u64) -> u64) {
         self.keys.push(*key);
@@ -235,5 +319,56 @@ mod tests {
         assert!(c.iter().all(|(_, h)| q(h) >= 4));
         c.offer(&FlowKey::from_u32(99), 5, 3, q); // below theta: ignored
         assert_eq!(c.len(), 4);
+    }
+
+    /// The scalar twin of the batch path: `offer_batch` (branch-free pre-pass with unchecked
+    /// table reads, then `offer` for flagged keys) leaves exactly the state of the `offer` loop,
+    /// through many compactions, with repeats inside batches and batches that straddle the
+    /// compaction point.
+    #[test]
+    fn offer_batch_equals_offer_loop() {
+        // Estimates grow with the number of times a key was seen; a fixed pseudo-random stream
+        // of 64 distinct keys with a skew, so members repeat and the threshold keeps rising.
+        let mut seen: std::collections::HashMap<u64, u64> = Default::default();
+        let mut stream = Vec::new();
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for _ in 0..5000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let id = (x % 64) * (x % 3 + 1) % 64;
+            let h = key::mix64(id);
+            let e = seen.entry(h).or_insert(0);
+            *e += 1;
+            stream.push((FlowKey::from_u32(id as u32), h, *e));
+        }
+        // Requery answers the final counts: monotone, at least every offered estimate.
+        let q = |h: u64| *seen.get(&h).unwrap_or(&0);
+        for (cap, batch) in [(4, 5), (8, 32), (16, 7), (3, 64)] {
+            let mut one = Candidates::new(cap, 1);
+            let mut bat = Candidates::new(cap, 1);
+            for (i, chunk) in stream.chunks(batch).enumerate() {
+                for (k, h, e) in chunk {
+                    one.offer(k, *h, *e, q);
+                }
+                let ks: Vec<FlowKey> = chunk.iter().map(|c| c.0).collect();
+                let hs: Vec<u64> = chunk.iter().map(|c| c.1).collect();
+                let es: Vec<u64> = chunk.iter().map(|c| c.2).collect();
+                bat.offer_batch(&ks, &hs, &es, q);
+                assert_eq!(one, bat, "cap {cap} batch {batch} chunk {i}");
+            }
+            assert!(one.theta() > 1, "cap {cap}: no compaction exercised");
+            // A member is flagged exactly when it sits two or more slots past its home slot; a
+            // new key is flagged exactly when its estimate reaches theta.
+            let mask = bat.table.len() - 1;
+            for (_, h) in bat.iter() {
+                let (found, slot) = bat.find(h);
+                assert!(found);
+                let displaced = (slot.wrapping_sub(bat.slot0(h)) & mask) >= 2;
+                assert_eq!(bat.needs_offer(h, u64::MAX), displaced);
+            }
+            assert!(bat.needs_offer(0xdead_beef, bat.theta()));
+            assert!(!bat.needs_offer(0xdead_beef, bat.theta() - 1));
+        }
     }
 }

@@ -17,7 +17,7 @@
 //!   bijection, so `h2` is a deterministic function of `h`: two keys collide in every row only if
 //!   their 64-bit hashes are equal (probability 2^-64 per pair).
 
-use key::{mix64, reduce};
+use key::{mix64, reduce, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
 /// Largest number of rows any sketch here accepts (keeps per-key scratch on the stack).
@@ -74,6 +74,25 @@ impl RowIndex {
     }
 }
 
+/// `hash.hash(k)`, called with a compile-time key length for the common widths.
+///
+/// xxh3 dispatches on the input length (0-16, 17-128, ... bytes) and, within 0-16, on 1-3 / 4-8
+/// / 9-16. With a constant-length slice the compiler folds that dispatch away and inlines the
+/// 4-8 or 9-16 byte kernel into the caller's batch loop, which then hashes independent keys
+/// back to back. The bytes hashed, and so the value, are exactly those of
+/// [`HashFn::hash`] (checked by `hash_key_equals_hashfn`).
+#[inline(always)]
+pub fn hash_key(hash: &HashFn, k: &FlowKey) -> u64 {
+    let b = k.as_bytes();
+    if let Some(a) = b.first_chunk::<4>().filter(|_| b.len() == 4) {
+        hash.hash_bytes(a)
+    } else if let Some(a) = b.first_chunk::<13>().filter(|_| b.len() == 13) {
+        hash.hash_bytes(a)
+    } else {
+        hash.hash(k)
+    }
+}
+
 /// Hint the CPU to fetch the cache line holding `slice[i]` (no-op if out of range or on other
 /// architectures). Prefetching never changes results, only timing.
 #[inline(always)]
@@ -95,6 +114,34 @@ pub fn prefetch<T>(slice: &[T], i: usize) {
     {
         let _ = (slice, i);
     }
+}
+
+/// Hint the CPU to fetch every cache line of `slice` (a batch's keys or weights: about 19 lines
+/// for 32 keys). Issued all at once, these misses overlap; left to the hashing loop, only the
+/// few keys its out-of-order window reaches are in flight at a time. Timing only.
+#[inline(always)]
+pub fn prefetch_all<T>(slice: &[T]) {
+    let bytes = std::mem::size_of_val(slice);
+    let p = slice.as_ptr().cast::<u8>();
+    let mut off = 0;
+    while off < bytes {
+        prefetch_ptr(p.wrapping_add(off));
+        off += 64;
+    }
+}
+
+/// Prefetch hint for an address, without a bounds check. `wrapping_add` arithmetic and the
+/// prefetch instruction never dereference the pointer, so any address is allowed.
+#[inline(always)]
+pub fn prefetch_ptr<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` only needs SSE (x86_64 baseline); it is a hint that never faults
+    // and does not dereference in the Rust memory model, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// Median of a small slice of estimates (sorted in place). For an even count it is the mean
@@ -139,6 +186,16 @@ mod tests {
             for i in 0..5 {
                 assert!(r.column(h, r.h2(h), i) < 4000);
             }
+        }
+    }
+
+    #[test]
+    fn hash_key_equals_hashfn() {
+        let h = HashFn::new(0x5eed);
+        for len in 0..=key::MAX_KEY_LEN {
+            let b: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37) ^ 0xa5).collect();
+            let k = FlowKey::from_bytes(&b).unwrap();
+            assert_eq!(hash_key(&h, &k), h.hash(&k), "len {len}");
         }
     }
 
