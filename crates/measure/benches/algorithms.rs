@@ -155,6 +155,38 @@ fn bench(c: &mut Criterion) {
         })
     });
     black_box(&asap);
+
+    // The same peers fed the same input as netsift's algorithms: the flow key's bytes (netsift
+    // never sees a bare u32; its keys are FlowKeys of any kind).
+    let mut ds_cm = datasketches::countmin::CountMinSketch::<u32>::new(4, 65536).unwrap();
+    g.bench_function("datasketches_count_min_4x65536_keybytes", |b| {
+        b.iter(|| {
+            for k in &keys {
+                ds_cm.update(k.as_bytes());
+            }
+        })
+    });
+    black_box(ds_cm.estimate(keys[0].as_bytes()));
+    let mut ds_hll =
+        datasketches::hll::HllSketch::new(14, datasketches::hll::HllType::Hll8).unwrap();
+    g.bench_function("datasketches_hyperloglog_p14_keybytes", |b| {
+        b.iter(|| {
+            for k in &keys {
+                ds_hll.update(k.as_bytes());
+            }
+        })
+    });
+    black_box(ds_hll.estimate());
+    let mut asap: asap_sketchlib::CountMinSketch =
+        asap_sketchlib::CountMinSketch::with_dimensions(4, 65536);
+    g.bench_function("asap_sketchlib_count_min_4x65536_keybytes", |b| {
+        b.iter(|| {
+            for k in &keys {
+                asap.update(&asap_sketchlib::DataInput::Bytes(k.as_bytes()));
+            }
+        })
+    });
+    black_box(&asap);
     g.finish();
 }
 
