@@ -26,6 +26,69 @@ pub struct ParseArgs {
     json: bool,
 }
 
+#[derive(Args)]
+pub struct AggEvictArgs {
+    /// Figure of the Agg-Evict paper: 2, 5, 6, 7, 8, share, limit or all.
+    #[arg(long, default_value = "all")]
+    figure: String,
+    /// Capture or key trace to use instead of the synthetic Zipf(1.1) trace.
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
+    /// Output directory for CSV, JSON, PNG and SVG per figure.
+    #[arg(long, default_value = "out/agg-evict")]
+    out: std::path::PathBuf,
+    /// Packets of the synthetic trace.
+    #[arg(long, default_value_t = lab::DEFAULT_PACKETS)]
+    packets: u64,
+    /// Small sizes and fewer points (seconds instead of minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Print every measured point as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
+    let args = lab::LabArgs {
+        figure: a.figure,
+        trace: a.trace,
+        out: a.out.clone(),
+        packets: a.packets,
+        quick: a.quick,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let points = lab::run_agg_evict(&args)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&points)?);
+    } else {
+        println!(
+            "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9} {:>9} {:>9} {:>8}",
+            "figure", "algorithm", "accel", "key", "batch", "Mpps", "ns_avg", "ns_p99", "evicted"
+        );
+        for p in &points {
+            println!(
+                "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}",
+                p.figure,
+                p.algorithm,
+                p.accel,
+                p.key,
+                p.batch,
+                p.mpps,
+                p.ns_avg,
+                p.ns_p99,
+                p.evicted_share
+                    .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s))
+            );
+        }
+        eprintln!(
+            "netsift bench agg-evict: {} points written under {}",
+            points.len(),
+            a.out.display()
+        );
+    }
+    Ok(())
+}
+
 #[derive(Serialize)]
 struct ParseReport {
     file: String,

@@ -116,6 +116,9 @@ impl GenArgs {
 enum BenchCmd {
     /// Parse-only throughput: read, classify and extract the key of every packet, no counting.
     Parse(bench::ParseArgs),
+    /// Reproduce the Agg-Evict paper's figures (throughput and latency with and without the
+    /// aggregator), writing CSV, JSON, PNG and SVG per figure.
+    AggEvict(bench::AggEvictArgs),
 }
 
 fn main() -> ExitCode {
@@ -132,6 +135,7 @@ fn main() -> ExitCode {
         }
         Cmd::Gen(a) => cmd_gen(a).map(|_| true),
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a).map(|_| true),
+        Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a).map(|_| true),
     };
     match res {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,0 +1,239 @@
+//! Writing a figure: `<out>/fig<N>.csv`, `.json`, `.png` and `.svg`.
+//!
+//! Charts are drawn with plotters. Text in the PNG goes through `ab_glyph` with DejaVu Sans
+//! embedded from the `dejavu` crate and registered once as "sans-serif", so rendering needs no
+//! system font library and looks the same on every host. Every panel has categorical x values
+//! (algorithms, batch sizes, key kinds, skews, ...) and one line per series.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::{LabError, Point};
+
+/// One line of a panel: a value (or a gap) per category.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub name: String,
+    pub values: Vec<Option<f64>>,
+}
+
+/// One chart.
+#[derive(Clone, Debug)]
+pub struct Panel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub cats: Vec<String>,
+    pub series: Vec<Series>,
+}
+
+const FONT: &str = "sans-serif";
+
+/// Line colours (Tableau 10: distinguishable, and none too light on white).
+const COLORS: [(u8, u8, u8); 8] = [
+    (31, 119, 180),
+    (214, 39, 40),
+    (44, 160, 44),
+    (255, 127, 14),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+];
+
+fn register_font() -> Result<(), LabError> {
+    static ONCE: Once = Once::new();
+    let mut res = Ok(());
+    ONCE.call_once(|| {
+        res = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+            .map_err(|_| LabError::Chart("embedded DejaVu Sans font rejected".into()));
+    });
+    res
+}
+
+fn chart_err<E: std::fmt::Debug>(e: E) -> LabError {
+    LabError::Chart(format!("{e:?}"))
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Result<(), LabError>
+where
+    DB::ErrorType: 'static,
+{
+    let n = p.cats.len().max(1);
+    let ymax = p
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(&p.title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((0..n as i32 - 1).into_segmented(), 0f64..ymax)
+        .map_err(chart_err)?;
+    let cats = p.cats.clone();
+    let fmt_x = move |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => usize::try_from(*i)
+            .ok()
+            .and_then(|i| cats.get(i))
+            .cloned()
+            .unwrap_or_default(),
+        SegmentValue::Last => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .x_desc(&p.x_label)
+        .y_desc(&p.y_label)
+        .x_labels(n)
+        .x_label_formatter(&fmt_x)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(chart_err)?;
+    for (si, s) in p.series.iter().enumerate() {
+        let (r, g, b) = COLORS[si % COLORS.len()];
+        let color = RGBColor(r, g, b).to_rgba();
+        let pts: Vec<(SegmentValue<i32>, f64)> = s
+            .values
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| {
+                v.filter(|v| v.is_finite())
+                    .map(|v| (SegmentValue::CenterOf(i as i32), v))
+            })
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+            .map_err(chart_err)?
+            .label(s.name.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+            .map_err(chart_err)?;
+    }
+    if !p.series.is_empty() {
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(chart_err)?;
+    }
+    Ok(())
+}
+
+fn draw_all<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+    panels: &[Panel],
+) -> Result<(), LabError>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(chart_err)?;
+    let root = root.titled(title, (FONT, 22)).map_err(chart_err)?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (a, p) in areas.iter().zip(panels) {
+        draw_panel(a, p)?;
+    }
+    root.present().map_err(chart_err)?;
+    Ok(())
+}
+
+/// Write the PNG and SVG of `panels` side by side.
+pub fn write_charts(dir: &Path, stem: &str, title: &str, panels: &[Panel]) -> Result<(), LabError> {
+    register_font()?;
+    let size = (620 * panels.len().max(1) as u32, 480);
+    let png = dir.join(format!("{stem}.png"));
+    let svg = dir.join(format!("{stem}.svg"));
+    draw_all(
+        BitMapBackend::new(&png, size).into_drawing_area(),
+        title,
+        panels,
+    )?;
+    draw_all(
+        SVGBackend::new(&svg, size).into_drawing_area(),
+        title,
+        panels,
+    )?;
+    Ok(())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|v| format!("{v}")).unwrap_or_default()
+}
+
+/// The CSV header: the same fields, in the same order, as [`Point`]'s JSON.
+pub const CSV_HEADER: &str = "figure,algorithm,accel,key,batch,arrays,policy,simd,skew,order,mpps,ns_avg,ns_p99,evicted_share,limit_mpps,unique_share,packets";
+
+pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), LabError> {
+    let mut s = String::with_capacity(128 * (points.len() + 1));
+    s.push_str(CSV_HEADER);
+    s.push('\n');
+    for p in points {
+        let row = [
+            csv_field(&p.figure),
+            csv_field(&p.algorithm),
+            csv_field(&p.accel),
+            csv_field(&p.key),
+            p.batch.to_string(),
+            p.arrays.to_string(),
+            csv_field(&p.policy),
+            csv_field(&p.simd),
+            opt(p.skew),
+            csv_field(&p.order),
+            format!("{}", p.mpps),
+            format!("{}", p.ns_avg),
+            format!("{}", p.ns_p99),
+            opt(p.evicted_share),
+            opt(p.limit_mpps),
+            opt(p.unique_share),
+            p.packets.to_string(),
+        ];
+        s.push_str(&row.join(","));
+        s.push('\n');
+    }
+    fs::write(path, s).map_err(|e| LabError::io(path, e))
+}
+
+pub fn write_json(path: &Path, points: &[Point]) -> Result<(), LabError> {
+    let mut f = fs::File::create(path).map_err(|e| LabError::io(path, e))?;
+    serde_json::to_writer_pretty(&mut f, points)?;
+    f.write_all(b"\n").map_err(|e| LabError::io(path, e))
+}
+
+/// Write all four files of one figure.
+pub fn write_figure(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    points: &[Point],
+    panels: &[Panel],
+) -> Result<(), LabError> {
+    fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
+    write_csv(&dir.join(format!("{stem}.csv")), points)?;
+    write_json(&dir.join(format!("{stem}.json")), points)?;
+    write_charts(dir, stem, title, panels)
+}

@@ -1,0 +1,262 @@
+//! One measured configuration: an algorithm, with or without Agg-Evict, over a preloaded trace.
+//!
+//! What the timed work includes, per epoch of `epoch` packets:
+//! * every batch: the aggregator lookups/insertions/evictions and the algorithm's updates for
+//!   the evicted pairs (Agg-Evict), or the algorithm's `update_batch` on the raw batch (none);
+//! * at the epoch's end: the aggregator's flush into the algorithm, and the algorithm's and the
+//!   aggregator's reset. Their cycles are charged to the epoch's last batch (the packets that
+//!   would wait behind them in a real receive queue).
+//!
+//! What it excludes: turning the preloaded tuples into keys (done per epoch before the clock
+//! starts), building the structures, and one untimed warm-up epoch that runs the same code over
+//! the first epoch (to fault in pages and warm caches and branch predictors), after which every
+//! structure is reset.
+
+use std::hint::black_box;
+
+use algo::{Algorithm, BuildCtx};
+use key::{FlowKey, KeyKind};
+
+use crate::accel::{self, AggSpec, Front};
+use crate::clock::{Clock, LatencyHist};
+use crate::workload::Workload;
+use crate::LabError;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunCfg {
+    pub algorithm: &'static str,
+    pub agg: Option<AggSpec>,
+    pub key: KeyKind,
+    pub batch: usize,
+    pub epoch: usize,
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct Measured {
+    pub packets: u64,
+    pub mpps: f64,
+    pub ns_avg: f64,
+    pub ns_p99: f64,
+    /// Share of packets that reached the algorithm as updates (aggregated pairs / packets).
+    pub evicted_share: Option<f64>,
+    pub memory_bytes: usize,
+    /// SIMD backend the aggregator used ("" without Agg-Evict).
+    pub simd: String,
+}
+
+pub(crate) fn build_algorithm(
+    name: &str,
+    key_len: usize,
+    seed: u64,
+) -> Result<Box<dyn Algorithm>, LabError> {
+    let ctx = BuildCtx {
+        seed,
+        key_len,
+        ..BuildCtx::default()
+    };
+    Ok(measure::registry::build(name, &toml::Table::new(), &ctx)?)
+}
+
+/// Process one epoch of keys in batches; returns nothing, records into `hist` when timing.
+fn epoch_pass(
+    keys: &[FlowKey],
+    ones: &[u64],
+    batch: usize,
+    algo: &mut dyn Algorithm,
+    front: &mut Front,
+    clock: &Clock,
+    hist: Option<&mut LatencyHist>,
+) -> u64 {
+    let mut total = 0u64;
+    let mut last = (0u64, 0u64); // (cycles, packets) of the batch not yet recorded
+    let mut hist = hist;
+    for b in keys.chunks(batch) {
+        let w = &ones[..b.len()];
+        let t0 = clock.now();
+        front.update(b, w, algo);
+        let t1 = clock.now();
+        if let Some(h) = hist.as_deref_mut() {
+            if last.1 > 0 {
+                h.add_batch(last.0, last.1);
+            }
+        }
+        last = (t1.wrapping_sub(t0), b.len() as u64);
+        total += last.0;
+    }
+    // Epoch end: flush the aggregator and reset everything, charged to the last batch.
+    let t0 = clock.now();
+    front.flush(algo);
+    // The algorithm's state must be observable, or the updates could be optimised away.
+    black_box(algo.memory_bytes());
+    algo.reset();
+    front.reset();
+    let t1 = clock.now();
+    last.0 += t1.wrapping_sub(t0);
+    total += t1.wrapping_sub(t0);
+    if let Some(h) = hist {
+        if last.1 > 0 {
+            h.add_batch(last.0, last.1);
+        }
+    }
+    total
+}
+
+/// Run `cfg` over `w` (warm-up epoch, then every epoch timed).
+pub fn measure(w: &Workload, cfg: &RunCfg, clock: &Clock, seed: u64) -> Result<Measured, LabError> {
+    let batch = cfg.batch.max(1);
+    let epoch = cfg.epoch.max(batch);
+    let key_len = w.key_len(cfg.key);
+    let mut algo = build_algorithm(cfg.algorithm, key_len, seed)?;
+    let mut front = match &cfg.agg {
+        Some(spec) => Front::agg(spec, key_len)?,
+        None => Front::none(),
+    };
+    let ones = vec![1u64; batch];
+    let mut keys = Vec::with_capacity(epoch.min(w.len()));
+
+    // Warm-up: the first epoch, untimed.
+    w.keys_into(0, epoch, cfg.key, &mut keys);
+    epoch_pass(&keys, &ones, batch, algo.as_mut(), &mut front, clock, None);
+    front.clear_stats();
+
+    let mut hist = LatencyHist::new();
+    let mut cycles = 0u64;
+    let mut start = 0usize;
+    while start < w.len() {
+        w.keys_into(start, start + epoch, cfg.key, &mut keys);
+        cycles += epoch_pass(
+            &keys,
+            &ones,
+            batch,
+            algo.as_mut(),
+            &mut front,
+            clock,
+            Some(&mut hist),
+        );
+        start += epoch;
+    }
+    let packets = w.len() as u64;
+    let ns = clock.to_ns(cycles as f64);
+    Ok(Measured {
+        packets,
+        mpps: if ns > 0.0 {
+            packets as f64 / ns * 1e3
+        } else {
+            0.0
+        },
+        ns_avg: clock.to_ns(hist.mean_cycles()),
+        ns_p99: clock.to_ns(hist.quantile_cycles(0.99)),
+        evicted_share: front.evicted_share(),
+        memory_bytes: algo.memory_bytes(),
+        simd: front.simd_name(),
+    })
+}
+
+/// Only the aggregator, no timing: the share of packets that would reach the algorithm.
+pub fn share_only(
+    w: &Workload,
+    spec: &AggSpec,
+    kind: KeyKind,
+    epoch: usize,
+) -> Result<f64, LabError> {
+    accel::share_only(w, spec, kind, epoch)
+}
+
+/// End-to-end mode: read the capture file (memory-mapped, page-cached by an untimed first pass),
+/// parse every frame, build its key, and process it as [`measure`] does. A batch's time runs from
+/// the end of the previous batch to the end of its own processing, so it includes reading and
+/// parsing its packets. Non-IP frames are read and parsed (timed) but reach no algorithm; they
+/// are not counted in `packets`.
+pub fn measure_e2e(
+    path: &str,
+    key_len: usize,
+    cfg: &RunCfg,
+    clock: &Clock,
+    seed: u64,
+) -> Result<Measured, LabError> {
+    let batch = cfg.batch.max(1);
+    let epoch = cfg.epoch.max(batch) as u64;
+    let cap = trace::Capture::open(path, None)?;
+    let mut algo = build_algorithm(cfg.algorithm, key_len, seed)?;
+    let mut front = match &cfg.agg {
+        Some(spec) => Front::agg(spec, key_len)?,
+        None => Front::none(),
+    };
+    let ones = vec![1u64; batch];
+    let kind = cfg.key;
+    let key_of = |rec: trace::Record<'_>| -> Option<FlowKey> {
+        match rec.body {
+            trace::Body::Frame { link, data } => wire::parse(link, data).key(kind),
+            trace::Body::Tuple(t) => Some(t.key(kind)),
+        }
+    };
+
+    // Untimed warm-up pass: pages the file in and warms the structures.
+    let mut buf: Vec<FlowKey> = Vec::with_capacity(batch);
+    cap.for_each(|rec| {
+        if let Some(k) = key_of(rec) {
+            buf.push(k);
+            if buf.len() == batch {
+                front.update(&buf, &ones, algo.as_mut());
+                buf.clear();
+            }
+        }
+    })?;
+    front.update(&buf, &ones[..buf.len()], algo.as_mut());
+    front.flush(algo.as_mut());
+    algo.reset();
+    front.reset();
+    front.clear_stats();
+    buf.clear();
+
+    let mut hist = LatencyHist::new();
+    let (mut packets, mut in_epoch) = (0u64, 0u64);
+    let t_start = clock.now();
+    let mut t_prev = t_start;
+    cap.for_each(|rec| {
+        if let Some(k) = key_of(rec) {
+            buf.push(k);
+            if buf.len() == batch {
+                front.update(&buf, &ones, algo.as_mut());
+                packets += batch as u64;
+                in_epoch += batch as u64;
+                if in_epoch >= epoch {
+                    front.flush(algo.as_mut());
+                    black_box(algo.memory_bytes());
+                    algo.reset();
+                    front.reset();
+                    in_epoch = 0;
+                }
+                let t = clock.now();
+                hist.add_batch(t.wrapping_sub(t_prev), batch as u64);
+                t_prev = t;
+                buf.clear();
+            }
+        }
+    })?;
+    let n = buf.len();
+    front.update(&buf, &ones[..n], algo.as_mut());
+    front.flush(algo.as_mut());
+    black_box(algo.memory_bytes());
+    algo.reset();
+    front.reset();
+    let t_end = clock.now();
+    packets += n as u64;
+    hist.add_batch(t_end.wrapping_sub(t_prev), n as u64);
+    let ns = clock.to_ns(t_end.wrapping_sub(t_start) as f64);
+    Ok(Measured {
+        packets,
+        mpps: if ns > 0.0 {
+            packets as f64 / ns * 1e3
+        } else {
+            0.0
+        },
+        ns_avg: clock.to_ns(hist.mean_cycles()),
+        ns_p99: clock.to_ns(hist.quantile_cycles(0.99)),
+        evicted_share: front.evicted_share(),
+        memory_bytes: algo.memory_bytes(),
+        simd: front.simd_name(),
+    })
+}

@@ -1,0 +1,127 @@
+//! `--quick` runs of figures 2 and 5 end to end: all four files per figure, with the documented
+//! JSON fields, and values that make sense.
+
+use std::path::{Path, PathBuf};
+
+use lab::{run_agg_evict, LabArgs, LabError};
+
+const FIELDS: [&str; 17] = [
+    "figure",
+    "algorithm",
+    "accel",
+    "key",
+    "batch",
+    "arrays",
+    "policy",
+    "simd",
+    "skew",
+    "order",
+    "mpps",
+    "ns_avg",
+    "ns_p99",
+    "evicted_share",
+    "limit_mpps",
+    "unique_share",
+    "packets",
+];
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netsift-lab-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn quick(figure: &str, out: &Path) -> LabArgs {
+    let mut a = LabArgs::new(figure, out);
+    a.quick = true;
+    a.packets = 150_000;
+    a
+}
+
+fn check_files(out: &Path, stem: &str, n: usize) {
+    for ext in ["csv", "json", "png", "svg"] {
+        let p = out.join(format!("{stem}.{ext}"));
+        let len = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        assert!(len > 100, "{} missing or empty", p.display());
+    }
+    let png = std::fs::read(out.join(format!("{stem}.png"))).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let svg = std::fs::read_to_string(out.join(format!("{stem}.svg"))).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains("Mpps"),
+        "svg has no axis text"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join(format!("{stem}.json"))).unwrap())
+            .unwrap();
+    let arr = json.as_array().expect("a JSON array of points");
+    assert_eq!(arr.len(), n);
+    for p in arr {
+        let obj = p.as_object().unwrap();
+        for f in FIELDS {
+            assert!(obj.contains_key(f), "field {f} missing in {p}");
+        }
+        assert_eq!(obj.len(), FIELDS.len());
+    }
+    let csv = std::fs::read_to_string(out.join(format!("{stem}.csv"))).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap(), FIELDS.join(","));
+    assert_eq!(lines.count(), n);
+}
+
+#[test]
+fn figure5_quick_writes_all_files_and_sane_points() {
+    let out = out_dir("fig5");
+    let pts = run_agg_evict(&quick("5", &out)).unwrap();
+    assert_eq!(pts.len(), 18, "nine algorithms, with and without Agg-Evict");
+    check_files(&out, "fig5", 18);
+    for p in &pts {
+        assert_eq!(p.figure, "5");
+        assert_eq!(p.packets, 150_000);
+        assert!(p.mpps > 0.0 && p.ns_avg > 0.0, "{p:?}");
+        assert!(p.ns_p99 > 0.0, "{p:?}");
+        assert!(p.limit_mpps.unwrap() > 0.0);
+        assert_eq!(p.batch, 32);
+        let want_key = if p.algorithm == "two_level" {
+            "pair"
+        } else {
+            "src"
+        };
+        assert_eq!(p.key, want_key);
+        match p.accel.as_str() {
+            "none" => assert!(p.evicted_share.is_none() && p.arrays == 0),
+            "agg_evict" => {
+                let s = p.evicted_share.unwrap();
+                // Zipf(1.1) bursty traffic aggregates: far fewer updates than packets.
+                assert!(s > 0.0 && s < 0.7, "{p:?}");
+                assert_eq!((p.arrays, p.policy.as_str()), (2000, "grr"));
+                assert!(!p.simd.is_empty());
+            }
+            other => panic!("accel {other}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn figure2_quick_unique_share_falls_with_batch_size() {
+    let out = out_dir("fig2");
+    let pts = run_agg_evict(&quick("2", &out)).unwrap();
+    assert_eq!(pts.len(), 3);
+    check_files(&out, "fig2", 3);
+    let shares: Vec<f64> = pts.iter().map(|p| p.unique_share.unwrap()).collect();
+    assert_eq!(
+        pts.iter().map(|p| p.batch).collect::<Vec<_>>(),
+        [32, 512, 8192]
+    );
+    assert!(shares.windows(2).all(|w| w[0] > w[1]), "{shares:?}");
+    assert!(shares.iter().all(|&s| s > 0.0 && s <= 1.0));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn unknown_figure_is_an_error() {
+    let out = out_dir("bad");
+    let e = run_agg_evict(&quick("9", &out)).unwrap_err();
+    assert!(matches!(e, LabError::UnknownFigure(ref f) if f == "9"));
+}
