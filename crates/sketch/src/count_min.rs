@@ -486,58 +486,72 @@ impl CountMin {
     }
 }
 
-const CM_TASKS: &[Task] = &[
+/// What Count-Min and the count array (Count-Min with one row) answer.
+pub(crate) const CM_TASKS: &[Task] = &[
     Task::FlowSize,
     Task::HeavyHitters,
     Task::HeavyChangers,
     Task::TopK,
 ];
 
-impl Algorithm for CountMin {
-    fn name(&self) -> &'static str {
-        "count_min"
-    }
-    fn tasks(&self) -> &'static [Task] {
-        CM_TASKS
-    }
-    #[inline]
-    fn update(&mut self, key: &FlowKey, weight: u64) {
-        self.st.update(key, weight);
-    }
-    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
-        self.st.update_batch(keys, weights);
-    }
-    fn reset(&mut self) {
-        self.st.reset();
-    }
-    fn memory_bytes(&self) -> usize {
-        self.st.memory_bytes()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
-        Some(self.st.heavy_hitters(threshold))
-    }
-    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = prev.as_any().downcast_ref::<CountMin>()?;
-        self.st.heavy_changers(&p.st, threshold)
-    }
-    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
-        Some(self.st.top_k(k))
-    }
-    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
-        Some(self.st.flow_size(key))
-    }
-    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<CountMin>()
-            .ok_or(MergeError::Mismatch("count_min"))?;
-        if self.st.merge(&o.st) {
-            Ok(())
-        } else {
-            Err(MergeError::Mismatch("count_min"))
+/// The `Algorithm` impl of a wrapper around [`CmState`] (a field `st`): Count-Min and the count
+/// array differ only in their configuration, so they share every verb.
+macro_rules! cm_algorithm {
+    ($t:ty, $name:literal) => {
+        impl Algorithm for $t {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn tasks(&self) -> &'static [Task] {
+                $crate::count_min::CM_TASKS
+            }
+            #[inline]
+            fn update(&mut self, key: &FlowKey, weight: u64) {
+                self.st.update(key, weight);
+            }
+            fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+                self.st.update_batch(keys, weights);
+            }
+            fn reset(&mut self) {
+                self.st.reset();
+            }
+            fn memory_bytes(&self) -> usize {
+                self.st.memory_bytes()
+            }
+            fn as_any(&self) -> &dyn Any {
+                self
+            }
+            fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+                Some(self.st.heavy_hitters(threshold))
+            }
+            fn heavy_changers(
+                &self,
+                prev: &dyn Algorithm,
+                threshold: u64,
+            ) -> Option<Vec<Estimate>> {
+                let p = prev.as_any().downcast_ref::<$t>()?;
+                self.st.heavy_changers(&p.st, threshold)
+            }
+            fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
+                Some(self.st.top_k(k))
+            }
+            fn flow_size(&self, key: &FlowKey) -> Option<u64> {
+                Some(self.st.flow_size(key))
+            }
+            fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+                let o = other
+                    .as_any()
+                    .downcast_ref::<$t>()
+                    .ok_or(MergeError::Mismatch($name))?;
+                if self.st.merge(&o.st) {
+                    Ok(())
+                } else {
+                    Err(MergeError::Mismatch($name))
+                }
+            }
         }
-    }
+    };
 }
+pub(crate) use cm_algorithm;
+
+cm_algorithm!(CountMin, "count_min");
