@@ -125,3 +125,35 @@ fn unknown_figure_is_an_error() {
     let e = run_agg_evict(&quick("9", &out)).unwrap_err();
     assert!(matches!(e, LabError::UnknownFigure(ref f) if f == "9"));
 }
+
+#[test]
+fn figure5_with_a_capture_adds_end_to_end_points() {
+    let out = out_dir("e2e");
+    std::fs::create_dir_all(&out).unwrap();
+    let pcap = out.join("t.pcap");
+    let spec = gen::Spec {
+        packets: 20_000,
+        flows: 5_000,
+        ..gen::Spec::default()
+    };
+    let f = std::fs::File::create(&pcap).unwrap();
+    assert_eq!(gen::write(&spec, gen::OutFormat::Pcap, f).unwrap(), 20_000);
+    let mut args = quick("5", &out);
+    args.trace = Some(pcap);
+    let pts = run_agg_evict(&args).unwrap();
+    assert_eq!(
+        pts.len(),
+        36,
+        "nine x (none, agg) x (preloaded, end-to-end)"
+    );
+    let e2e: Vec<_> = pts.iter().filter(|p| p.order == "capture_e2e").collect();
+    assert_eq!(e2e.len(), 18);
+    for p in pts {
+        // Every generated frame is IPv4: all of them are measured, in both modes.
+        assert_eq!(p.packets, 20_000, "{p:?}");
+        assert!(p.mpps > 0.0 && p.skew.is_none());
+        assert!(p.order == "capture" || p.order == "capture_e2e");
+    }
+    check_files(&out, "fig5", 36);
+    let _ = std::fs::remove_dir_all(&out);
+}
