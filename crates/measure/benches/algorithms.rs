@@ -1,5 +1,7 @@
 //! Every algorithm's update on one Zipf(1.1) stream of 1 M keys over 500 k IPv4 source keys
-//! (batches of 32, the default configurations), plus:
+//! (batches of 32, the default configurations), fed as `FlowKey`s (`netsift/NAME`, the path of
+//! every key kind) and as 4-byte u32 keys (`netsift_u32/NAME`, the path of source/destination
+//! IPv4 keys; spreader algorithms take pair keys and have only the first), plus:
 //! - bare loops doing the memory accesses of Count-Min 4 x 65536 and of a 1 M-counter count array
 //!   (one multiply-shift hash per row, batches of 32 with prefetch) — the floor memory allows;
 //! - the Count-Min and HyperLogLog of the `datasketches` crate and the Count-Min of
@@ -40,6 +42,14 @@ fn stream() -> Vec<u32> {
 fn feed(a: &mut dyn Algorithm, keys: &[FlowKey], ones: &[u64]) {
     for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
         a.update_batch(k, w);
+    }
+}
+
+/// The 4-byte-key path (`update_batch_u32`): what `netsift run` and `bench` feed for IPv4
+/// source or destination keys.
+fn feed_u32(a: &mut dyn Algorithm, keys: &[u32], ones: &[u64]) {
+    for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
+        a.update_batch_u32(k, w);
     }
 }
 
@@ -124,6 +134,12 @@ fn bench(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("netsift", name), |b| {
             b.iter(|| feed(a.as_mut(), ks, &ones))
         });
+        if !spreads {
+            let mut a = measure::registry::build(name, &toml::Table::new(), &ctx).unwrap();
+            g.bench_function(BenchmarkId::new("netsift_u32", name), |b| {
+                b.iter(|| feed_u32(a.as_mut(), &raw, &ones))
+            });
+        }
     }
 
     let mut ds_cm = datasketches::countmin::CountMinSketch::<u32>::new(4, 65536).unwrap();

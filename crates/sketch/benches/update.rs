@@ -1,12 +1,14 @@
 //! `update_batch` throughput of every sketch on the stream of `measure`'s `algorithms` bench
 //! (Zipf(1.1), 2^20 keys drawn from 500k 4-byte keys, Agg-Evict 4.1's setting), fed in batches of
 //! 32, plus bare loops that do only the counter accesses of Count-Min 4 x 65536 and of a
-//! 2^20-counter count array (hash, prefetch the batch, then increment), in three variants, to
+//! 2^20-counter count array (hash, prefetch the batch, then increment), in two variants, to
 //! split the gap between `measure`'s bare loop and the sketches into its causes:
 //!
 //! - `u32_mulshift`: `measure`'s bare loop (raw u32 keys, one multiply-shift hash per row);
-//! - `u32_xxh3`: raw u32 keys, one seeded xxh3-64 (the project's hash) split into row fields;
-//! - `flowkey_xxh3`: the same over `FlowKey`s (38 bytes each: the input every `Algorithm` gets).
+//! - `flowkey_affine`: the same accesses over `FlowKey`s (38 bytes each: `update_batch`'s
+//!   input), hashed as Count-Min hashes (one multiply-add-shift per row).
+//!
+//! Each sketch runs through `update_batch` (FlowKeys) and, as `NAME/u32`, `update_batch_u32`.
 //!
 //! Short run: `cargo bench -p sketch --bench update -- --warm-up-time 1 --measurement-time 2`.
 
@@ -83,9 +85,6 @@ fn bare_variants<const R: usize>(
 ) {
     let hash = HashFn::new(0x1234);
     let w = 1usize << bits;
-    let mask = (1u64 << bits) - 1;
-    let split =
-        move |h: u64| std::array::from_fn(|r| r * w + ((h >> (r as u32 * bits)) & mask) as usize);
     let mut counters = vec![0u32; R * w];
     let mut g = c.benchmark_group("update");
     g.throughput(Throughput::Elements(raw.len() as u64));
@@ -98,21 +97,39 @@ fn bare_variants<const R: usize>(
             })
         })
     });
-    g.bench_function(format!("{name}/u32_xxh3"), |b| {
+    // The same accesses with the input as `FlowKey`s (38 bytes each), hashed as Count-Min does
+    // (a 4-byte key's code is its value; one multiply-add-shift per row).
+    let maps: [key::Affine; R] = std::array::from_fn(|r| hash.affine(r as u64));
+    g.bench_function(format!("{name}/flowkey_affine"), |b| {
         b.iter(|| {
-            bare::<R, u32>(&mut counters, raw, |k| {
-                split(hash.hash_bytes(&k.to_be_bytes()))
+            bare::<R, FlowKey>(&mut counters, keys, |k| {
+                let code = u64::from(k.prefix_u32());
+                std::array::from_fn(|r| r * w + (maps[r].apply(code) >> (64 - bits)) as usize)
             })
         })
-    });
-    g.bench_function(format!("{name}/flowkey_xxh3"), |b| {
-        b.iter(|| bare::<R, FlowKey>(&mut counters, keys, |k| split(hash.hash(k))))
     });
     g.finish();
     black_box(&counters);
 }
 
-fn run(c: &mut Criterion, name: &str, params: &str, keys: &[FlowKey], ones: &[u64]) {
+fn run(c: &mut Criterion, name: &str, params: &str, input: (&[u32], &[FlowKey]), ones: &[u64]) {
+    run_as(c, name, "", params, input, ones);
+}
+
+/// `name` built with `params`, reported as `name[_label]` and `name[_label]/u32`.
+fn run_as(
+    c: &mut Criterion,
+    name: &str,
+    label: &str,
+    params: &str,
+    (raw, keys): (&[u32], &[FlowKey]),
+    ones: &[u64],
+) {
+    let id = if label.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}_{label}")
+    };
     let params: toml::Table = params.parse().expect("bench params");
     let ctx = algo::BuildCtx::default();
     let mut a = sketch::build(name, &params, &ctx)
@@ -120,10 +137,19 @@ fn run(c: &mut Criterion, name: &str, params: &str, keys: &[FlowKey], ones: &[u6
         .expect("known name");
     let mut g = c.benchmark_group("update");
     g.throughput(Throughput::Elements(keys.len() as u64));
-    g.bench_function(name, |b| {
+    g.bench_function(&id, |b| {
         b.iter(|| {
-            for (k, w) in keys.chunks(CHUNK).zip(ones.chunks(CHUNK)) {
+            for k in keys.chunks(CHUNK) {
+                let w = &ones[..k.len()];
                 a.update_batch(k, w);
+            }
+        })
+    });
+    g.bench_function(format!("{id}/u32"), |b| {
+        b.iter(|| {
+            for k in raw.chunks(CHUNK) {
+                let w = &ones[..k.len()];
+                a.update_batch_u32(k, w);
             }
         })
     });
@@ -134,14 +160,32 @@ fn run(c: &mut Criterion, name: &str, params: &str, keys: &[FlowKey], ones: &[u6
 fn benches(c: &mut Criterion) {
     let raw = zipf_stream(N, KEYS, 1.1, 11);
     let keys: Vec<FlowKey> = raw.iter().map(|&k| FlowKey::from_u32(k)).collect();
-    let ones = vec![1u64; keys.len()];
+    // Packet counts: every batch's weights are the same 32 ones (as `netsift run` passes them).
+    let ones = [1u64; CHUNK];
     bare_variants::<4>(c, "bare_cm_4x65536", 16, &raw, &keys);
     bare_variants::<1>(c, "bare_count_array_1M", 20, &raw, &keys);
-    run(c, "count_min", "", &keys, &ones);
-    run(c, "count_array", "", &keys, &ones);
-    run(c, "count_sketch", "", &keys, &ones);
-    run(c, "univmon", "", &keys, &ones);
-    run(c, "mrac", "", &keys, &ones);
+    run(c, "count_min", "", (&raw, &keys), &ones);
+    run(c, "count_array", "", (&raw, &keys), &ones);
+    // Counters only (no heavy-hitter candidate set): the same memory accesses as the bare loops.
+    run_as(
+        c,
+        "count_min",
+        "counters_only",
+        "candidates = 0",
+        (&raw, &keys),
+        &ones,
+    );
+    run_as(
+        c,
+        "count_array",
+        "counters_only",
+        "candidates = 0",
+        (&raw, &keys),
+        &ones,
+    );
+    run(c, "count_sketch", "", (&raw, &keys), &ones);
+    run(c, "univmon", "", (&raw, &keys), &ones);
+    run(c, "mrac", "", (&raw, &keys), &ones);
 }
 
 criterion_group!(update, benches);

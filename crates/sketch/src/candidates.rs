@@ -24,6 +24,14 @@
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
 
+/// The probe-table entry of a member with code `h`: `h + 1`, so that `0` can mark an empty slot.
+/// Injective except that `u64::MAX` and `0` share a tag; Count-Min's key codes are never
+/// `u64::MAX` (`CounterMatrix::code`), and for a hash the clash has probability 2^-64.
+#[inline(always)]
+fn tag(h: u64) -> u64 {
+    h.wrapping_add(1).max(1)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Candidates {
     cap: usize,
@@ -31,20 +39,25 @@ pub struct Candidates {
     theta: u64,
     keys: Vec<FlowKey>,
     hashes: Vec<u64>,
-    /// Open addressing, linear probing over member hashes (`h | 1`; `0` = empty).
+    /// Open addressing, linear probing over member tags ([`tag`]; `0` = empty).
     /// Length is a power of two `>= 4 * cap`, so the load stays `<= 1/2`.
     table: Vec<u64>,
 }
 
 impl Candidates {
-    /// `cap >= 1` (validated by the configs). `init_theta >= 1`.
+    /// `init_theta >= 1`. `cap == 0` makes a disabled set: `theta` is `u64::MAX`, so no key is
+    /// ever offered (a sketch configured for point queries only).
     pub fn new(cap: usize, init_theta: u64) -> Candidates {
-        let cap = cap.max(1);
-        let slots = (4 * cap).next_power_of_two();
+        let init_theta = if cap == 0 {
+            u64::MAX
+        } else {
+            init_theta.max(1)
+        };
+        let slots = (4 * cap.max(1)).next_power_of_two();
         Candidates {
             cap,
-            init_theta: init_theta.max(1),
-            theta: init_theta.max(1),
+            init_theta,
+            theta: init_theta,
             keys: Vec::with_capacity(2 * cap),
             hashes: Vec::with_capacity(2 * cap),
             table: vec![0; slots],
@@ -60,6 +73,11 @@ impl Candidates {
 
     pub fn cap(&self) -> usize {
         self.cap
+    }
+
+    /// A set made with `cap == 0`: it never holds a key.
+    pub fn is_disabled(&self) -> bool {
+        self.cap == 0
     }
 
     pub fn len(&self) -> usize {
@@ -90,9 +108,11 @@ impl Candidates {
 
     #[inline(always)]
     fn slot0(&self, h: u64) -> usize {
-        // The sketch's row indices use the low bits of `h`; start the probe from the high bits
-        // so that keys sharing a column do not also share a probe chain.
-        (h.rotate_left(29) as usize) & (self.table.len() - 1)
+        // Fibonacci hashing (the top bits of h * 2^64/phi): `h` is a sketch's key code, which
+        // may be a raw IPv4 address (Count-Min on 4-byte keys) rather than a hash, and the
+        // sketch's row indices may use any of its bits; the multiply spreads both cases.
+        let shift = 64 - self.table.len().trailing_zeros();
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (shift & 63)) as usize & (self.table.len() - 1)
     }
 
     /// Prefetch the first probe slot of hash `h` (batch pre-pass; timing only).
@@ -110,7 +130,7 @@ impl Candidates {
     #[inline(always)]
     fn find(&self, h: u64) -> (bool, usize) {
         let mask = self.table.len() - 1;
-        let tag = h | 1; // 0 marks an empty slot
+        let tag = tag(h);
         let mut s = self.slot0(h);
         // The load factor is at most 1/2, so an empty slot always exists and the loop ends.
         loop {
@@ -172,7 +192,7 @@ impl Candidates {
             for (i, (&h, &e)) in hs.iter().zip(ests).enumerate().take(n) {
                 todo |= u64::from(self.needs_offer(h, e)) << i;
             }
-            self.offer_marked(todo, ks, hs, ests, requery);
+            self.offer_marked(todo, |i| ks.get(i).copied(), hs, ests, requery);
         } else {
             for ((k, &h), &e) in ks.iter().zip(hs).zip(ests) {
                 self.offer(k, h, e, &requery);
@@ -195,7 +215,7 @@ impl Candidates {
         // nonzero power of two, so both are in bounds of the live `table` allocation. The safe
         // twin is `find` (via `offer`); the batch-vs-one-by-one tests compare the states.
         let (a, b) = unsafe { (*tab.add(s0), *tab.add(s1)) };
-        let tag = h | 1;
+        let tag = tag(h);
         (est >= self.theta) & (a != tag) & (b != tag)
     }
 
@@ -208,7 +228,7 @@ impl Candidates {
     pub fn offer_marked(
         &mut self,
         mut todo: u64,
-        ks: &[FlowKey],
+        key: impl Fn(usize) -> Option<FlowKey>,
         hs: &[u64],
         ests: &[u64],
         requery: impl Fn(u64) -> u64,
@@ -216,8 +236,8 @@ impl Candidates {
         while todo != 0 {
             let i = todo.trailing_zeros() as usize;
             todo &= todo - 1;
-            if let (Some(k), Some(&h), Some(&e)) = (ks.get(i), hs.get(i), ests.get(i)) {
-                self.offer(k, h, e, &requery);
+            if let (Some(k), Some(&h), Some(&e)) = (key(i), hs.get(i), ests.get(i)) {
+                self.offer(&k, h, e, &requery);
             }
         }
     }
@@ -226,7 +246,7 @@ impl Candidates {
     fn insert_at(&mut self, key: &FlowKey, h: u64, slot: usize, requery: &dyn Fn(u64) -> u64) {
         self.keys.push(*key);
         self.hashes.push(h);
-        self.table[slot] = h | 1;
+        self.table[slot] = tag(h);
         if self.keys.len() >= 2 * self.cap {
             self.compact(requery);
         }
@@ -272,7 +292,7 @@ impl Candidates {
             if !found {
                 self.keys.push(k);
                 self.hashes.push(h);
-                self.table[slot] = h | 1;
+                self.table[slot] = tag(h);
             }
         }
     }

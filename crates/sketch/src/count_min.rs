@@ -13,8 +13,15 @@
 //! epoch or a 1 s, 10 Gb/s epoch of bytes can hold); below it the sketch is exactly linear, so
 //! merge and aggregated updates are bit-exact.
 //!
-//! Hot path: one xxh3 hash per key, the row columns taken from disjoint bit fields of it
-//! ([`crate::rows`]), batches of 32 hashed first and their counters prefetched, then the
+//! Hashing: every key gets a 64-bit *code* ([`CounterMatrix::code`]): a 4-byte key (IPv4 source
+//! or destination) is its own code, a longer key's code is its xxh3 hash. Row `r`'s column is the
+//! top bits of an independent multiply-add-shift map of the code (`key::Affine`, one
+//! multiplication per row): for 4-byte keys that is a strongly universal hash per row with
+//! independent rows, exactly the assumption of the Count-Min analysis, and it is the same work
+//! as the bare multiply-shift loop the benchmarks compare against. The code also identifies the
+//! key in the candidate set (exactly, for 4-byte keys).
+//!
+//! Hot path: batches of 32 hashed first and their counters prefetched, then the
 //! increments. Because every row of a key grows by the same `w`, the new minimum is exactly
 //! `old_min + w`, so the candidate check needs no re-query: a compare against the running
 //! threshold and a branch-free look at two probe slots, with the exact candidate work done
@@ -24,11 +31,11 @@
 use std::any::Any;
 
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
-use key::{FlowKey, HashFn, KeyMap};
+use key::{Affine, FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
 
 use crate::candidates::Candidates;
-use crate::rows::{hash_key, median, prefetch, prefetch_all, prefetch_ptr, RowIndex, MAX_ROWS};
+use crate::rows::{median, prefetch, prefetch_all, prefetch_ptr, MAX_ROWS};
 use crate::{sort_estimates, BATCH};
 
 // `chunk_split` flags a chunk's keys in one u64.
@@ -46,7 +53,9 @@ pub struct CountMinConfig {
     pub rows: usize,
     /// Counters per row `w` (error `e*N/w`). Agg-Evict: 65536.
     pub width: usize,
-    /// Candidate-set size for heavy hitters and top-k (see [`crate::candidates`]).
+    /// Candidate-set size for heavy hitters, heavy changers and top-k (see
+    /// [`crate::candidates`]). 0 turns the set off: the sketch then answers flow size only, and
+    /// its update is the counter pass alone.
     pub candidates: usize,
 }
 
@@ -89,21 +98,33 @@ pub(crate) fn validate_matrix(
             format!("must be >= 1 with rows * width <= {MAX_CELLS}, got {width}"),
         ));
     }
-    if candidates == 0 || candidates > (1 << 24) {
+    if candidates > (1 << 24) {
         return Err(inv(
             "candidates",
-            format!("must be in 1..=16777216, got {candidates}"),
+            format!("must be in 0..=16777216 (0: flow size only), got {candidates}"),
         ));
     }
     Ok(())
 }
 
-/// Cell of row `r` in the split-bit layout: row `r` uses bits `[r*bits, (r+1)*bits)` of `h`
-/// ([`RowIndex::Split`]). Always `< (r + 1) << bits` for `bits < 64`.
+/// Add `w` to the `R` counters at `cells` of the matrix at `base`; returns the key's new
+/// estimate `sat(min + w)` (saturating add is monotone, so that is the new minimum).
+///
+/// The caller (`CmState::chunk_split`) guarantees every cell is `< rows * width` of the live
+/// matrix that `base` points to, and holds `&mut` to it.
 #[inline(always)]
-fn split_cell(h: u64, r: usize, bits: u32) -> usize {
-    let mask = (1u64 << (bits & 63)) - 1;
-    (r << bits) + ((h >> ((r as u32 * bits) & 63)) & mask) as usize
+fn add_cells<const R: usize>(base: *mut u32, cells: &[u32; R], w: u32) -> u32 {
+    let mut old_min = u32::MAX;
+    for &j in cells {
+        // SAFETY: `j < rows * width == counters.len()` (the caller's cells, checked once per
+        // chunk), `base` is the matrix's live allocation and the caller holds it
+        // exclusively. The safe twin is `CounterMatrix::add_h` (the one-by-one `update`); the
+        // tests check batch, u32 and one-by-one paths leave identical state.
+        let c = unsafe { &mut *base.add(j as usize) };
+        old_min = old_min.min(*c);
+        *c = c.saturating_add(w);
+    }
+    old_min.saturating_add(w)
 }
 
 #[inline(always)]
@@ -116,18 +137,24 @@ fn weight32(w: u64) -> u32 {
 pub struct CounterMatrix {
     rows: usize,
     width: usize,
-    index: RowIndex,
+    /// `64 - log2(width)` for power-of-two widths (the column is then `map >> shift`); `None`
+    /// for other widths (`key::reduce`).
+    shift: Option<u32>,
     hash: HashFn,
+    /// Row `r`'s map of the key code (`hash.affine(r)`).
+    maps: Vec<Affine>,
     counters: Vec<u32>,
 }
 
 impl CounterMatrix {
     pub(crate) fn new(rows: usize, width: usize, hash: HashFn) -> CounterMatrix {
+        let shift = (width.is_power_of_two() && width > 1).then(|| 64 - width.trailing_zeros());
         CounterMatrix {
             rows,
             width,
-            index: RowIndex::new(rows, width),
+            shift,
             hash,
+            maps: (0..rows as u64).map(|r| hash.affine(r)).collect(),
             counters: vec![0; rows * width],
         }
     }
@@ -145,34 +172,55 @@ impl CounterMatrix {
         &self.counters
     }
 
+    /// The key's code: a 4-byte key's big-endian value (`< 2^32`), else its xxh3 hash with the
+    /// top bit set and the bottom bit cleared (`>= 2^63`, never `u64::MAX`), so codes of
+    /// different key lengths never meet and two longer keys share a code with probability
+    /// 2^-62. Two keys with one code share every counter: the sketch cannot tell them apart.
     #[inline(always)]
-    pub(crate) fn hash(&self, k: &FlowKey) -> u64 {
-        hash_key(&self.hash, k)
+    pub(crate) fn code(&self, k: &FlowKey) -> u64 {
+        let b = k.as_bytes();
+        match b.first_chunk::<4>().filter(|_| b.len() == 4) {
+            Some(a) => u64::from(u32::from_be_bytes(*a)),
+            None => Self::long_code(self.hash.hash(k)),
+        }
     }
 
     #[inline(always)]
-    fn cell(&self, h: u64, h2: u64, r: usize) -> usize {
-        r * self.width + self.index.column(h, h2, r)
+    fn long_code(h: u64) -> u64 {
+        (h | (1 << 63)) & !1
     }
 
-    /// `min_i C[i][h_i]` for a key with hash `h`.
+    /// Column of `code` in row `r < rows`.
+    #[inline(always)]
+    fn column(&self, code: u64, r: usize) -> usize {
+        let v = self.maps.get(r).map_or(0, |m| m.apply(code));
+        match self.shift {
+            Some(s) => (v >> (s & 63)) as usize,
+            None => key::reduce(v, self.width),
+        }
+    }
+
+    #[inline(always)]
+    fn cell(&self, code: u64, r: usize) -> usize {
+        r * self.width + self.column(code, r)
+    }
+
+    /// `min_i C[i][h_i]` for a key with code `code`.
     #[inline]
-    pub(crate) fn estimate_h(&self, h: u64) -> u64 {
-        let h2 = self.index.h2(h);
+    pub(crate) fn estimate_h(&self, code: u64) -> u64 {
         (0..self.rows)
-            .filter_map(|r| self.counters.get(self.cell(h, h2, r)))
+            .filter_map(|r| self.counters.get(self.cell(code, r)))
             .min()
             .map_or(0, |&c| u64::from(c))
     }
 
-    /// Signed change `self - prev` for hash `h`: the median over rows of the counter
+    /// Signed change `self - prev` for `code`: the median over rows of the counter
     /// differences (the difference sketch is a turnstile Count-Min, where the min is not an
     /// upper bound; the median is, as for Count Sketch).
-    pub(crate) fn change_h(&self, prev: &CounterMatrix, h: u64) -> i64 {
-        let h2 = self.index.h2(h);
+    pub(crate) fn change_h(&self, prev: &CounterMatrix, code: u64) -> i64 {
         let mut d = [0i64; MAX_ROWS];
         for (r, slot) in d.iter_mut().enumerate().take(self.rows) {
-            let j = self.cell(h, h2, r);
+            let j = self.cell(code, r);
             let a = self.counters.get(j).copied().unwrap_or(0);
             let b = prev.counters.get(j).copied().unwrap_or(0);
             *slot = i64::from(a) - i64::from(b);
@@ -180,43 +228,19 @@ impl CounterMatrix {
         median(&mut d[..self.rows.min(MAX_ROWS)])
     }
 
-    /// Add `w` to every row of hash `h`; returns the new estimate.
+    /// Add `w` to every row of `code`; returns the new estimate. The safe twin of the batch
+    /// kernels.
     #[inline(always)]
-    fn add_h(&mut self, h: u64, w: u32) -> u64 {
-        let h2 = self.index.h2(h);
+    fn add_h(&mut self, code: u64, w: u32) -> u64 {
         let mut old_min = u32::MAX;
         for r in 0..self.rows {
-            let j = self.cell(h, h2, r);
+            let j = self.cell(code, r);
             if let Some(c) = self.counters.get_mut(j) {
                 old_min = old_min.min(*c);
                 *c = c.saturating_add(w);
             }
         }
         // Saturating add is monotone, so min_i sat(c_i + w) = sat(min_i c_i + w).
-        u64::from(old_min.saturating_add(w))
-    }
-
-    /// [`CounterMatrix::add_h`] for the split-bit layout, without bounds checks. The caller
-    /// (`CmState::chunk_split`) has checked `R == rows`, `width == 1 << bits` and
-    /// `counters.len() == R * width`.
-    #[inline(always)]
-    fn add_split<const R: usize>(&mut self, h: u64, w: u32, bits: u32) -> u64 {
-        debug_assert!(R == self.rows && self.counters.len() == R << bits);
-        let base = self.counters.as_mut_ptr();
-        let mut old_min = u32::MAX;
-        for r in 0..R {
-            let j = split_cell(h, r, bits);
-            debug_assert!(j < self.counters.len());
-            // SAFETY: j = r * 2^bits + (bits-wide field of h) < R * 2^bits == counters.len()
-            // (checked by the caller once per chunk; the matrix is never resized), so the
-            // pointer is in bounds of the live allocation, and `&mut self` makes the access
-            // exclusive. The safe twin is `add_h` (used by `update`); the tests check that batch
-            // and one-by-one updates leave identical state.
-            let c = unsafe { &mut *base.add(j) };
-            old_min = old_min.min(*c);
-            *c = c.saturating_add(w);
-        }
-        // Saturating add is monotone, so the new minimum is sat(old_min + w).
         u64::from(old_min.saturating_add(w))
     }
 
@@ -232,6 +256,56 @@ impl CounterMatrix {
 
     fn clear(&mut self) {
         self.counters.iter_mut().for_each(|c| *c = 0);
+    }
+}
+
+/// A chunk of keys as the caller holds them: `FlowKey`s of any kind, or 4-byte keys as
+/// big-endian u32 (`Algorithm::update_batch_u32`). A 4-byte key's code is its big-endian value
+/// either way ([`CounterMatrix::code`]), so both paths leave the same state.
+pub(crate) trait KeyChunk: Copy {
+    fn len(self) -> usize;
+    /// Prefetch the chunk's input (timing only).
+    fn prefetch(self);
+    /// The code of key `i` (`0` past the end; callers stay below `len`).
+    fn code(self, m: &CounterMatrix, i: usize) -> u64;
+    fn key(self, i: usize) -> Option<FlowKey>;
+}
+
+impl KeyChunk for &[FlowKey] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[FlowKey]>::len(self)
+    }
+    #[inline(always)]
+    fn prefetch(self) {
+        prefetch_all(self);
+    }
+    #[inline(always)]
+    fn code(self, m: &CounterMatrix, i: usize) -> u64 {
+        self.get(i).map_or(0, |k| m.code(k))
+    }
+    #[inline(always)]
+    fn key(self, i: usize) -> Option<FlowKey> {
+        self.get(i).copied()
+    }
+}
+
+impl KeyChunk for &[u32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[u32]>::len(self)
+    }
+    #[inline(always)]
+    fn prefetch(self) {
+        // 128 bytes for a full chunk: the hardware prefetcher follows a sequential stream.
+    }
+    #[inline(always)]
+    fn code(self, _: &CounterMatrix, i: usize) -> u64 {
+        self.get(i).map_or(0, |&k| u64::from(k))
+    }
+    #[inline(always)]
+    fn key(self, i: usize) -> Option<FlowKey> {
+        self.get(i).map(|&k| FlowKey::from_u32(k))
     }
 }
 
@@ -261,43 +335,55 @@ impl CmState {
 
     #[inline]
     pub(crate) fn update(&mut self, key: &FlowKey, w: u64) {
-        let h = self.m.hash(key);
+        let h = self.m.code(key);
         let est = self.m.add_h(h, weight32(w));
         self.after_update(key, h, est);
     }
 
     /// Hash a batch of up to [`BATCH`] keys, prefetch all their counters, then apply the
     /// updates in order (same state as the one-by-one loop: prefetching only changes timing).
-    /// The split-bit layouts with 1 to 4 rows (every paper default) get a monomorphised loop
-    /// with the row count as a constant; other shapes take the general loop.
+    /// Power-of-two widths with 1 to 4 rows (every paper default) get a monomorphised loop with
+    /// the row count as a constant; other shapes take the general loop.
     pub(crate) fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        self.update_chunks(keys, weights);
+    }
+
+    /// [`CmState::update_batch`] over 4-byte keys held as big-endian u32 (same state).
+    pub(crate) fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
+        self.update_chunks(keys, weights);
+    }
+
+    #[inline(always)]
+    fn update_chunks<'a, T: Copy + 'a>(&mut self, keys: &'a [T], weights: &[u64])
+    where
+        &'a [T]: KeyChunk,
+    {
         let n = keys.len().min(weights.len());
         let mut start = 0;
         while start < n {
             let end = (start + BATCH).min(n);
             let (ks, ws) = (&keys[start..end], &weights[start..end]);
-            match (self.m.index, self.m.rows) {
-                (RowIndex::Split { bits }, 4) => self.chunk_split::<4>(ks, ws, bits),
-                (RowIndex::Split { bits }, 3) => self.chunk_split::<3>(ks, ws, bits),
-                (RowIndex::Split { bits }, 2) => self.chunk_split::<2>(ks, ws, bits),
-                (RowIndex::Split { bits }, 1) => self.chunk_split::<1>(ks, ws, bits),
+            match (self.m.shift, self.m.rows) {
+                (Some(sh), 4) => self.chunk_pow2::<4, _>(ks, ws, sh),
+                (Some(sh), 3) => self.chunk_pow2::<3, _>(ks, ws, sh),
+                (Some(sh), 2) => self.chunk_pow2::<2, _>(ks, ws, sh),
+                (Some(sh), 1) => self.chunk_pow2::<1, _>(ks, ws, sh),
                 _ => self.chunk_general(ks, ws),
             }
             start = end;
         }
     }
 
-    /// One chunk (`<= BATCH` keys) with `R` rows and split-bit columns:
+    /// One chunk (`<= BATCH` keys) with `R` rows and a power-of-two width (`shift = 64 -
+    /// log2(width)`):
     ///
-    /// 1. prefetch the chunk's keys and weights, hash every key (a tight loop of independent
-    ///    xxh3 evaluations with a constant key length for the common widths: [`hash_key`]) and
-    ///    prefetch its `R` counters;
-    /// 2. apply the counter updates in order, recording each key's new estimate and, without
-    ///    branches, whether the candidate set may need it ([`Candidates::needs_offer`]: estimate
-    ///    `>= theta` and hash not in its first two probe slots);
-    /// 3. run the exact [`Candidates::offer`] only for the flagged keys, in order (about 1% of
-    ///    updates on the Zipf(1.1) bench stream once `theta` has settled, against about 70% that
-    ///    reach the probe).
+    /// 1. prefetch the chunk's keys and weights; per key, the code and `R` columns (one
+    ///    multiply-add-shift each, independent across keys), and prefetch the `R` counters;
+    /// 2. apply the counter updates in order, keeping each key's new estimate;
+    /// 3. for the keys whose estimate reached `theta`, the two-slot member check
+    ///    ([`Candidates::needs_offer`]), and the exact [`Candidates::offer`] only for the keys
+    ///    not found there, in order (about 1% of updates on the Zipf(1.1) bench stream once
+    ///    `theta` has settled, against about 70% that reach `theta`).
     ///
     /// Passes 2-3 leave the state of the one-by-one loop: key `i`'s estimate is computed at its
     /// own update (`old_min + w`), and no compaction (the only thing that raises `theta` or
@@ -307,65 +393,98 @@ impl CmState {
     /// re-queries see exactly the counters of the one-by-one order. Prefetching the candidate
     /// table slots as well measured slower (it evicts counter lines from L1), so it is not done.
     #[inline(always)]
-    fn chunk_split<const R: usize>(&mut self, ks: &[FlowKey], ws: &[u64], bits: u32) {
+    fn chunk_pow2<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
         let n = ks.len().min(ws.len()).min(BATCH);
-        let (ks, ws) = (&ks[..n], &ws[..n]);
+        let ws = &ws[..n];
         let width = self.m.width;
-        // The caller matched `Split { bits }` with `rows == R`, so these hold by construction;
-        // checking them once per chunk makes the unchecked indexing below locally sound.
+        // The caller matched `shift == Some(64 - log2(width))` with `rows == R`, so these hold
+        // by construction; checking them once per chunk makes the unchecked indexing below
+        // locally sound: column `v >> shift < 2^(64 - shift) == width`.
         if R != self.m.rows
-            || bits >= usize::BITS
-            || (1usize << bits) != width
+            || !(1..64).contains(&shift)
+            || (1u64 << (64 - shift)) != width as u64
             || self.m.counters.len() != R * width
+            || self.m.maps.len() != R
         {
             return self.chunk_general(ks, ws);
         }
-        prefetch_all(ks);
+        ks.prefetch();
         prefetch_all(ws);
-        let base = self.m.counters.as_ptr();
+        let maps: [Affine; R] = std::array::from_fn(|r| self.m.maps[r]);
+        // Pass 1: code, the R cells of every key, prefetch them.
+        let base = self.m.counters.as_mut_ptr();
         let mut hs = [0u64; BATCH];
-        for (k, h) in ks.iter().zip(hs.iter_mut()) {
-            *h = hash_key(&self.m.hash, k);
-            for r in 0..R {
+        let mut cells = [[0u32; R]; BATCH];
+        for (i, (h, cs)) in hs.iter_mut().zip(cells.iter_mut()).enumerate().take(n) {
+            *h = ks.code(&self.m, i);
+            for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
+                // `< R * width <= MAX_CELLS = 2^30` (validated), so it fits a u32.
+                let j = r * width + (m.apply(*h) >> shift) as usize;
+                *c = j as u32;
                 // In bounds (checked above), but a prefetch needs no check anyway.
-                prefetch_ptr(base.wrapping_add(split_cell(*h, r, bits)));
+                prefetch_ptr(base.wrapping_add(j));
             }
         }
         let hs = &hs[..n];
-        if self.cand.room_for(n) {
-            let mut ests = [0u64; BATCH];
-            let mut todo = 0u64;
-            for (i, ((&w, &h), e)) in ws.iter().zip(hs).zip(ests.iter_mut()).enumerate() {
-                *e = self.m.add_split::<R>(h, weight32(w), bits);
-                todo |= u64::from(self.cand.needs_offer(h, *e)) << i;
+        if self.cand.is_disabled() {
+            // No candidate set: the counter pass is the whole update.
+            for (&w, cs) in ws.iter().zip(&cells) {
+                add_cells::<R>(base, cs, weight32(w));
             }
-            let m = &self.m;
-            self.cand
-                .offer_marked(todo, ks, hs, &ests[..n], |h| m.estimate_h(h));
+        } else if self.cand.room_for(n) {
+            // Pass 2: the counter updates alone, each key's new estimate kept.
+            let mut ests = [0u32; BATCH];
+            for ((&w, cs), e) in ws.iter().zip(&cells).zip(ests.iter_mut()) {
+                *e = add_cells::<R>(base, cs, weight32(w));
+            }
+            // Pass 3: which keys reached theta (vectorisable), then the member check and the
+            // exact offer for those only.
+            let theta = self.cand.theta();
+            let mut todo = 0u64;
+            for (i, &e) in ests.iter().enumerate().take(n) {
+                todo |= u64::from(u64::from(e) >= theta) << i;
+            }
+            let mut need = 0u64;
+            while todo != 0 {
+                let i = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                if let (Some(&h), Some(&e)) = (hs.get(i), ests.get(i)) {
+                    need |= u64::from(self.cand.needs_offer(h, u64::from(e))) << i;
+                }
+            }
+            if need != 0 {
+                let ests: [u64; BATCH] = std::array::from_fn(|i| u64::from(ests[i]));
+                let m = &self.m;
+                self.cand
+                    .offer_marked(need, |i| ks.key(i), hs, &ests[..n], |h| m.estimate_h(h));
+            }
         } else {
-            for ((k, &w), &h) in ks.iter().zip(ws).zip(hs) {
-                let est = self.m.add_split::<R>(h, weight32(w), bits);
-                self.after_update(k, h, est);
+            for (i, ((&w, &h), cs)) in ws.iter().zip(hs).zip(&cells).enumerate() {
+                let est = u64::from(add_cells::<R>(base, cs, weight32(w)));
+                if let Some(k) = ks.key(i) {
+                    self.after_update(&k, h, est);
+                }
             }
         }
     }
 
-    /// One chunk, any shape (double hashing or more than 4 rows), bounds-checked.
-    fn chunk_general(&mut self, ks: &[FlowKey], ws: &[u64]) {
+    /// One chunk, any shape (a width that is not a power of two, or more than 4 rows),
+    /// bounds-checked.
+    fn chunk_general<C: KeyChunk>(&mut self, ks: C, ws: &[u64]) {
         let rows = self.m.rows;
+        let n = ks.len().min(ws.len()).min(BATCH);
         let mut hs = [0u64; BATCH];
         let mut cells = [0u32; BATCH * MAX_ROWS];
-        for (i, (h, k)) in hs.iter_mut().zip(ks).enumerate() {
-            *h = self.m.hash(k);
-            let h2 = self.m.index.h2(*h);
+        for (i, h) in hs.iter_mut().enumerate().take(n) {
+            *h = ks.code(&self.m, i);
             for r in 0..rows {
-                let j = self.m.cell(*h, h2, r);
+                let j = self.m.cell(*h, r);
                 cells[i * MAX_ROWS + r] = j as u32;
                 prefetch(&self.m.counters, j);
             }
             self.cand.prefetch(*h);
         }
-        for (i, (k, &w)) in ks.iter().zip(ws).enumerate() {
+        for (i, &w) in ws.iter().enumerate().take(n) {
             let w = weight32(w);
             let mut old_min = u32::MAX;
             for &j in &cells[i * MAX_ROWS..i * MAX_ROWS + rows] {
@@ -375,12 +494,14 @@ impl CmState {
                 }
             }
             let est = u64::from(old_min.saturating_add(w));
-            self.after_update(k, hs[i], est);
+            if let Some(k) = ks.key(i) {
+                self.after_update(&k, hs[i], est);
+            }
         }
     }
 
     pub(crate) fn flow_size(&self, key: &FlowKey) -> u64 {
-        self.m.estimate_h(self.m.hash(key))
+        self.m.estimate_h(self.m.code(key))
     }
 
     fn candidate_estimates(&self) -> Vec<Estimate> {
@@ -503,7 +624,11 @@ macro_rules! cm_algorithm {
                 $name
             }
             fn tasks(&self) -> &'static [Task] {
-                $crate::count_min::CM_TASKS
+                if self.st.cand.is_disabled() {
+                    &[Task::FlowSize]
+                } else {
+                    $crate::count_min::CM_TASKS
+                }
             }
             #[inline]
             fn update(&mut self, key: &FlowKey, weight: u64) {
@@ -511,6 +636,9 @@ macro_rules! cm_algorithm {
             }
             fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
                 self.st.update_batch(keys, weights);
+            }
+            fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
+                self.st.update_batch_u32(keys, weights);
             }
             fn reset(&mut self) {
                 self.st.reset();
@@ -522,7 +650,8 @@ macro_rules! cm_algorithm {
                 self
             }
             fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
-                Some(self.st.heavy_hitters(threshold))
+                let on = !self.st.cand.is_disabled();
+                on.then(|| self.st.heavy_hitters(threshold))
             }
             fn heavy_changers(
                 &self,
@@ -530,10 +659,14 @@ macro_rules! cm_algorithm {
                 threshold: u64,
             ) -> Option<Vec<Estimate>> {
                 let p = prev.as_any().downcast_ref::<$t>()?;
+                if self.st.cand.is_disabled() {
+                    return None;
+                }
                 self.st.heavy_changers(&p.st, threshold)
             }
             fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
-                Some(self.st.top_k(k))
+                let on = !self.st.cand.is_disabled();
+                on.then(|| self.st.top_k(k))
             }
             fn flow_size(&self, key: &FlowKey) -> Option<u64> {
                 Some(self.st.flow_size(key))

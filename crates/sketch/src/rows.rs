@@ -1,7 +1,8 @@
 //! Row indices derived from the one 64-bit hash of a key, and the prefetch helper.
 //!
-//! Every sketch in this crate hashes a key once (seeded xxh3-64, `key::HashFn`) and derives all
-//! of its row indices from that value:
+//! Count Sketch, UnivMon and MRAC hash a key once (seeded xxh3-64, `key::HashFn`) and derive all
+//! of their row indices from that value as below. (Count-Min and the count array instead map a
+//! key code through one multiply-add-shift per row, `crate::count_min`.)
 //!
 //! - **Split bits** when the width is a power of two and `rows * log2(width) <= 64`: row `i`
 //!   takes bits `[i*b, (i+1)*b)` of the hash. xxh3's output bits behave as independent uniform
@@ -17,7 +18,7 @@
 //!   bijection, so `h2` is a deterministic function of `h`: two keys collide in every row only if
 //!   their 64-bit hashes are equal (probability 2^-64 per pair).
 
-use key::{mix64, reduce, FlowKey, HashFn};
+use key::{mix64, reduce};
 use serde::{Deserialize, Serialize};
 
 /// Largest number of rows any sketch here accepts (keeps per-key scratch on the stack).
@@ -71,25 +72,6 @@ impl RowIndex {
                 reduce(h.wrapping_add((row as u64).wrapping_mul(h2)), width)
             }
         }
-    }
-}
-
-/// `hash.hash(k)`, called with a compile-time key length for the common widths.
-///
-/// xxh3 dispatches on the input length (0-16, 17-128, ... bytes) and, within 0-16, on 1-3 / 4-8
-/// / 9-16. With a constant-length slice the compiler folds that dispatch away and inlines the
-/// 4-8 or 9-16 byte kernel into the caller's batch loop, which then hashes independent keys
-/// back to back. The bytes hashed, and so the value, are exactly those of
-/// [`HashFn::hash`] (checked by `hash_key_equals_hashfn`).
-#[inline(always)]
-pub fn hash_key(hash: &HashFn, k: &FlowKey) -> u64 {
-    let b = k.as_bytes();
-    if let Some(a) = b.first_chunk::<4>().filter(|_| b.len() == 4) {
-        hash.hash_bytes(a)
-    } else if let Some(a) = b.first_chunk::<13>().filter(|_| b.len() == 13) {
-        hash.hash_bytes(a)
-    } else {
-        hash.hash(k)
     }
 }
 
@@ -186,16 +168,6 @@ mod tests {
             for i in 0..5 {
                 assert!(r.column(h, r.h2(h), i) < 4000);
             }
-        }
-    }
-
-    #[test]
-    fn hash_key_equals_hashfn() {
-        let h = HashFn::new(0x5eed);
-        for len in 0..=key::MAX_KEY_LEN {
-            let b: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37) ^ 0xa5).collect();
-            let k = FlowKey::from_bytes(&b).unwrap();
-            assert_eq!(hash_key(&h, &k), h.hash(&k), "len {len}");
         }
     }
 

@@ -53,6 +53,23 @@ fn feed(a: &mut dyn Algorithm, stream: &[FlowKey]) {
     }
 }
 
+/// `stream` (4-byte keys) through `update_batch_u32`, in uneven batches with weights 1..=3.
+fn feed_u32(a: &mut dyn Algorithm, stream: &[FlowKey], batch: usize) {
+    let ks: Vec<u32> = stream.iter().map(|k| k.prefix_u32()).collect();
+    let ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
+    for (k, w) in ks.chunks(batch).zip(ws.chunks(batch)) {
+        a.update_batch_u32(k, w);
+    }
+}
+
+/// The same keys and weights as [`feed_u32`], through `update_batch` with `FlowKey`s.
+fn feed_weighted(a: &mut dyn Algorithm, stream: &[FlowKey], batch: usize) {
+    let ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
+    for (k, w) in stream.chunks(batch).zip(ws.chunks(batch)) {
+        a.update_batch(k, w);
+    }
+}
+
 fn feed_single(a: &mut dyn Algorithm, stream: &[FlowKey]) {
     for k in stream {
         a.update(k, 1);
@@ -208,6 +225,32 @@ fn count_min_batch_equals_single_and_seeds_matter() {
         feed_single(&mut e, &stream);
         assert_eq!(json(&d), json(&e), "{rows} x {width}");
     }
+    // The u32 key path (4-byte keys as big-endian u32) leaves the state of the FlowKey path,
+    // for every kernel, batch sizes below, at and above the chunk, and weighted updates.
+    for (rows, width) in [(4, 1024), (3, 2048), (1, 4096), (3, 1000), (6, 64)] {
+        for batch in [1, 7, 32, 100] {
+            let mut d = cm(rows, width, 16);
+            let mut e = cm(rows, width, 16);
+            feed_u32(&mut d, &stream, batch);
+            feed_weighted(&mut e, &stream, batch);
+            assert_eq!(json(&d), json(&e), "{rows} x {width}, batch {batch}");
+        }
+    }
+    // candidates = 0: counters only (same counters), flow size the only task.
+    let mut off = cm(4, 1024, 0);
+    feed_u32(&mut off, &stream, 32);
+    let mut on = cm(4, 1024, 64);
+    feed_u32(&mut on, &stream, 32);
+    assert_eq!(off.matrix(), on.matrix());
+    assert_eq!(off.tasks(), &[algo::Task::FlowSize]);
+    assert!(off.heavy_hitters(1).is_none() && off.top_k(3).is_none());
+    assert_eq!(off.flow_size(&stream[0]), on.flow_size(&stream[0]));
+    // The trait's default u32 conversion (Count Sketch does not override it).
+    let mut d = cs(3, 1024, 16);
+    let mut e = cs(3, 1024, 16);
+    feed_u32(&mut d, &stream, 50);
+    feed_weighted(&mut e, &stream, 50);
+    assert_eq!(json(&d), json(&e));
     // reset keeps shape and seeds.
     a.reset();
     assert_eq!(json(&a), json(&cm(4, 1024, 64)));
@@ -396,6 +439,11 @@ fn count_array_never_underestimates_and_merges() {
     feed(&mut s, &stream);
     feed_single(&mut single, &stream);
     assert_eq!(json(&s), json(&single));
+    let mut narrow = CountArray::new(cfg.clone(), SEED).unwrap();
+    let mut wide = CountArray::new(cfg.clone(), SEED).unwrap();
+    feed_u32(&mut narrow, &stream, 32);
+    feed_weighted(&mut wide, &stream, 32);
+    assert_eq!(json(&narrow), json(&wide));
     let mut inflated = 0;
     for (k, &f) in &truth {
         let e = s.estimate(k);
