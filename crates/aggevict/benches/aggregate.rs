@@ -1,10 +1,10 @@
-//! ns/packet of the aggregator alone (a sink that only counts) and of Count-Min 4 x 65536 with
-//! and without it, per lookup backend, on Zipf(1.1) over 500k u32 keys (4M packets, batches of
+//! ns/packet of the aggregator alone (a sink that only counts; u32 keys, and `FlowKey`s for the
+//! SIMD default) and of Count-Min 4 x 65536 with and without it (u32 keys), per lookup backend, on Zipf(1.1) over 500k u32 keys (4M packets, batches of
 //! 32, k = 2000, GRR: the target setting).
 //!
 //! `cargo bench -p aggevict --bench aggregate -- --warm-up-time 1 --measurement-time 2`
 
-use aggevict::{AggConfig, Aggregator, Simd};
+use aggevict::{AggConfig, Aggregator, KeyBatch, Simd};
 use algo::{Algorithm, BuildCtx};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use key::FlowKey;
@@ -48,8 +48,10 @@ fn backends() -> Vec<Simd> {
 }
 
 fn bench(c: &mut Criterion) {
-    let keys = zipf_keys();
-    let ones = vec![1u64; PACKETS];
+    let fkeys = zipf_keys();
+    let keys: Vec<u32> = fkeys.iter().map(|k| k.prefix_u32()).collect();
+    // One reused batch of weights, as the bench harness feeds them.
+    let ones = vec![1u64; BATCH];
 
     let mut g = c.benchmark_group("aggregator_only");
     g.sample_size(10);
@@ -63,18 +65,31 @@ fn bench(c: &mut Criterion) {
         g.bench_function(simd.name(), |b| {
             b.iter(|| {
                 let mut n = 0usize;
-                let mut sink = |k: &[FlowKey], _: &[u64]| n += k.len();
-                for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
-                    agg.update_batch(k, w, &mut sink);
+                let mut sink = |k: KeyBatch<'_>, _: &[u64]| n += k.len();
+                for k in keys.chunks(BATCH) {
+                    agg.update_batch_u32(k, &ones[..k.len()], &mut sink);
                 }
                 agg.flush(&mut sink);
                 n
             })
         });
+        if simd == Simd::Auto || simd == aggevict::simd::detect() {
+            g.bench_function(format!("{simd}_flowkey"), |b| {
+                b.iter(|| {
+                    let mut n = 0usize;
+                    let mut sink = |k: KeyBatch<'_>, _: &[u64]| n += k.len();
+                    for k in fkeys.chunks(BATCH) {
+                        agg.update_batch(k, &ones[..k.len()], &mut sink);
+                    }
+                    agg.flush(&mut sink);
+                    n
+                })
+            });
+        }
         agg.reset_stats();
-        let mut sink = |_: &[FlowKey], _: &[u64]| {};
-        for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
-            agg.update_batch(k, w, &mut sink);
+        let mut sink = |_: KeyBatch<'_>, _: &[u64]| {};
+        for k in keys.chunks(BATCH) {
+            agg.update_batch_u32(k, &ones[..k.len()], &mut sink);
         }
         agg.flush(&mut sink);
         eprintln!("{simd}: evicted share {:.4}", agg.stats().evicted_share());
@@ -87,8 +102,8 @@ fn bench(c: &mut Criterion) {
     let mut cm = count_min();
     g.bench_function("direct", |b| {
         b.iter(|| {
-            for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
-                cm.update_batch(k, w);
+            for k in keys.chunks(BATCH) {
+                cm.update_batch_u32(k, &ones[..k.len()]);
             }
         })
     });
@@ -101,9 +116,9 @@ fn bench(c: &mut Criterion) {
         let mut cm = count_min();
         g.bench_function(format!("agg_evict_{simd}"), |b| {
             b.iter(|| {
-                let mut sink = |k: &[FlowKey], w: &[u64]| cm.update_batch(k, w);
-                for (k, w) in keys.chunks(BATCH).zip(ones.chunks(BATCH)) {
-                    agg.update_batch(k, w, &mut sink);
+                let mut sink = |k: KeyBatch<'_>, w: &[u64]| k.feed(cm.as_mut(), w);
+                for k in keys.chunks(BATCH) {
+                    agg.update_batch_u32(k, &ones[..k.len()], &mut sink);
                 }
                 agg.flush(&mut sink);
             })

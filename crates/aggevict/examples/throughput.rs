@@ -1,22 +1,57 @@
-//! ns/packet in *thread CPU time* (from /proc/thread-self/schedstat, so a loaded machine does
-//! not inflate the figure), for the aggregator alone and Count-Min 4 x 65536 with and without
-//! it, on the bench's stream (Zipf(1.1), 500k u32 keys, 4M packets, batches of 32, k = 2000).
+//! ns/packet in *thread CPU time* (`CLOCK_THREAD_CPUTIME_ID`, so a loaded machine does not
+//! inflate the figure) of the aggregator alone and of Count-Min 4 x 65536 with and without
+//! it (k = 2000, batches of 32), on two source-IP streams:
 //!
-//! `cargo run --release -p aggevict --example throughput`
+//! * `bursty`: the trace of `netsift bench agg-evict --figure 5` (the `gen` crate, 20 M packets,
+//!   500 k flows, Zipf(1.1), bursty order, seed 1), fed as u32 keys: the target setting;
+//! * `shuffled`: Zipf(1.1) over 500 k random u32 keys, i.i.d. order, 4 M packets.
+//!
+//! Each is fed through the u32 hot path (`update_batch_u32`) and through `update_batch` with
+//! 38-byte `FlowKey`s (first 4 M packets), which evicts the same sequence.
+//!
+//! `cargo run --release -p aggevict --example throughput [-- --quick]`
 
-use aggevict::{AggConfig, Aggregator, Policy, Simd};
-use algo::BuildCtx;
-use key::FlowKey;
+use aggevict::{AggConfig, Aggregator, KeyBatch, Policy, Simd};
+use algo::{Algorithm, BuildCtx};
+use key::{FlowKey, KeyKind};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
+const BATCH: usize = 32;
+
+/// Thread CPU time in ns (exact, unlike /proc's schedstat, which moves in scheduler ticks).
 fn cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid, writable timespec; the call writes only it.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    (r == 0).then(|| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64)
 }
 
-fn main() {
-    let (packets, keys_n) = (4_000_000usize, 500_000usize);
+/// Best of `reps` timed passes after one warm-up, ns per packet.
+fn time(packets: usize, reps: usize, f: &mut dyn FnMut()) -> f64 {
+    f();
+    let mut best = f64::INFINITY;
+    for _ in 0..reps {
+        let t0 = cpu_ns().unwrap_or(0);
+        f();
+        let t = cpu_ns().unwrap_or(0).saturating_sub(t0) as f64 / packets as f64;
+        best = best.min(t);
+    }
+    best
+}
+
+fn count_min() -> Box<dyn Algorithm> {
+    sketch::build("count_min", &toml::Table::new(), &BuildCtx::default())
+        .ok()
+        .flatten()
+        .expect("count_min")
+}
+
+fn shuffled(packets: usize) -> Vec<u32> {
+    let keys_n = 500_000usize;
     let mut cdf = Vec::with_capacity(keys_n);
     let mut acc = 0.0;
     for r in 1..=keys_n {
@@ -24,47 +59,70 @@ fn main() {
         cdf.push(acc);
     }
     let mut rng = Pcg64::seed_from_u64(0x5eed);
-    let keys: Vec<FlowKey> = (0..packets)
+    (0..packets)
         .map(|_| {
             let u = rng.gen::<f64>() * acc;
-            FlowKey::from_u32(key::mix64(cdf.partition_point(|&c| c < u) as u64) as u32)
+            key::mix64(cdf.partition_point(|&c| c < u) as u64) as u32
         })
+        .collect()
+}
+
+fn bursty(packets: u64) -> Vec<u32> {
+    let spec = gen::Spec {
+        packets,
+        flows: 500_000,
+        sources: Some(500_000),
+        skew: 1.1,
+        order: gen::Order::Bursty,
+        seed: 1,
+        ..gen::Spec::default()
+    };
+    let mut v = Vec::with_capacity(packets as usize);
+    gen::generate(&spec, |p| v.push(p.tuple.key(KeyKind::Src).prefix_u32())).expect("spec");
+    v
+}
+
+fn stream(name: &str, keys: &[u32], reps: usize) {
+    let n = keys.len();
+    // One reused batch of weights, as the bench harness feeds them (a 20 M-long weight
+    // stream would cost more memory bandwidth than the aggregator itself).
+    let ones = vec![1u64; BATCH];
+    let fk: Vec<FlowKey> = keys
+        .iter()
+        .take(4_000_000)
+        .map(|&k| FlowKey::from_u32(k))
         .collect();
-    let ones = vec![1u64; packets];
-    let reps = 5;
-    let time = |f: &mut dyn FnMut()| -> f64 {
-        f(); // warm-up
-        let t0 = cpu_ns().unwrap_or(0);
-        for _ in 0..reps {
-            f();
-        }
-        (cpu_ns().unwrap_or(0) - t0) as f64 / (reps * packets) as f64
-    };
-    let cm = || {
-        sketch::build("count_min", &toml::Table::new(), &BuildCtx::default())
-            .ok()
-            .flatten()
-            .expect("count_min")
-    };
+    println!("== {name}: {n} packets ({} as FlowKeys)", fk.len());
     let mut sum = 0u64;
-    let ns = time(&mut || {
-        for k in keys.chunks(32) {
-            for k in k {
-                sum = sum.wrapping_add(u64::from(k.prefix_u32()) ^ k.len() as u64);
+    let ns = time(n, reps, &mut || {
+        for k in keys.chunks(BATCH) {
+            for &k in k {
+                sum = sum.wrapping_add(u64::from(k));
             }
         }
     });
+    println!("floor (read the u32 keys): {ns:.2} ns/packet [{}]", sum & 1);
+    let mut c = count_min();
+    let ns = time(n, reps, &mut || {
+        for (k, w) in keys.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
+            c.update_batch_u32(k, w);
+        }
+        c.reset();
+    });
     println!(
-        "floor (read the 38-byte keys): {ns:.2} ns/packet [{}]",
-        sum & 1
+        "count_min direct, u32: {ns:.2} ns/packet ({:.0} Mpps)",
+        1e3 / ns
     );
-    let mut c = cm();
-    let ns = time(&mut || {
-        for (k, w) in keys.chunks(32).zip(ones.chunks(32)) {
+    let ns = time(fk.len(), reps, &mut || {
+        for (k, w) in fk.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
             c.update_batch(k, w);
         }
+        c.reset();
     });
-    println!("count_min direct: {ns:.2} ns/packet ({:.0} Mpps)", 1e3 / ns);
+    println!(
+        "count_min direct, FlowKey: {ns:.2} ns/packet ({:.0} Mpps)",
+        1e3 / ns
+    );
     for policy in [Policy::Grr, Policy::Lru] {
         for simd in [Simd::Avx512, Simd::Avx2, Simd::Sse2, Simd::Off] {
             let cfg = AggConfig {
@@ -75,27 +133,44 @@ fn main() {
             let Ok(mut agg) = Aggregator::new(&cfg, 4) else {
                 continue;
             };
-            let ns = time(&mut || {
-                let mut sink = |_: &[FlowKey], _: &[u64]| {};
-                for (k, w) in keys.chunks(32).zip(ones.chunks(32)) {
-                    agg.update_batch(k, w, &mut sink);
+            let mut none = |_: KeyBatch<'_>, _: &[u64]| {};
+            let ns = time(n, reps, &mut || {
+                for (k, w) in keys.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
+                    agg.update_batch_u32(k, w, &mut none);
                 }
-                agg.flush(&mut sink);
+                agg.flush(&mut none);
             });
             let share = agg.stats().evicted_share();
-            let mut c = cm();
-            let ns_cm = time(&mut || {
-                let mut sink = |k: &[FlowKey], w: &[u64]| c.update_batch(k, w);
-                for (k, w) in keys.chunks(32).zip(ones.chunks(32)) {
-                    agg.update_batch(k, w, &mut sink);
+            let ns_fk = time(fk.len(), reps, &mut || {
+                for (k, w) in fk.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
+                    agg.update_batch(k, w, &mut none);
+                }
+                agg.flush(&mut none);
+            });
+            let ns_cm = time(n, reps, &mut || {
+                let mut sink = |k: KeyBatch<'_>, w: &[u64]| k.feed(c.as_mut(), w);
+                for (k, w) in keys.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
+                    agg.update_batch_u32(k, w, &mut sink);
                 }
                 agg.flush(&mut sink);
+                c.reset();
             });
             println!(
-                "{policy} {simd:>6}: aggregator {ns:.2} ns/packet ({:.0} Mpps), + count_min {ns_cm:.2} ns/packet ({:.0} Mpps), evicted share {share:.3}",
+                "{policy} {simd:>6}: aggregator u32 {ns:.2} ns/packet ({:.0} Mpps), FlowKey {ns_fk:.2}; + count_min {ns_cm:.2} ns/packet ({:.0} Mpps); evicted share {share:.3}",
                 1e3 / ns,
                 1e3 / ns_cm
             );
         }
     }
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let (reps, big) = if quick {
+        (2, 4_000_000)
+    } else {
+        (3, 20_000_000)
+    };
+    stream("bursty (figure 5's trace)", &bursty(big), reps);
+    stream("shuffled Zipf(1.1), 500k keys", &shuffled(4_000_000), reps);
 }

@@ -15,10 +15,32 @@
 //! 3.4 "Handling large flow IDs") plus the full key in a parallel flow-ID array; a fingerprint
 //! hit compares full keys, and a collision evicts the old pair, so no count is ever merged into
 //! the wrong key. In narrow mode a key of another length (an IPv6 source in an IPv4 run) cannot
-//! be stored; it bypasses the aggregator as an unbatched update, counted in [`AggStats::bypassed`].
+//! be stored; it bypasses the aggregator unaggregated, counted in [`AggStats::bypassed`].
 //!
-//! Evictions are buffered and handed on in batches of [`AggConfig::evict_batch`] so the
-//! algorithm can hash the whole batch and prefetch (`Algorithm::update_batch`).
+//! # The narrow hot path
+//!
+//! [`Aggregator::update_batch_u32`] takes 4-byte keys as u32 (4 bytes of input a packet instead
+//! of a 38-byte `FlowKey`); [`Aggregator::update_batch`] in narrow mode converts each chunk and
+//! runs the same loop, so both evict exactly the same sequence. Per chunk of 32 packets:
+//!
+//! 1. *Run merge*: a vector compare of each key with the previous one gives the chunk's runs of
+//!    equal keys (trains of back-to-back packets; 83% of the packets of figure 5's trace repeat
+//!    the previous key), each summed into one update in registers. This is the paper's
+//!    aggregation applied before the table: it removes the store-to-load chain on one counter
+//!    that a train otherwise costs. Unit weights need no sums; a chunk holding a weight
+//!    `>= 2^32` is not merged; a run whose sum passes u32 bypasses as one update.
+//! 2. *Locate and prefetch*: each run's array (fastmod, or `HashFn` over the key's 4 bytes for
+//!    [`Index::Hash`]) and a prefetch of its key and value lines, so the misses overlap.
+//! 3. *Look up*, after one bound check for the whole chunk (unchecked indexing per packet):
+//!    a hit is one 16-wide compare and one add on the straight-line path; a miss (insert or
+//!    evict) is an out-of-line call. Evictions are written by index into a fixed buffer
+//!    (`evict_batch + 32` long) and the sink is called only between chunks.
+//!
+//! Evictions are handed on in batches of exactly [`AggConfig::evict_batch`] (the flush hands on
+//! the remainder) through the sink `&mut dyn FnMut(KeyBatch, &[u64])`: `KeyBatch::U32` in narrow
+//! mode (no `FlowKey` is built; `KeyBatch::feed` calls the algorithm's `update_batch_u32`),
+//! `KeyBatch::Keys` in fingerprint mode and for bypassed keys of another length (which wait in
+//! their own buffer). The algorithm hashes the whole batch and prefetches.
 //!
 //! # Why answers do not change
 //!
@@ -49,6 +71,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use algo::Algorithm;
+pub use algo::KeyBatch;
 use key::{FlowKey, HashFn, MAX_KEY_LEN};
 use serde::{Deserialize, Serialize};
 
@@ -234,11 +257,35 @@ impl FastMod {
 /// Seed of the array hash for [`Index::Hash`] (placement only; answers never depend on it).
 const INDEX_SEED: u64 = 0x6167_6765_7669_6374; // "aggevict"
 
-/// Marks a packet that bypasses the arrays (narrow mode, other key length).
-const BYPASS: u32 = u32::MAX;
-
-/// Packets whose arrays are located and prefetched before any of them is processed.
+/// Packets whose arrays are located and prefetched before any of them is looked up (pass 1 of
+/// the two-pass chunk loop). Also the headroom of the narrow eviction buffer: at most one
+/// eviction per packet, drained to below `evict_batch` after every chunk.
 const CHUNK: usize = 32;
+
+/// Indices into a `2 * CHUNK` table (`CHUNK` is a power of two, so `& (2 * CHUNK - 1)` keeps
+/// every index `<= CHUNK` unchanged while proving it in bounds).
+const CHUNK_MASK_1: usize = 2 * CHUNK - 1;
+
+/// Bit `j` set where packet `j` starts a run of equal keys (bit 0 always).
+#[inline(always)]
+fn run_starts(ks: &[u32]) -> u32 {
+    let mut m = 1u32;
+    if let Ok(k) = <&[u32; CHUNK]>::try_from(ks) {
+        // Fixed length: compiles to a few vector compares.
+        for j in 1..CHUNK {
+            m |= u32::from(k[j] != k[j - 1]) << j;
+        }
+    } else {
+        for (j, w) in ks.windows(2).enumerate() {
+            m |= u32::from(w[0] != w[1]) << ((j + 1) & (CHUNK - 1));
+        }
+    }
+    m
+}
+
+/// The eviction sink: each batch of aggregated updates, as u32 keys (narrow mode) or full keys
+/// (fingerprint mode, and bypassed keys of another length), with their summed weights.
+pub type Sink<'s> = dyn FnMut(KeyBatch<'_>, &[u64]) + 's;
 
 /// The aggregator. One per worker core; not shared.
 #[derive(Clone, Debug)]
@@ -261,6 +308,12 @@ pub struct Aggregator {
     /// GRR: the next slot to evict in whatever array is full.
     grr: usize,
     evict_batch: usize,
+    /// Narrow mode: evicted u32 keys and weights, `out_n` of them live. Fixed length
+    /// `evict_batch + CHUNK` (written by index, no `Vec::push` on the hot path).
+    out_u32: Vec<u32>,
+    out_uw: Vec<u64>,
+    out_n: usize,
+    /// Fingerprint mode: evicted full keys; narrow mode: bypassed keys of another length.
     out_keys: Vec<FlowKey>,
     out_w: Vec<u64>,
     stats: AggStats,
@@ -285,6 +338,7 @@ impl Aggregator {
         };
         let k = cfg.arrays;
         let narrow = key_len == 4;
+        let nbuf = if narrow { cfg.evict_batch + CHUNK } else { 0 };
         Ok(Aggregator {
             k,
             fastmod: FastMod::new(k as u32),
@@ -309,8 +363,12 @@ impl Aggregator {
             },
             grr: 0,
             evict_batch: cfg.evict_batch,
-            out_keys: Vec::with_capacity(cfg.evict_batch),
-            out_w: Vec::with_capacity(cfg.evict_batch),
+            out_u32: vec![0; nbuf],
+            out_uw: vec![0; nbuf],
+            out_n: 0,
+            // Narrow mode holds only bypassed keys here: allocated on first use.
+            out_keys: Vec::with_capacity(if narrow { 0 } else { cfg.evict_batch }),
+            out_w: Vec::with_capacity(if narrow { 0 } else { cfg.evict_batch }),
             stats: AggStats::default(),
         })
     }
@@ -325,12 +383,13 @@ impl Aggregator {
         self.narrow
     }
 
-    /// Pairs currently held (not yet handed on).
+    /// Pairs currently held (not yet handed on), including buffered evictions.
     pub fn len(&self) -> usize {
         self.occ
             .iter()
             .map(|o| o.count_ones() as usize)
             .sum::<usize>()
+            + self.out_n
             + self.out_keys.len()
     }
 
@@ -338,18 +397,31 @@ impl Aggregator {
         self.len() == 0
     }
 
-    /// Aggregate a batch; evicted (key, count) batches are passed to `sink`.
+    /// Aggregate a batch of keys of any kind; evicted (key, count) batches go to `sink`
+    /// (`KeyBatch::U32` in narrow mode, `KeyBatch::Keys` otherwise and for bypassed keys).
     /// `keys` and `weights` pair up; if their lengths differ, the surplus of the longer one is
     /// ignored (a caller bug, caught by a debug assertion).
-    pub fn update_batch(
-        &mut self,
-        keys: &[FlowKey],
-        weights: &[u64],
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
-    ) {
+    pub fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64], sink: &mut Sink<'_>) {
+        self.update(KeyBatch::Keys(keys), weights, sink);
+    }
+
+    /// The hot path for 4-byte keys (IPv4 source or destination) given as big-endian u32
+    /// (`FlowKey::prefix_u32`): 4 bytes of input per packet instead of a 38-byte `FlowKey`.
+    /// Exactly the evictions of [`Aggregator::update_batch`] over `FlowKey::from_u32` of the same
+    /// values. On a fingerprint-mode aggregator (built for wider keys) the keys are converted.
+    pub fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64], sink: &mut Sink<'_>) {
+        self.update(KeyBatch::U32(keys), weights, sink);
+    }
+
+    /// Either batch representation (dispatches once per call on the SIMD backend).
+    pub fn update(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut Sink<'_>) {
         debug_assert_eq!(keys.len(), weights.len());
         let n = keys.len().min(weights.len());
-        let (keys, weights) = (&keys[..n], &weights[..n]);
+        let keys = match keys {
+            KeyBatch::Keys(k) => KeyBatch::Keys(&k[..n]),
+            KeyBatch::U32(k) => KeyBatch::U32(&k[..n]),
+        };
+        let weights = &weights[..n];
         self.stats.packets += n as u64;
         match self.simd {
             #[cfg(target_arch = "x86_64")]
@@ -366,20 +438,36 @@ impl Aggregator {
     }
 
     /// Epoch end: evict everything, array by array, slot by slot (a deterministic order), then
-    /// hand on the buffer. Afterwards the aggregator is as new (GRR index and LRU clock reset),
-    /// stats aside.
-    pub fn flush(&mut self, sink: &mut dyn FnMut(&[FlowKey], &[u64])) {
+    /// hand on the buffers (in batches of `evict_batch`). Afterwards the aggregator is as new
+    /// (GRR index and LRU clock reset), stats aside.
+    pub fn flush(&mut self, sink: &mut Sink<'_>) {
         for a in 0..self.k {
-            let mut occ = self.occ[a];
+            let mut occ = self.occ.get(a).copied().unwrap_or(0);
             while occ != 0 {
                 let s = occ.trailing_zeros() as usize;
                 occ &= occ - 1;
-                let key = self.slot_key(a, s);
-                let v = self.vals[a].0[s];
+                let v = u64::from(self.vals[a].0[s]);
                 self.stats.flushed += 1;
-                self.emit(key, u64::from(v), sink);
+                if self.narrow {
+                    self.push_u32(self.keys[a].0[s], v);
+                    if self.out_n >= self.evict_batch {
+                        self.drain_u32(sink);
+                    }
+                } else {
+                    self.emit(self.full[a * SLOTS + s], v, sink);
+                }
             }
-            self.occ[a] = 0;
+            if let Some(o) = self.occ.get_mut(a) {
+                *o = 0;
+            }
+        }
+        self.drain_u32(sink);
+        if self.out_n > 0 {
+            sink(
+                KeyBatch::U32(&self.out_u32[..self.out_n]),
+                &self.out_uw[..self.out_n],
+            );
+            self.out_n = 0;
         }
         self.drain(sink);
         self.grr = 0;
@@ -397,132 +485,372 @@ impl Aggregator {
         self.stats = AggStats::default();
     }
 
-    /// Bytes of state: keys, values, occupancy, LRU stamps, flow-ID array, eviction buffer.
+    /// Bytes of state: keys, values, occupancy, LRU stamps, flow-ID array, eviction buffers.
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
         (self.keys.len() + self.vals.len() + self.stamps.len()) * size_of::<Line>()
             + self.occ.len() * 2
             + self.full.len() * size_of::<FlowKey>()
-            + self.evict_batch * (size_of::<FlowKey>() + 8)
+            + self.out_u32.len() * 12
+            + self.out_keys.capacity() * (size_of::<FlowKey>() + 8)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f")]
-    unsafe fn run_avx512(
-        &mut self,
-        keys: &[FlowKey],
-        weights: &[u64],
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
-    ) {
+    unsafe fn run_avx512(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut Sink<'_>) {
         self.run::<simd::x86::Avx512>(keys, weights, sink)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn run_avx2(
-        &mut self,
-        keys: &[FlowKey],
-        weights: &[u64],
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
-    ) {
+    unsafe fn run_avx2(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut Sink<'_>) {
         self.run::<simd::x86::Avx2>(keys, weights, sink)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "sse2")]
-    unsafe fn run_sse2(
-        &mut self,
-        keys: &[FlowKey],
-        weights: &[u64],
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
-    ) {
+    unsafe fn run_sse2(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut Sink<'_>) {
         self.run::<simd::x86::Sse2>(keys, weights, sink)
     }
 
-    /// Picks the loop specialised for the key mode and policy (branch-free per packet).
+    /// Picks the loop specialised for the input, key mode and policy (branch-free per packet).
     #[inline(always)]
-    fn run<K: Kernel>(
-        &mut self,
-        keys: &[FlowKey],
-        weights: &[u64],
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
-    ) {
-        match (self.narrow, self.policy) {
-            (true, Policy::Grr) => self.run_mode::<K, true, false>(keys, weights, sink),
-            (true, Policy::Lru) => self.run_mode::<K, true, true>(keys, weights, sink),
-            (false, Policy::Grr) => self.run_mode::<K, false, false>(keys, weights, sink),
-            (false, Policy::Lru) => self.run_mode::<K, false, true>(keys, weights, sink),
+    fn run<K: Kernel>(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut Sink<'_>) {
+        match (keys, self.narrow, self.policy) {
+            (KeyBatch::U32(k), true, Policy::Grr) => self.narrow_u32::<K, false>(k, weights, sink),
+            (KeyBatch::U32(k), true, Policy::Lru) => self.narrow_u32::<K, true>(k, weights, sink),
+            (KeyBatch::Keys(k), true, Policy::Grr) => {
+                self.narrow_keys::<K, false>(k, weights, sink)
+            }
+            (KeyBatch::Keys(k), true, Policy::Lru) => self.narrow_keys::<K, true>(k, weights, sink),
+            (KeyBatch::Keys(k), false, Policy::Grr) => self.wide::<K, false>(k, weights, sink),
+            (KeyBatch::Keys(k), false, Policy::Lru) => self.wide::<K, true>(k, weights, sink),
+            (KeyBatch::U32(k), false, _) => {
+                // 4-byte keys offered to a fingerprint-mode aggregator: convert, chunk by chunk.
+                let mut buf = [FlowKey::EMPTY; CHUNK];
+                for (ks, ws) in k.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
+                    for (b, &x) in buf.iter_mut().zip(ks) {
+                        *b = FlowKey::from_u32(x);
+                    }
+                    let b = &buf[..ks.len()];
+                    match self.policy {
+                        Policy::Grr => self.wide::<K, false>(b, ws, sink),
+                        Policy::Lru => self.wide::<K, true>(b, ws, sink),
+                    }
+                }
+            }
         }
     }
 
-    /// The batch loop, compiled once per kernel, key mode and policy (inlined into each
-    /// `run_*` entry point, so the kernel inlines too).
+    // ------------------------------------------------------------------ narrow mode
+
+    /// Narrow mode, u32 input: the hot loop.
     #[inline(always)]
-    fn run_mode<K: Kernel, const NARROW: bool, const LRU: bool>(
+    fn narrow_u32<K: Kernel, const LRU: bool>(
+        &mut self,
+        keys: &[u32],
+        weights: &[u64],
+        sink: &mut Sink<'_>,
+    ) {
+        for (ks, ws) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
+            self.narrow_chunk::<K, LRU>(ks, ws);
+            if self.out_n >= self.evict_batch {
+                self.drain_u32(sink);
+            }
+        }
+    }
+
+    /// Narrow mode, `FlowKey` input: each chunk is converted to u32 (keys of another length
+    /// bypass) and runs through the same chunk loop as [`Aggregator::update_batch_u32`], so the
+    /// two paths evict the same sequence.
+    #[inline(always)]
+    fn narrow_keys<K: Kernel, const LRU: bool>(
         &mut self,
         keys: &[FlowKey],
         weights: &[u64],
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
+        sink: &mut Sink<'_>,
     ) {
-        let mut idx = [0u32; CHUNK];
-        let mut fp = [0u32; CHUNK];
+        let mut u = [0u32; CHUNK];
+        let mut uw = [0u64; CHUNK];
         for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
             // The input keys of the next chunk (38 bytes each): a caller streaming a large
-            // preloaded trace otherwise waits on their first load (the hottest instruction in a
-            // profile of the loop).
+            // preloaded trace otherwise waits on their first load.
             let next = keys.as_ptr_range().start.wrapping_add((c + 1) * CHUNK);
             for l in 0..(CHUNK * std::mem::size_of::<FlowKey>()).div_ceil(64) {
                 simd::prefetch_ptr(next.cast::<u8>().wrapping_add(l * 64));
             }
-            // Pass 1: locate every packet's array and prefetch its key and value lines, so
-            // the misses of the chunk overlap instead of serialising in pass 2.
-            for ((k, i), f) in ks.iter().zip(idx.iter_mut()).zip(fp.iter_mut()) {
-                let (a, x) = self.locate::<NARROW>(k);
-                *i = a;
-                *f = x;
-                if let (Some(kl), Some(vl)) = (self.keys.get(a as usize), self.vals.get(a as usize))
-                {
-                    simd::prefetch(kl);
-                    simd::prefetch(vl);
+            let mut m = 0;
+            for (k, &w) in ks.iter().zip(ws) {
+                match (k.len() == 4, u.get_mut(m), uw.get_mut(m)) {
+                    (true, Some(x), Some(y)) => {
+                        *x = k.prefix_u32();
+                        *y = w;
+                        m += 1;
+                    }
+                    _ => self.bypass(*k, w, sink),
                 }
             }
-            for (((k, &w), &a), &f) in ks.iter().zip(ws).zip(&idx).zip(&fp) {
-                self.one::<K, NARROW, LRU>(a, f, k, w, sink);
+            self.narrow_chunk::<K, LRU>(&u[..m], &uw[..m]);
+            if self.out_n >= self.evict_batch {
+                self.drain_u32(sink);
             }
         }
     }
 
-    /// (array, SIMD key) of `key`; array `BYPASS` if it cannot be stored.
+    /// One chunk (at most `CHUNK` packets) in two passes. Pass 1 merges runs of the same key
+    /// (trains of back-to-back packets of one flow are the norm on real links; 83% of the
+    /// packets of figure 5's trace repeat the previous key) into one update, then locates
+    /// every run's array and prefetches its key and value lines, so the chunk's cache misses
+    /// overlap. Pass 2 looks the runs up. Merging consecutive packets is the aggregation
+    /// itself, done in registers: without it every packet of a train waits on the store of the
+    /// previous one to the same counter (a chain through memory of several cycles a packet).
     #[inline(always)]
-    fn locate<const NARROW: bool>(&self, key: &FlowKey) -> (u32, u32) {
-        let f = if NARROW {
-            if key.len() != 4 {
-                return (BYPASS, 0);
-            }
-            key.prefix_u32()
+    fn narrow_chunk<K: Kernel, const LRU: bool>(&mut self, ks: &[u32], ws: &[u64]) {
+        let n = ks.len().min(ws.len()).min(CHUNK);
+        let (ks, ws) = (&ks[..n], &ws[..n]);
+        if n == 0 {
+            return;
+        }
+        // Run weights: unit weights (packet counting) need no sums; otherwise exclusive prefix
+        // sums, exact in u64 while every weight is < 2^32 (32 of them sum below 2^37). A chunk
+        // holding a larger weight is not merged at all, so such a packet stays a run of its own
+        // and bypasses as before. A merged run whose sum exceeds u32 bypasses in `one_u32`.
+        let (or, and) = ws
+            .iter()
+            .fold((0u64, u64::MAX), |(o, a), &w| (o | w, a & w));
+        let unit = or == 1 && and == 1;
+        let mut starts = if or >> 32 == 0 {
+            run_starts(ks)
         } else {
-            key.fold32()
+            u32::MAX
         };
-        let a = match self.index {
-            Index::Modulo => self.fastmod.rem(f),
-            Index::Hash => key::reduce(self.hash.hash(key), self.k) as u32,
+        starts &= u32::MAX >> (CHUNK - n);
+        let mut pre = [0u64; 2 * CHUNK];
+        if !unit {
+            let mut acc = 0u64;
+            for (p, &w) in pre[1..].iter_mut().zip(ws) {
+                acc = acc.wrapping_add(w);
+                *p = acc;
+            }
+        }
+        let mut rk = [0u32; CHUNK];
+        let mut rw = [0u64; CHUNK];
+        let mut runs = 0usize;
+        while starts != 0 {
+            let p = starts.trailing_zeros() as usize;
+            starts &= starts - 1;
+            let q = if starts == 0 {
+                n
+            } else {
+                starts.trailing_zeros() as usize
+            };
+            let w = if unit {
+                (q - p) as u64
+            } else {
+                pre[q & CHUNK_MASK_1].wrapping_sub(pre[p & CHUNK_MASK_1])
+            };
+            rk[runs & (CHUNK - 1)] = ks[p & (CHUNK - 1)];
+            rw[runs & (CHUNK - 1)] = w;
+            runs += 1;
+        }
+        let runs = runs.min(CHUNK);
+        let (rk, rw) = (&rk[..runs], &rw[..runs]);
+        let mut idx = [0u32; CHUNK];
+        let (kp, vp) = (self.keys.as_ptr(), self.vals.as_ptr());
+        match self.index {
+            Index::Modulo => {
+                for (i, &f) in idx.iter_mut().zip(rk) {
+                    let a = self.fastmod.rem(f);
+                    *i = a;
+                    simd::prefetch_ptr(kp.wrapping_add(a as usize));
+                    simd::prefetch_ptr(vp.wrapping_add(a as usize));
+                }
+            }
+            Index::Hash => {
+                for (i, &f) in idx.iter_mut().zip(rk) {
+                    let a = key::reduce(self.hash.hash_bytes(&f.to_be_bytes()), self.k) as u32;
+                    *i = a;
+                    simd::prefetch_ptr(kp.wrapping_add(a as usize));
+                    simd::prefetch_ptr(vp.wrapping_add(a as usize));
+                }
+            }
+        }
+        let idx = &idx[..runs];
+        // One bound check per chunk instead of three per packet. Every index is `< k` by
+        // construction (fastmod and `reduce` return remainders); if that were ever false the
+        // chunk's runs pass through unaggregated rather than index out of bounds.
+        let cap = self.keys.len().min(self.vals.len()).min(self.occ.len());
+        let max = idx.iter().fold(0u32, |m, &a| m.max(a)) as usize;
+        if max >= cap {
+            debug_assert!(false, "array index {max} >= {cap}");
+            for (&f, &w) in rk.iter().zip(rw) {
+                self.stats.bypassed += 1;
+                self.push_u32(f, w);
+            }
+            return;
+        }
+        for ((&a, &f), &w) in idx.iter().zip(rk).zip(rw) {
+            // SAFETY: a <= max < cap, the length of `keys`, `vals` and `occ`.
+            unsafe { self.one_u32::<K, LRU>(a as usize, f, w) }
+        }
+    }
+
+    /// One packet. Hits (the common case on skewed traffic) are the straight-line path: one
+    /// 16-wide compare, one add.
+    ///
+    /// # Safety
+    /// `a < self.keys.len(), self.vals.len(), self.occ.len()`, and `K`'s CPU feature is present.
+    #[inline(always)]
+    unsafe fn one_u32<K: Kernel, const LRU: bool>(&mut self, a: usize, f: u32, w: u64) {
+        let Ok(w32) = u32::try_from(w) else {
+            // A weight that cannot be held: pass through, unaggregated.
+            self.stats.bypassed += 1;
+            self.push_u32(f, w);
+            return;
         };
-        (a, f)
+        // SAFETY: the caller guarantees `a` is in bounds of `occ` and `keys`, and `K`'s feature.
+        let (occ, m) = unsafe {
+            let occ = *self.occ.get_unchecked(a);
+            (occ, K::find(self.keys.get_unchecked(a), f, occ))
+        };
+        if m != 0 {
+            let s = (m.trailing_zeros() as usize) & (SLOTS - 1);
+            // SAFETY: the caller guarantees `a` is in bounds of `vals`.
+            let v = unsafe { &mut self.vals.get_unchecked_mut(a).0[s] };
+            match v.checked_add(w32) {
+                Some(nv) => *v = nv,
+                None => {
+                    // Never wrap a count: hand the old sum on first.
+                    let old = std::mem::replace(v, w32);
+                    self.push_u32(f, u64::from(old));
+                }
+            }
+            self.touch::<LRU>(a, s);
+        } else {
+            self.miss_u32::<LRU>(a, f, w32, occ);
+        }
+    }
+
+    /// Miss: insert into a free slot, or evict the policy's victim and take its slot.
+    #[inline(never)]
+    fn miss_u32<const LRU: bool>(&mut self, a: usize, f: u32, w32: u32, occ: u16) {
+        if occ != u16::MAX {
+            let s = (!occ).trailing_zeros() as usize & (SLOTS - 1);
+            if let (Some(kl), Some(vl), Some(o)) = (
+                self.keys.get_mut(a),
+                self.vals.get_mut(a),
+                self.occ.get_mut(a),
+            ) {
+                kl.0[s] = f;
+                vl.0[s] = w32;
+                *o = occ | (1 << s);
+            }
+            self.touch::<LRU>(a, s);
+        } else {
+            let s = self.victim::<LRU>(a);
+            if let (Some(kl), Some(vl)) = (self.keys.get_mut(a), self.vals.get_mut(a)) {
+                let old = std::mem::replace(&mut kl.0[s], f);
+                let v = std::mem::replace(&mut vl.0[s], w32);
+                self.touch::<LRU>(a, s);
+                self.push_u32(old, u64::from(v));
+            }
+        }
+    }
+
+    /// Append one update to the narrow buffer (drained by the chunk loop, so it never grows
+    /// past `evict_batch + CHUNK`; if it somehow did, it grows rather than drop the update).
+    #[inline(always)]
+    fn push_u32(&mut self, key: u32, w: u64) {
+        let n = self.out_n;
+        match (self.out_u32.get_mut(n), self.out_uw.get_mut(n)) {
+            (Some(k), Some(x)) => {
+                *k = key;
+                *x = w;
+            }
+            _ => {
+                self.out_u32.resize(n + 1, 0);
+                self.out_uw.resize(n + 1, 0);
+                self.out_u32[n] = key;
+                self.out_uw[n] = w;
+            }
+        }
+        self.out_n = n + 1;
+        self.stats.evicted += 1;
+    }
+
+    /// Hand on every whole batch of `evict_batch` narrow updates; keep the remainder.
+    #[inline(never)]
+    fn drain_u32(&mut self, sink: &mut Sink<'_>) {
+        let (b, n) = (self.evict_batch, self.out_n);
+        let mut start = 0;
+        while n - start >= b {
+            sink(
+                KeyBatch::U32(&self.out_u32[start..start + b]),
+                &self.out_uw[start..start + b],
+            );
+            start += b;
+        }
+        if start > 0 {
+            self.out_u32.copy_within(start..n, 0);
+            self.out_uw.copy_within(start..n, 0);
+            self.out_n = n - start;
+        }
+    }
+
+    /// Narrow mode: a key of another length passes through (its own buffer, as full keys).
+    #[inline(never)]
+    fn bypass(&mut self, key: FlowKey, w: u64, sink: &mut Sink<'_>) {
+        self.stats.bypassed += 1;
+        self.emit(key, w, sink);
+    }
+
+    // ------------------------------------------------------------------ fingerprint mode
+
+    /// The fingerprint-mode batch loop, compiled once per kernel and policy.
+    #[inline(always)]
+    fn wide<K: Kernel, const LRU: bool>(
+        &mut self,
+        keys: &[FlowKey],
+        weights: &[u64],
+        sink: &mut Sink<'_>,
+    ) {
+        let mut idx = [0u32; CHUNK];
+        let mut fp = [0u32; CHUNK];
+        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
+            let next = keys.as_ptr_range().start.wrapping_add((c + 1) * CHUNK);
+            for l in 0..(CHUNK * std::mem::size_of::<FlowKey>()).div_ceil(64) {
+                simd::prefetch_ptr(next.cast::<u8>().wrapping_add(l * 64));
+            }
+            // Pass 1: locate every packet's array and prefetch its key and value lines.
+            for ((k, i), f) in ks.iter().zip(idx.iter_mut()).zip(fp.iter_mut()) {
+                let x = k.fold32();
+                let a = match self.index {
+                    Index::Modulo => self.fastmod.rem(x),
+                    Index::Hash => key::reduce(self.hash.hash(k), self.k) as u32,
+                };
+                *i = a;
+                *f = x;
+                simd::prefetch_ptr(self.keys.as_ptr().wrapping_add(a as usize));
+                simd::prefetch_ptr(self.vals.as_ptr().wrapping_add(a as usize));
+            }
+            for (((k, &w), &a), &f) in ks.iter().zip(ws).zip(&idx).zip(&fp) {
+                self.one_wide::<K, LRU>(a as usize, f, k, w, sink);
+            }
+        }
     }
 
     #[inline(always)]
-    fn one<K: Kernel, const NARROW: bool, const LRU: bool>(
+    fn one_wide<K: Kernel, const LRU: bool>(
         &mut self,
-        a: u32,
+        a: usize,
         f: u32,
         key: &FlowKey,
         w: u64,
-        sink: &mut dyn FnMut(&[FlowKey], &[u64]),
+        sink: &mut Sink<'_>,
     ) {
-        let a = a as usize;
         let w32 = match u32::try_from(w) {
             Ok(w32) if a < self.k => w32,
-            // Other key length in narrow mode, or a weight that cannot be held: pass through.
+            // A weight that cannot be held: pass through.
             _ => {
                 self.stats.bypassed += 1;
                 self.emit(*key, w, sink);
@@ -535,7 +863,7 @@ impl Aggregator {
         let m = unsafe { K::find(&self.keys[a], f, occ) };
         if m != 0 {
             let s = (m.trailing_zeros() as usize) & (SLOTS - 1);
-            if !NARROW && self.full[a * SLOTS + s] != *key {
+            if self.full[a * SLOTS + s] != *key {
                 // Fingerprint collision: evict the other flow, give its slot to this one.
                 let old = std::mem::replace(&mut self.full[a * SLOTS + s], *key);
                 let v = std::mem::replace(&mut self.vals[a].0[s], w32);
@@ -547,7 +875,6 @@ impl Aggregator {
             match v.checked_add(w32) {
                 Some(nv) => self.vals[a].0[s] = nv,
                 None => {
-                    // Never wrap a count: hand the old sum on first.
                     self.vals[a].0[s] = w32;
                     self.emit(*key, u64::from(v), sink);
                 }
@@ -558,38 +885,15 @@ impl Aggregator {
             self.keys[a].0[s] = f;
             self.vals[a].0[s] = w32;
             self.occ[a] = occ | (1 << s);
-            if !NARROW {
-                self.full[a * SLOTS + s] = *key;
-            }
+            self.full[a * SLOTS + s] = *key;
             self.touch::<LRU>(a, s);
         } else {
             let s = self.victim::<LRU>(a);
-            let old = self.slot_key_m::<NARROW>(a, s);
+            let old = std::mem::replace(&mut self.full[a * SLOTS + s], *key);
             let v = std::mem::replace(&mut self.vals[a].0[s], w32);
             self.keys[a].0[s] = f;
-            if !NARROW {
-                self.full[a * SLOTS + s] = *key;
-            }
             self.touch::<LRU>(a, s);
             self.emit(old, u64::from(v), sink);
-        }
-    }
-
-    /// The full key held in slot `s` of array `a`.
-    fn slot_key(&self, a: usize, s: usize) -> FlowKey {
-        if self.narrow {
-            self.slot_key_m::<true>(a, s)
-        } else {
-            self.slot_key_m::<false>(a, s)
-        }
-    }
-
-    #[inline(always)]
-    fn slot_key_m<const NARROW: bool>(&self, a: usize, s: usize) -> FlowKey {
-        if NARROW {
-            FlowKey::from_u32(self.keys[a].0[s])
-        } else {
-            self.full[a * SLOTS + s]
         }
     }
 
@@ -603,10 +907,12 @@ impl Aggregator {
                 s
             }
             true => {
-                let st = &self.stamps[a].0;
+                let Some(st) = self.stamps.get(a) else {
+                    return 0;
+                };
                 let mut best = 0;
                 for s in 1..SLOTS {
-                    if st[s] < st[best] {
+                    if st.0[s] < st.0[best] {
                         best = s;
                     }
                 }
@@ -627,12 +933,15 @@ impl Aggregator {
                 }
             }
             self.clock += 1;
-            self.stamps[a].0[s] = self.clock;
+            if let Some(l) = self.stamps.get_mut(a) {
+                l.0[s & (SLOTS - 1)] = self.clock;
+            }
         }
     }
 
+    /// Append one full-key update (fingerprint-mode eviction, or a narrow-mode bypass).
     #[inline(always)]
-    fn emit(&mut self, key: FlowKey, w: u64, sink: &mut dyn FnMut(&[FlowKey], &[u64])) {
+    fn emit(&mut self, key: FlowKey, w: u64, sink: &mut Sink<'_>) {
         self.out_keys.push(key);
         self.out_w.push(w);
         self.stats.evicted += 1;
@@ -642,9 +951,9 @@ impl Aggregator {
     }
 
     #[inline(never)]
-    fn drain(&mut self, sink: &mut dyn FnMut(&[FlowKey], &[u64])) {
+    fn drain(&mut self, sink: &mut Sink<'_>) {
         if !self.out_keys.is_empty() {
-            sink(&self.out_keys, &self.out_w);
+            sink(KeyBatch::Keys(&self.out_keys), &self.out_w);
             self.out_keys.clear();
             self.out_w.clear();
         }
@@ -652,11 +961,29 @@ impl Aggregator {
 }
 
 /// Convenience: feed `algos` through an aggregator (fan-out: each eviction batch goes to every
-/// algorithm).
-pub fn fan_out<'a>(algos: &'a mut [Box<dyn Algorithm>]) -> impl FnMut(&[FlowKey], &[u64]) + 'a {
+/// algorithm, through `update_batch_u32` for u32 batches).
+pub fn fan_out<'a>(algos: &'a mut [Box<dyn Algorithm>]) -> impl FnMut(KeyBatch<'_>, &[u64]) + 'a {
     move |keys, weights| {
         for a in algos.iter_mut() {
-            a.update_batch(keys, weights);
+            keys.feed(a.as_mut(), weights);
+        }
+    }
+}
+
+/// Hand `batch` to `f` as full keys: `Keys` as is, `U32` converted chunk by chunk on the stack
+/// (for consumers that take only `FlowKey`s).
+pub fn with_flow_keys(batch: KeyBatch<'_>, weights: &[u64], f: &mut dyn FnMut(&[FlowKey], &[u64])) {
+    match batch {
+        KeyBatch::Keys(k) => f(k, weights),
+        KeyBatch::U32(k) => {
+            let mut buf = [FlowKey::EMPTY; CHUNK];
+            for (ks, ws) in k.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
+                let n = ks.len().min(ws.len());
+                for (b, &x) in buf.iter_mut().zip(ks) {
+                    *b = FlowKey::from_u32(x);
+                }
+                f(&buf[..n], &ws[..n]);
+            }
         }
     }
 }

@@ -164,23 +164,6 @@ pub(crate) mod x86 {
         // SAFETY: this function's own target feature is the one the kernel needs.
         unsafe { Avx512::find(line, key, occ) }
     }
-
-    /// Prefetch one cache line into L1. A prefetch never faults, but we only pass addresses of
-    /// live lines anyway.
-    #[inline(always)]
-    pub(crate) fn prefetch(line: &Line) {
-        // SAFETY: SSE is part of the x86_64 baseline; prefetch has no architectural effect.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>((line as *const Line).cast::<i8>()) }
-    }
-}
-
-/// Prefetch one line (no-op off x86_64).
-#[inline(always)]
-pub(crate) fn prefetch(line: &Line) {
-    #[cfg(target_arch = "x86_64")]
-    x86::prefetch(line);
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = line;
 }
 
 /// Prefetch the bytes at `p` (any address: a prefetch never faults; no-op off x86_64).

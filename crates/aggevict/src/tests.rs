@@ -21,13 +21,18 @@ fn cfg(arrays: usize, policy: Policy, simd: Simd) -> AggConfig {
 struct Log {
     seq: Vec<(FlowKey, u64)>,
     calls: usize,
+    /// Per call: whether the batch came as u32 keys.
+    kinds: Vec<bool>,
 }
 
 impl Log {
-    fn sink(&mut self) -> impl FnMut(&[FlowKey], &[u64]) + '_ {
+    fn sink(&mut self) -> impl FnMut(KeyBatch<'_>, &[u64]) + '_ {
         move |k, w| {
+            assert_eq!(k.len(), w.len());
             self.calls += 1;
-            self.seq.extend(k.iter().copied().zip(w.iter().copied()));
+            self.kinds.push(matches!(k, KeyBatch::U32(_)));
+            self.seq
+                .extend((0..k.len()).filter_map(|i| k.get(i)).zip(w.iter().copied()));
         }
     }
     fn totals(&self) -> BTreeMap<FlowKey, u64> {
@@ -321,7 +326,10 @@ fn narrow_mode_bypasses_other_lengths() {
     let ws = [1, 10, 2, 20, 5];
     a.update_batch(&ks, &ws, &mut log.sink());
     a.flush(&mut log.sink());
-    assert_eq!(log.seq, vec![(v6, 10), (v6, 20), (empty, 5), (v4, 3)]);
+    // Bypassed keys wait in their own buffer (as full keys); the flush hands on the arrays'
+    // pairs (as u32 keys) first, then that buffer.
+    assert_eq!(log.seq, vec![(v4, 3), (v6, 10), (v6, 20), (empty, 5)]);
+    assert_eq!(log.kinds, vec![true, false]);
     let st = a.stats();
     assert_eq!(
         (st.packets, st.evicted, st.bypassed, st.flushed),
@@ -388,14 +396,15 @@ fn evictions_come_in_batches_and_flush_empties() {
     };
     let mut a = Aggregator::new(&c, 4).unwrap();
     let mut sizes = Vec::new();
-    a.update_batch(&ks, &ws, &mut |k, w| {
+    a.update_batch(&ks, &ws, &mut |k: KeyBatch<'_>, w: &[u64]| {
         assert_eq!(k.len(), w.len());
+        assert!(matches!(k, KeyBatch::U32(_)));
         sizes.push(k.len());
     });
     assert!(sizes.iter().all(|&s| s == 7));
     assert!(!a.is_empty());
     let mut n = 0;
-    a.flush(&mut |k, _| n += k.len());
+    a.flush(&mut |k: KeyBatch<'_>, _: &[u64]| n += k.len());
     assert!(a.is_empty());
     assert_eq!(a.len(), 0);
     let mut again = 0;
@@ -417,4 +426,156 @@ fn memory_matches_the_papers_figure() {
         "{}",
         a.memory_bytes()
     );
+}
+
+/// `stream` with trains: each draw repeated 1..=12 times (back-to-back packets of one flow).
+fn bursty_stream(seed: u64, n: usize, universe: u32, big: bool) -> (Vec<FlowKey>, Vec<u64>) {
+    let (ks, ws) = stream(seed, n / 4, universe, FlowKey::from_u32);
+    let mut r = Pcg64::seed_from_u64(seed ^ 0xb0);
+    let (mut k2, mut w2) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for (k, w) in ks.iter().zip(&ws) {
+        for _ in 0..r.gen_range(1..=12) {
+            k2.push(*k);
+            // Some weights near and past u32::MAX: runs whose sum overflows a count, and
+            // chunks that hold a weight too large to merge.
+            w2.push(match r.gen_range(0..1000) {
+                0 if big => u64::from(u32::MAX) - r.gen_range(0..3),
+                1 if big => u64::from(u32::MAX) + r.gen_range(1..1000),
+                _ => *w,
+            });
+        }
+    }
+    (k2, w2)
+}
+
+/// `run` through the u32 path, in the same mixed batch sizes.
+fn run_u32(agg: &mut Aggregator, ks: &[FlowKey], ws: &[u64]) -> Log {
+    let us: Vec<u32> = ks.iter().map(|k| k.prefix_u32()).collect();
+    let mut log = Log::default();
+    let sizes = [1usize, 7, 32, 100, 3, 8192, 64];
+    let mut i = 0;
+    let mut b = 0;
+    while i < us.len() {
+        let e = (i + sizes[b % sizes.len()]).min(us.len());
+        agg.update_batch_u32(&us[i..e], &ws[i..e], &mut log.sink());
+        i = e;
+        b += 1;
+    }
+    agg.flush(&mut log.sink());
+    log
+}
+
+#[test]
+fn u32_path_evicts_the_same_sequence_as_the_flowkey_path() {
+    for (seed, big) in [(6u64, false), (7, true)] {
+        let (iid, iw) = stream(seed, 40_000, 4000, FlowKey::from_u32);
+        let (bk, bw) = bursty_stream(seed, 40_000, 4000, big);
+        let ones = vec![1u64; bk.len()];
+        for (ks, ws) in [(&iid, &iw), (&bk, &bw), (&bk, &ones)] {
+            let want = truth(ks, ws);
+            for policy in [Policy::Grr, Policy::Lru] {
+                for index in [Index::Modulo, Index::Hash] {
+                    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                        let c = AggConfig {
+                            index,
+                            ..cfg(16, policy, s)
+                        };
+                        let mut a = Aggregator::new(&c, 4).unwrap();
+                        let mut b = Aggregator::new(&c, 4).unwrap();
+                        let (la, lb) = (run(&mut a, ks, ws), run_u32(&mut b, ks, ws));
+                        assert!(la.seq == lb.seq, "{policy} {index} {s} big {big}");
+                        assert_eq!(a.stats(), b.stats());
+                        assert_eq!(lb.totals(), want, "{policy} {index} {s}");
+                        // Narrow mode hands every batch on as u32 keys, `evict_batch` at a time
+                        // until the flush.
+                        assert!(lb.kinds.iter().all(|&u| u));
+                        assert!(lb.seq.iter().all(|(_, w)| *w > 0));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_backend_matches_scalar_on_the_u32_path_with_trains() {
+    let (ks, ws) = bursty_stream(8, 60_000, 5000, true);
+    for policy in [Policy::Grr, Policy::Lru] {
+        let mut base = Aggregator::new(&cfg(32, policy, Simd::Off), 4).unwrap();
+        let want = run_u32(&mut base, &ks, &ws);
+        assert_eq!(want.totals(), truth(&ks, &ws));
+        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+            let mut a = Aggregator::new(&cfg(32, policy, s), 4).unwrap();
+            assert!(run_u32(&mut a, &ks, &ws).seq == want.seq, "{s} {policy}");
+        }
+    }
+}
+
+#[test]
+fn trains_merge_into_one_update_and_never_wrap_a_count() {
+    let k = 0x0a00_0001u32;
+    let mut a = Aggregator::new(&cfg(4, Policy::Grr, Simd::Auto), 4).unwrap();
+    let mut log = Log::default();
+    // One train of 32 unit packets: held as one pair of count 32.
+    a.update_batch_u32(&[k; 32], &[1; 32], &mut log.sink());
+    assert_eq!(a.len(), 1);
+    // A train whose sum passes u32::MAX: merged in u64, handed on whole, never wrapped.
+    let half = u64::from(u32::MAX / 2 + 7);
+    a.update_batch_u32(&[k; 3], &[half, half, 5], &mut log.sink());
+    assert_eq!(a.stats().bypassed, 1);
+    a.flush(&mut log.sink());
+    let total: u64 = 32 + 2 * half + 5;
+    assert_eq!(log.totals()[&FlowKey::from_u32(k)], total);
+    assert_eq!(
+        log.seq,
+        vec![
+            (FlowKey::from_u32(k), 2 * half + 5),
+            (FlowKey::from_u32(k), 32)
+        ]
+    );
+}
+
+#[test]
+fn u32_batches_reach_a_fingerprint_mode_aggregator_as_full_keys() {
+    let (ks, ws) = bursty_stream(9, 20_000, 3000, false);
+    let mut a = Aggregator::new(&cfg(8, Policy::Grr, Simd::Auto), 8).unwrap();
+    let log = run_u32(&mut a, &ks, &ws);
+    assert_eq!(log.totals(), truth(&ks, &ws));
+    assert!(log.kinds.iter().all(|&u| !u));
+}
+
+#[test]
+fn with_flow_keys_and_fan_out_convert_u32_batches() {
+    let us: Vec<u32> = (0..100u32).map(|i| i.wrapping_mul(0x9e37_79b9)).collect();
+    let ws: Vec<u64> = (1..=100).collect();
+    let mut got = Vec::new();
+    with_flow_keys(KeyBatch::U32(&us), &ws, &mut |k, w| {
+        got.extend(k.iter().copied().zip(w.iter().copied()))
+    });
+    let want: Vec<(FlowKey, u64)> = us
+        .iter()
+        .map(|&u| FlowKey::from_u32(u))
+        .zip(ws.clone())
+        .collect();
+    assert_eq!(got, want);
+    // fan_out: u32 batches reach every algorithm through update_batch_u32, with the state
+    // of update_batch over the same keys.
+    let ctx = algo::BuildCtx::default();
+    let mk = || {
+        sketch::build("count_min", &toml::Table::new(), &ctx)
+            .ok()
+            .flatten()
+            .expect("count_min")
+    };
+    let mut algos = vec![mk(), mk()];
+    let mut direct = mk();
+    let keys: Vec<FlowKey> = want.iter().map(|x| x.0).collect();
+    direct.update_batch(&keys, &ws);
+    fan_out(&mut algos)(KeyBatch::U32(&us), &ws);
+    for a in &algos {
+        for k in &keys {
+            assert_eq!(a.flow_size(k), direct.flow_size(k));
+            assert!(a.flow_size(k).is_some());
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The front end between the trace and the algorithm: nothing, or an Agg-Evict aggregator.
 
 use aggevict::{AggConfig, Aggregator, Policy, Simd};
-use algo::Algorithm;
+use algo::{Algorithm, KeyBatch};
 use key::{FlowKey, KeyKind};
 
 use crate::workload::Workload;
@@ -56,22 +56,24 @@ impl Front {
         )?)))
     }
 
-    /// Offer one batch of packets.
+    /// Offer one batch of packets, as full keys or (4-byte kinds) as u32 keys: the baseline
+    /// feeds the algorithm the same representation the aggregator gets, and the aggregator's
+    /// evictions reach it through the matching update (`KeyBatch::feed`).
     #[inline]
-    pub fn update(&mut self, keys: &[FlowKey], weights: &[u64], algo: &mut dyn Algorithm) {
+    pub fn update(&mut self, keys: KeyBatch<'_>, weights: &[u64], algo: &mut dyn Algorithm) {
         if keys.is_empty() {
             return;
         }
         match self {
-            Front::None => algo.update_batch(keys, weights),
-            Front::Agg(a) => a.update_batch(keys, weights, &mut |k, w| algo.update_batch(k, w)),
+            Front::None => keys.feed(algo, weights),
+            Front::Agg(a) => a.update(keys, weights, &mut |k, w| k.feed(algo, w)),
         }
     }
 
     /// Epoch end: hand everything held to the algorithm. The aggregator is then as new.
     pub fn flush(&mut self, algo: &mut dyn Algorithm) {
         if let Front::Agg(a) = self {
-            a.flush(&mut |k, w| algo.update_batch(k, w));
+            a.flush(&mut |k, w| k.feed(algo, w));
         }
     }
 
@@ -112,13 +114,21 @@ pub fn share_only(
     let epoch = epoch.max(1);
     let mut agg = Aggregator::new(&spec.config(), w.key_len(kind))?;
     let ones = vec![1u64; 32];
-    let mut keys = Vec::new();
+    let mut keys: Vec<FlowKey> = Vec::new();
+    let mut u32s = Vec::new();
     let mut start = 0;
-    let mut sink = |_: &[FlowKey], _: &[u64]| {};
+    let mut sink = |_: KeyBatch<'_>, _: &[u64]| {};
     while start < w.len() {
-        w.keys_into(start, start + epoch, kind, &mut keys);
-        for b in keys.chunks(32) {
-            agg.update_batch(b, &ones[..b.len()], &mut sink);
+        if w.has_u32_keys(kind) {
+            w.keys_u32_into(start, start + epoch, kind, &mut u32s);
+            for b in u32s.chunks(32) {
+                agg.update_batch_u32(b, &ones[..b.len()], &mut sink);
+            }
+        } else {
+            w.keys_into(start, start + epoch, kind, &mut keys);
+            for b in keys.chunks(32) {
+                agg.update_batch(b, &ones[..b.len()], &mut sink);
+            }
         }
         agg.flush(&mut sink);
         start += epoch;

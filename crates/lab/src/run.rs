@@ -14,7 +14,7 @@
 
 use std::hint::black_box;
 
-use algo::{Algorithm, BuildCtx};
+use algo::{Algorithm, BuildCtx, KeyBatch};
 use key::{FlowKey, KeyKind};
 
 use crate::accel::{self, AggSpec, Front};
@@ -59,9 +59,17 @@ pub(crate) fn build_algorithm(
     Ok(measure::registry::build(name, &toml::Table::new(), &ctx)?)
 }
 
+/// Packets `start..end` of `keys` (clamped).
+fn sub(keys: KeyBatch<'_>, start: usize, end: usize) -> KeyBatch<'_> {
+    match keys {
+        KeyBatch::Keys(k) => KeyBatch::Keys(k.get(start..end.min(k.len())).unwrap_or(&[])),
+        KeyBatch::U32(k) => KeyBatch::U32(k.get(start..end.min(k.len())).unwrap_or(&[])),
+    }
+}
+
 /// Process one epoch of keys in batches; returns nothing, records into `hist` when timing.
 fn epoch_pass(
-    keys: &[FlowKey],
+    keys: KeyBatch<'_>,
     ones: &[u64],
     batch: usize,
     algo: &mut dyn Algorithm,
@@ -72,8 +80,9 @@ fn epoch_pass(
     let mut total = 0u64;
     let mut last = (0u64, 0u64); // (cycles, packets) of the batch not yet recorded
     let mut hist = hist;
-    for b in keys.chunks(batch) {
-        let w = &ones[..b.len()];
+    for start in (0..keys.len()).step_by(batch.max(1)) {
+        let b = sub(keys, start, start + batch);
+        let w = &ones[..b.len().min(ones.len())];
         let t0 = clock.now();
         front.update(b, w, algo);
         let t1 = clock.now();
@@ -114,20 +123,42 @@ pub fn measure(w: &Workload, cfg: &RunCfg, clock: &Clock, seed: u64) -> Result<M
         None => Front::none(),
     };
     let ones = vec![1u64; batch];
-    let mut keys = Vec::with_capacity(epoch.min(w.len()));
+    // 4-byte kinds (IPv4 source or destination) go as u32 keys to both front ends (the
+    // algorithm's `update_batch_u32` without Agg-Evict, the aggregator's with it), so neither
+    // baseline nor aggregator pays for streaming 38-byte `FlowKey`s; wider kinds as `FlowKey`s.
+    let narrow = w.has_u32_keys(cfg.key);
+    let mut keys: Vec<FlowKey> = Vec::new();
+    let mut u32s: Vec<u32> = Vec::new();
+    let load = |start: usize, keys: &mut Vec<FlowKey>, u32s: &mut Vec<u32>| {
+        if narrow {
+            w.keys_u32_into(start, start + epoch, cfg.key, u32s);
+        } else {
+            w.keys_into(start, start + epoch, cfg.key, keys);
+        }
+    };
 
     // Warm-up: the first epoch, untimed.
-    w.keys_into(0, epoch, cfg.key, &mut keys);
-    epoch_pass(&keys, &ones, batch, algo.as_mut(), &mut front, clock, None);
+    load(0, &mut keys, &mut u32s);
+    let kb = if narrow {
+        KeyBatch::U32(&u32s)
+    } else {
+        KeyBatch::Keys(&keys)
+    };
+    epoch_pass(kb, &ones, batch, algo.as_mut(), &mut front, clock, None);
     front.clear_stats();
 
     let mut hist = LatencyHist::new();
     let mut cycles = 0u64;
     let mut start = 0usize;
     while start < w.len() {
-        w.keys_into(start, start + epoch, cfg.key, &mut keys);
+        load(start, &mut keys, &mut u32s);
+        let kb = if narrow {
+            KeyBatch::U32(&u32s)
+        } else {
+            KeyBatch::Keys(&keys)
+        };
         cycles += epoch_pass(
-            &keys,
+            kb,
             &ones,
             batch,
             algo.as_mut(),
@@ -199,12 +230,12 @@ pub fn measure_e2e(
         if let Some(k) = key_of(rec) {
             buf.push(k);
             if buf.len() == batch {
-                front.update(&buf, &ones, algo.as_mut());
+                front.update(KeyBatch::Keys(&buf), &ones, algo.as_mut());
                 buf.clear();
             }
         }
     })?;
-    front.update(&buf, &ones[..buf.len()], algo.as_mut());
+    front.update(KeyBatch::Keys(&buf), &ones[..buf.len()], algo.as_mut());
     front.flush(algo.as_mut());
     algo.reset();
     front.reset();
@@ -219,7 +250,7 @@ pub fn measure_e2e(
         if let Some(k) = key_of(rec) {
             buf.push(k);
             if buf.len() == batch {
-                front.update(&buf, &ones, algo.as_mut());
+                front.update(KeyBatch::Keys(&buf), &ones, algo.as_mut());
                 packets += batch as u64;
                 in_epoch += batch as u64;
                 if in_epoch >= epoch {
@@ -237,7 +268,7 @@ pub fn measure_e2e(
         }
     })?;
     let n = buf.len();
-    front.update(&buf, &ones[..n], algo.as_mut());
+    front.update(KeyBatch::Keys(&buf), &ones[..n], algo.as_mut());
     front.flush(algo.as_mut());
     black_box(algo.memory_bytes());
     algo.reset();

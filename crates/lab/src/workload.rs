@@ -149,6 +149,34 @@ impl Workload {
         }
     }
 
+    /// Whether keys of `kind` can be handed on as big-endian u32 (`keys_u32_into`): 4-byte
+    /// kinds (IPv4 source or destination) of a trace with no IPv6 packet.
+    pub fn has_u32_keys(&self, kind: KeyKind) -> bool {
+        matches!(self.store, Store::V4(_)) && matches!(kind, KeyKind::Src | KeyKind::Dst)
+    }
+
+    /// Replace `out` with the keys of kind `kind` (source or destination) of packets
+    /// `start..end` as big-endian u32 (`FlowKey::prefix_u32`): 4 bytes a packet instead of a
+    /// 38-byte `FlowKey`. Leaves `out` empty when `has_u32_keys(kind)` is false.
+    pub fn keys_u32_into(&self, start: usize, end: usize, kind: KeyKind, out: &mut Vec<u32>) {
+        out.clear();
+        let end = end.min(self.len());
+        let start = start.min(end);
+        let off = match kind {
+            KeyKind::Src => 0,
+            KeyKind::Dst => 4,
+            _ => return,
+        };
+        if let Store::V4(v) = &self.store {
+            if let Some(s) = v.get(start..end) {
+                out.extend(
+                    s.iter()
+                        .map(|r| u32::from_be_bytes([r[off], r[off + 1], r[off + 2], r[off + 3]])),
+                );
+            }
+        }
+    }
+
     /// Average share of distinct keys in consecutive batches of `batch` packets (Agg-Evict
     /// Figure 2b: "avg. unique flow percentage per batch"), over at most `limit` packets.
     /// The last partial batch is ignored unless it is the only one.
@@ -216,6 +244,29 @@ mod tests {
         assert_eq!(out, vec![tuples[1].key(KeyKind::Src), v6.key(KeyKind::Src)]);
         w.keys_into(5, 2, KeyKind::Src, &mut out);
         assert!(out.is_empty());
+        // With an IPv6 packet the 4-byte kinds are no longer u32 keys.
+        assert!(!w.has_u32_keys(KeyKind::Src));
+        let mut u = vec![7];
+        w.keys_u32_into(0, 3, KeyKind::Src, &mut u);
+        assert!(u.is_empty());
+    }
+
+    #[test]
+    fn u32_keys_match_the_flow_keys() {
+        let tuples = [t(1, 2), t(3, 4), t(1, 9)];
+        let w = Workload::from_tuples(&tuples, "test");
+        let (mut keys, mut u) = (Vec::new(), Vec::new());
+        for kind in [KeyKind::Src, KeyKind::Dst] {
+            assert!(w.has_u32_keys(kind));
+            w.keys_into(1, 3, kind, &mut keys);
+            w.keys_u32_into(1, 3, kind, &mut u);
+            let want: Vec<u32> = keys.iter().map(|k| k.prefix_u32()).collect();
+            assert_eq!(u, want);
+            assert_eq!(u.len(), 2);
+        }
+        assert!(!w.has_u32_keys(KeyKind::Pair));
+        w.keys_u32_into(0, 3, KeyKind::Pair, &mut u);
+        assert!(u.is_empty());
     }
 
     #[test]

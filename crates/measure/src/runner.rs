@@ -378,8 +378,10 @@ impl Runner {
                     let kinds = &self.kinds;
                     let inside: u128 = instances.iter().map(|i| i.nanos).sum();
                     let t = Instant::now();
-                    agg.update_batch(keys, weights, &mut |ks, ws| {
-                        feed(instances, ki, kinds, ks, ws)
+                    agg.update_batch(keys, weights, &mut |kb, ws| {
+                        aggevict::with_flow_keys(kb, ws, &mut |ks, ws| {
+                            feed(instances, ki, kinds, ks, ws)
+                        })
                     });
                     let all = t.elapsed().as_nanos();
                     let algos: u128 = instances.iter().map(|i| i.nanos).sum::<u128>() - inside;
@@ -400,7 +402,9 @@ impl Runner {
             let kinds = &self.kinds;
             let inside: u128 = instances.iter().map(|i| i.nanos).sum();
             let t = Instant::now();
-            agg.flush(&mut |ks, ws| feed(instances, ki, kinds, ks, ws));
+            agg.flush(&mut |kb, ws| {
+                aggevict::with_flow_keys(kb, ws, &mut |ks, ws| feed(instances, ki, kinds, ks, ws))
+            });
             let all = t.elapsed().as_nanos();
             let algos: u128 = instances.iter().map(|i| i.nanos).sum::<u128>() - inside;
             *nanos += all.saturating_sub(algos);
