@@ -150,7 +150,7 @@ fn u32_and_flow_key_batches_both_count_every_source() {
             i += 1;
             // One IPv6 packet in 40 (about one batch of 32 in two holds one): its source
             // embeds the IPv4 source, so the families' flows stay distinct.
-            if i % 40 == 0 {
+            if i.is_multiple_of(40) {
                 let mut t = p.tuple;
                 t.v6 = true;
                 t.src[15] = 0x66;
