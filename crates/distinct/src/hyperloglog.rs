@@ -14,7 +14,7 @@
 //! union stream.
 
 use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn};
+use key::{FlowKey, HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "hyperloglog";
@@ -141,6 +141,21 @@ impl HyperLogLog {
         }
     }
 
+    /// Hash a block, prefetch its registers, then insert (either key representation).
+    fn insert_batch<K: HashInput>(&mut self, keys: &[K]) {
+        let mut hashes = [0u64; crate::BATCH_BLOCK];
+        for block in keys.chunks(crate::BATCH_BLOCK) {
+            for (h, k) in hashes.iter_mut().zip(block) {
+                *h = k.hash_by(&self.hash);
+                let (idx, _) = self.split(*h);
+                crate::prefetch(self.registers.as_ptr().wrapping_add(idx));
+            }
+            for &h in &hashes[..block.len()] {
+                self.insert_hash(h);
+            }
+        }
+    }
+
     /// The HLL estimate with the small-range correction.
     pub fn estimate(&self) -> f64 {
         let m = self.registers.len() as f64;
@@ -182,17 +197,11 @@ impl Algorithm for HyperLogLog {
     /// Hash a block first and prefetch its registers: at p = 18 the registers are 256 KiB, past
     /// L2 on many cores; at the default 16 KiB the prefetch is cheap and harmless.
     fn update_batch(&mut self, keys: &[FlowKey], _weights: &[u64]) {
-        let mut hashes = [0u64; crate::BATCH_BLOCK];
-        for block in keys.chunks(crate::BATCH_BLOCK) {
-            for (h, k) in hashes.iter_mut().zip(block) {
-                *h = self.hash.hash(k);
-                let (idx, _) = self.split(*h);
-                crate::prefetch(self.registers.as_ptr().wrapping_add(idx));
-            }
-            for &h in &hashes[..block.len()] {
-                self.insert_hash(h);
-            }
-        }
+        self.insert_batch(keys);
+    }
+
+    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
+        self.insert_batch(keys);
     }
 
     fn reset(&mut self) {

@@ -18,7 +18,7 @@
 //! sketch of the union stream.
 
 use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn};
+use key::{FlowKey, HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "kmin";
@@ -164,6 +164,12 @@ impl Algorithm for KMin {
     fn update(&mut self, key: &FlowKey, _weight: u64) {
         let h = self.hash.hash(key);
         self.insert_hash(h);
+    }
+
+    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
+        for k in keys {
+            self.insert_hash(k.hash_by(&self.hash));
+        }
     }
 
     fn reset(&mut self) {

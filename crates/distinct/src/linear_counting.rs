@@ -22,7 +22,7 @@
 //! Idempotent (class B): weight ignored, merge = bitwise OR, equal to the sketch of the union.
 
 use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn};
+use key::{FlowKey, HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "linear_counting";
@@ -181,6 +181,26 @@ impl LinearCounting {
         }
     }
 
+    /// Hash a block, prefetch its words, then insert (either key representation).
+    fn insert_batch<K: HashInput>(&mut self, keys: &[K]) {
+        let mut hashes = [0u64; crate::BATCH_BLOCK];
+        for block in keys.chunks(crate::BATCH_BLOCK) {
+            for (h, k) in hashes.iter_mut().zip(block) {
+                *h = k.hash_by(&self.hash);
+            }
+            let hs = &hashes[..block.len()];
+            for &h in hs {
+                for row in 0..self.cfg.rows {
+                    let (w, _) = self.slot(row, self.position(h, row));
+                    crate::prefetch(self.words.as_ptr().wrapping_add(w));
+                }
+            }
+            for &h in hs {
+                self.insert_hash(h);
+            }
+        }
+    }
+
     fn rows(&self) -> impl Iterator<Item = &[u64]> {
         self.words.chunks_exact(self.cfg.words_per_row())
     }
@@ -227,22 +247,11 @@ impl Algorithm for LinearCounting {
     /// Hash a block of keys, prefetch every word they will touch, then set the bits: the rows
     /// are 256 KiB each at the default size, so the scalar loop waits on a cache miss per row.
     fn update_batch(&mut self, keys: &[FlowKey], _weights: &[u64]) {
-        let mut hashes = [0u64; crate::BATCH_BLOCK];
-        for block in keys.chunks(crate::BATCH_BLOCK) {
-            for (h, k) in hashes.iter_mut().zip(block) {
-                *h = self.hash.hash(k);
-            }
-            let hs = &hashes[..block.len()];
-            for &h in hs {
-                for row in 0..self.cfg.rows {
-                    let (w, _) = self.slot(row, self.position(h, row));
-                    crate::prefetch(self.words.as_ptr().wrapping_add(w));
-                }
-            }
-            for &h in hs {
-                self.insert_hash(h);
-            }
-        }
+        self.insert_batch(keys);
+    }
+
+    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
+        self.insert_batch(keys);
     }
 
     fn reset(&mut self) {

@@ -446,6 +446,29 @@ impl HashFn {
     }
 }
 
+/// A key in either representation the algorithms receive: a [`FlowKey`], or a 4-byte key held
+/// as its big-endian u32 value (`Algorithm::update_batch_u32`). Both hash to the same value, so
+/// a batch loop written once over `K: HashInput` serves both paths with the same state.
+pub trait HashInput: Copy {
+    fn hash_by(&self, h: &HashFn) -> u64;
+}
+
+impl HashInput for FlowKey {
+    #[inline(always)]
+    fn hash_by(&self, h: &HashFn) -> u64 {
+        h.hash(self)
+    }
+}
+
+impl HashInput for u32 {
+    /// `h.hash(&FlowKey::from_u32(*self))`, with a constant length (xxh3's length dispatch
+    /// folds away).
+    #[inline(always)]
+    fn hash_by(&self, h: &HashFn) -> u64 {
+        h.hash_bytes(&self.to_be_bytes())
+    }
+}
+
 /// `x -> (a*x + b) mod 2^64` with `a, b` uniform in `[2^64]`: Dietzfelbinger's multiply-add-shift.
 /// Its top `l` bits, `apply(x) >> (64 - l)`, are a *strongly universal* (pairwise independent)
 /// hash of 32-bit `x` onto `[2^l]` for every `l <= 33`, because `64 >= 32 + l - 1` (Dietzfelbinger,
@@ -595,6 +618,14 @@ mod tests {
         let h = HashFn::new(9);
         assert_ne!(h.affine(0), h.affine(1));
         assert_ne!(h.affine(0), HashFn::new(10).affine(0));
+    }
+
+    #[test]
+    fn u32_keys_hash_like_their_flow_keys() {
+        let h = HashFn::new(77);
+        for x in [0u32, 1, 0x0a00_0001, u32::MAX] {
+            assert_eq!(x.hash_by(&h), FlowKey::from_u32(x).hash_by(&h));
+        }
     }
 
     #[test]

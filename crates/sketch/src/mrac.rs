@@ -30,7 +30,7 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use algo::{Algorithm, ConfigError, MergeError, Task};
-use key::{reduce, FlowKey, HashFn};
+use key::{reduce, FlowKey, HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 use crate::rows::prefetch;
@@ -329,6 +329,25 @@ impl Mrac {
         a * self.cfg.width + reduce(h, self.cfg.width)
     }
 
+    /// Hash a batch, prefetch its counters, then add (either key representation).
+    fn add_batch<K: HashInput>(&mut self, keys: &[K], weights: &[u64]) {
+        self.invalidate();
+        let n = keys.len().min(weights.len());
+        let mut cells = [0usize; BATCH];
+        let mut start = 0;
+        while start < n {
+            let end = (start + BATCH).min(n);
+            for (c, k) in cells.iter_mut().zip(&keys[start..end]) {
+                *c = self.cell(k.hash_by(&self.hash));
+                prefetch(&self.counters, *c);
+            }
+            for (i, &w) in weights[start..end].iter().enumerate() {
+                self.add(cells[i], w);
+            }
+            start = end;
+        }
+    }
+
     #[inline(always)]
     fn add(&mut self, cell: usize, w: u64) {
         if let Some(c) = self.counters.get_mut(cell) {
@@ -398,21 +417,10 @@ impl Algorithm for Mrac {
         self.add(j, weight);
     }
     fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
-        self.invalidate();
-        let n = keys.len().min(weights.len());
-        let mut cells = [0usize; BATCH];
-        let mut start = 0;
-        while start < n {
-            let end = (start + BATCH).min(n);
-            for (c, k) in cells.iter_mut().zip(&keys[start..end]) {
-                *c = self.cell(self.hash.hash(k));
-                prefetch(&self.counters, *c);
-            }
-            for (i, &w) in weights[start..end].iter().enumerate() {
-                self.add(cells[i], w);
-            }
-            start = end;
-        }
+        self.add_batch(keys, weights);
+    }
+    fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
+        self.add_batch(keys, weights);
     }
     fn reset(&mut self) {
         self.counters.iter_mut().for_each(|c| *c = 0);
