@@ -207,6 +207,27 @@ impl RunConfig {
                 return Err(registry::RegistryError::Unknown(a.clone()).into());
             }
         }
+        // A name listed twice means the same thing as once (each task runs on every listed
+        // algorithm that answers it).
+        let mut seen = vec![];
+        let algos: Vec<String> = algos
+            .iter()
+            .filter(|a| {
+                let new = !seen.contains(a);
+                seen.push(*a);
+                new
+            })
+            .cloned()
+            .collect();
+        let mut tasks = tasks.to_vec();
+        let mut i = 0;
+        while i < tasks.len() {
+            if tasks[..i].contains(&tasks[i]) {
+                tasks.remove(i);
+            } else {
+                i += 1;
+            }
+        }
         let tasks: Vec<Task> = if tasks.is_empty() {
             if algos.is_empty() {
                 Task::ALL.to_vec()
@@ -217,7 +238,7 @@ impl RunConfig {
                     .collect()
             }
         } else {
-            tasks.to_vec()
+            tasks
         };
         if algos.is_empty() {
             return Ok(tasks
@@ -237,7 +258,7 @@ impl RunConfig {
             }
             out.extend(able.into_iter().map(|a| spec(t, a)));
         }
-        for a in algos {
+        for a in &algos {
             if !out.iter().any(|m| &m.algorithm == a) {
                 registry::check(a, tasks[0])?;
             }
@@ -335,5 +356,19 @@ mod tests {
             "{e}"
         );
         assert_eq!(RunConfig::measures_from_lists(&[], &[]).unwrap().len(), 9);
+        // Names listed twice count once.
+        let m = RunConfig::measures_from_lists(
+            &[Task::HeavyHitters, Task::FlowSize, Task::HeavyHitters],
+            &["count_min".into(), "count_min".into()],
+        )
+        .unwrap();
+        let pairs: Vec<(Task, &str)> = m.iter().map(|m| (m.task, m.algorithm.as_str())).collect();
+        assert_eq!(
+            pairs,
+            vec![
+                (Task::HeavyHitters, "count_min"),
+                (Task::FlowSize, "count_min")
+            ]
+        );
     }
 }
