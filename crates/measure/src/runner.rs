@@ -288,6 +288,30 @@ impl Runner {
                     instances.len() - 1
                 }
             };
+            // The registry knows what an algorithm answers by default; its configuration can
+            // narrow that (Count-Min with `candidates = 0` answers flow size only).
+            if !instances[instance].algo.tasks().contains(&spec.task) {
+                return Err(ConfigError::Field {
+                    field: "params",
+                    reason: format!(
+                        "{} as configured ({}) does not answer {}; it answers: {}",
+                        spec.algorithm,
+                        spec.params
+                            .iter()
+                            .map(|(k, v)| format!("{k} = {v}"))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        spec.task,
+                        instances[instance]
+                            .algo
+                            .tasks()
+                            .iter()
+                            .map(|t| t.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                });
+            }
             if spec.task == Task::HeavyChangers {
                 instances[instance].wants_prev = true;
             }
