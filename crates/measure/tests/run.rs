@@ -183,10 +183,18 @@ fn u32_and_flow_key_batches_both_count_every_source() {
 #[test]
 fn count_min_without_candidates_refuses_heavy_hitters() {
     let mut hh = spec(Task::HeavyHitters, "count_min");
-    hh.params.insert("candidates".into(), toml::Value::Integer(0));
-    let e = Runner::new(cfg(vec![hh]), "test").err().unwrap().to_string();
-    assert!(e.contains("candidates = 0") && e.contains("heavy_hitters"), "{e}");
+    hh.params
+        .insert("candidates".into(), toml::Value::Integer(0));
+    let e = Runner::new(cfg(vec![hh]), "test")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("candidates = 0") && e.contains("heavy_hitters"),
+        "{e}"
+    );
     let mut fs = spec(Task::FlowSize, "count_min");
-    fs.params.insert("candidates".into(), toml::Value::Integer(0));
+    fs.params
+        .insert("candidates".into(), toml::Value::Integer(0));
     assert!(Runner::new(cfg(vec![fs]), "test").is_ok());
 }
