@@ -32,9 +32,15 @@
 //! 2. *Locate and prefetch*: each run's array (fastmod, or `HashFn` over the key's 4 bytes for
 //!    [`Index::Hash`]) and a prefetch of its key and value lines, so the misses overlap.
 //! 3. *Look up*, after one bound check for the whole chunk (unchecked indexing per packet):
-//!    a hit is one 16-wide compare and one add on the straight-line path; a miss (insert or
-//!    evict) is an out-of-line call. Evictions are written by index into a fixed buffer
-//!    (`evict_batch + 32` long) and the sink is called only between chunks.
+//!    one 16-wide compare per run. With GRR and a SIMD kernel, on a chunk of at least 16 runs
+//!    (shuffled traffic), hit, insert and eviction are one branch-free path (the outcome
+//!    selects the slot, the stored value and whether the buffered pair counts), so random
+//!    misses cost no branch mispredictions; otherwise (LRU, the scalar kernel, chunks of long
+//!    trains) a hit is the straight-line path and a miss an out-of-line call. Evictions are
+//!    written by index into a fixed buffer (`evict_batch + 32` long) and the sink is called
+//!    only between chunks.
+//!    A chunk whose packets are all runs of one (no key repeats its predecessor, about half
+//!    the chunks of a shuffled Zipf stream) skips the run gather.
 //!
 //! Evictions are handed on in batches of exactly [`AggConfig::evict_batch`] (the flush hands on
 //! the remainder) through the sink `&mut dyn FnMut(KeyBatch, &[u64])`: `KeyBatch::U32` in narrow
@@ -307,6 +313,12 @@ pub struct Aggregator {
     full: Vec<FlowKey>,
     /// GRR: the next slot to evict in whatever array is full.
     grr: usize,
+    /// Narrow GRR: use the branchy per-packet lookup ([`Aggregator::one_u32`]) instead of the
+    /// branch-free one (A/B measurement and the equivalence test only).
+    branchy_grr: bool,
+    /// Where the branch-free GRR lookup writes a hit's key (a field, so the store is not dead
+    /// and stays a select rather than becoming a branch).
+    scratch: u32,
     evict_batch: usize,
     /// Narrow mode: evicted u32 keys and weights, `out_n` of them live. Fixed length
     /// `evict_batch + CHUNK` (written by index, no `Vec::push` on the hot path).
@@ -362,6 +374,8 @@ impl Aggregator {
                 vec![FlowKey::EMPTY; k * SLOTS]
             },
             grr: 0,
+            branchy_grr: false,
+            scratch: 0,
             evict_batch: cfg.evict_batch,
             out_u32: vec![0; nbuf],
             out_uw: vec![0; nbuf],
@@ -371,6 +385,15 @@ impl Aggregator {
             out_w: Vec::with_capacity(if narrow { 0 } else { cfg.evict_batch }),
             stats: AggStats::default(),
         })
+    }
+
+    /// Narrow mode, GRR: look runs up with the branchy per-packet path (a hit/miss branch, the
+    /// miss out of line) instead of the default branch-free one. Both evict exactly the same
+    /// sequence; this exists for A/B measurement (`examples/throughput.rs`) and the test that
+    /// pins the two together. No effect on LRU or fingerprint mode.
+    #[doc(hidden)]
+    pub fn set_branchy_grr(&mut self, on: bool) {
+        self.branchy_grr = on;
     }
 
     /// The backend actually in use.
@@ -633,9 +656,16 @@ impl Aggregator {
                 *p = acc;
             }
         }
-        let mut rk = [0u32; CHUNK];
-        let mut rw = [0u64; CHUNK];
+        let mut rk_buf = [0u32; CHUNK];
+        let mut rw_buf = [0u64; CHUNK];
         let mut runs = 0usize;
+        // Every packet its own run (half the chunks of a shuffled Zipf stream): the chunk is
+        // its own run list, no copy (the gather loop below costs a branch miss per chunk).
+        let singles = starts == u32::MAX >> (CHUNK - n);
+        if singles {
+            starts = 0;
+            runs = n;
+        }
         while starts != 0 {
             let p = starts.trailing_zeros() as usize;
             starts &= starts - 1;
@@ -649,12 +679,16 @@ impl Aggregator {
             } else {
                 pre[q & CHUNK_MASK_1].wrapping_sub(pre[p & CHUNK_MASK_1])
             };
-            rk[runs & (CHUNK - 1)] = ks[p & (CHUNK - 1)];
-            rw[runs & (CHUNK - 1)] = w;
+            rk_buf[runs & (CHUNK - 1)] = ks[p & (CHUNK - 1)];
+            rw_buf[runs & (CHUNK - 1)] = w;
             runs += 1;
         }
         let runs = runs.min(CHUNK);
-        let (rk, rw) = (&rk[..runs], &rw[..runs]);
+        let (rk, rw) = if singles {
+            (ks, ws)
+        } else {
+            (&rk_buf[..runs], &rw_buf[..runs])
+        };
         let mut idx = [0u32; CHUNK];
         let (kp, vp) = (self.keys.as_ptr(), self.vals.as_ptr());
         match self.index {
@@ -689,10 +723,106 @@ impl Aggregator {
             }
             return;
         }
-        for ((&a, &f), &w) in idx.iter().zip(rk).zip(rw) {
-            // SAFETY: a <= max < cap, the length of `keys`, `vals` and `occ`.
-            unsafe { self.one_u32::<K, LRU>(a as usize, f, w) }
+        // The branch-free lookup pays on chunks of many runs (shuffled traffic, where misses
+        // are random); a chunk of few runs (trains: the bursty trace averages ~6 runs per 32
+        // packets, few misses) is faster with the well-predicted branch. Both evict the same
+        // sequence, so the choice is free to vary per chunk.
+        if LRU || K::SCALAR || self.branchy_grr || runs < CHUNK / 2 {
+            for ((&a, &f), &w) in idx.iter().zip(rk).zip(rw) {
+                // SAFETY: a <= max < cap, the length of `keys`, `vals` and `occ`.
+                unsafe { self.one_u32::<K, LRU>(a as usize, f, w) }
+            }
+        } else {
+            // SAFETY: every index is <= max < cap, checked above.
+            unsafe { self.lookup_grr::<K>(idx, rk, rw) }
         }
+    }
+
+    /// GRR lookup of one chunk's runs, branch-free per run: hit, insert and eviction are one
+    /// straight-line path. On a shuffled stream about one run in six misses, at random, so a
+    /// branch on hit/miss (and the out-of-line miss call) cost a misprediction each; here the
+    /// outcome only selects values (`select_unpredictable`, so they stay `cmov`s). The slot is
+    /// the hit, else the first free slot (one `tzcnt` over both masks), else the GRR victim.
+    /// The evicted (or overflowing) pair is always written to the eviction buffer and counted
+    /// only when it is real; the GRR index advances only on an eviction, so the evicted
+    /// sequence is exactly that of [`Aggregator::one_u32`] (tested against it). The GRR index
+    /// and buffer fill live in registers for the chunk.
+    ///
+    /// # Safety
+    /// Every `idx` entry is `< self.keys.len(), self.vals.len(), self.occ.len()`, and `K`'s
+    /// CPU feature is present.
+    #[inline(always)]
+    unsafe fn lookup_grr<K: Kernel>(&mut self, idx: &[u32], rk: &[u32], rw: &[u64]) {
+        // Room for one pushed pair per run, so the buffer writes need no check per run.
+        let need = self.out_n + idx.len();
+        if need > self.out_u32.len() || need > self.out_uw.len() {
+            self.out_u32.resize(need, 0);
+            self.out_uw.resize(need, 0);
+        }
+        let (keys, vals, occs) = (&mut self.keys[..], &mut self.vals[..], &mut self.occ[..]);
+        let (out_k, out_w) = (&mut self.out_u32[..], &mut self.out_uw[..]);
+        let (mut grr, mut n) = (self.grr & (SLOTS - 1), self.out_n);
+        let n0 = n;
+        let mut bypassed = 0u64;
+        let scratch = &mut self.scratch;
+        for ((&a, &f), &w) in idx.iter().zip(rk).zip(rw) {
+            let a = a as usize;
+            let Ok(w32) = u32::try_from(w) else {
+                // A run whose sum cannot be held: pass through, unaggregated (rare; a
+                // predictable branch).
+                // SAFETY: n < self.out_n + idx.len() <= the buffer lengths (resized above).
+                unsafe {
+                    *out_k.get_unchecked_mut(n) = f;
+                    *out_w.get_unchecked_mut(n) = w;
+                }
+                n += 1;
+                bypassed += 1;
+                continue;
+            };
+            // SAFETY: the caller guarantees `a` is in bounds of `occs`, `keys` and `vals`, and
+            // `K`'s feature; `n` is in bounds of the buffers as above.
+            unsafe {
+                let occ = occs.get_unchecked_mut(a);
+                let o = *occ;
+                let m = K::find(keys.get_unchecked(a), f, o);
+                // Hit (bits 0-15) else first free slot (bits 16-31); 0 only for an eviction,
+                // which takes the GRR slot. `evict` does not depend on `grr`, so the GRR
+                // index's chain from packet to packet is one add.
+                let cand = m | (u32::from(!o) << SLOTS);
+                let hit = m != 0;
+                let evict = cand == 0;
+                let s = std::hint::select_unpredictable(
+                    evict,
+                    grr,
+                    cand.trailing_zeros() as usize & (SLOTS - 1),
+                );
+                let kl = &mut keys.get_unchecked_mut(a).0[s];
+                let vl = &mut vals.get_unchecked_mut(a).0[s];
+                let (old_k, old_v) = (*kl, *vl);
+                let (sum, over) = old_v.overflowing_add(w32);
+                let merge = hit & !over;
+                // Never wrap a count: an overflowing hit hands the old sum on first.
+                let push = evict | (hit & over);
+                let nv = std::hint::select_unpredictable(merge, sum, w32);
+                *vl = nv;
+                // A hit stores its key to a scratch word, not the key line: a 4-byte store into
+                // the line makes the next 64-byte compare of the same array (hot arrays come
+                // back within a few packets) wait for the store to commit, as a store cannot be
+                // forwarded into a wider load.
+                let kp: *mut u32 =
+                    std::hint::select_unpredictable(hit, &raw mut *scratch, kl as *mut u32);
+                *kp = f;
+                *occ = o | (1 << s);
+                *out_k.get_unchecked_mut(n) = old_k;
+                *out_w.get_unchecked_mut(n) = u64::from(old_v);
+                n += usize::from(push);
+                grr = (grr + usize::from(evict)) & (SLOTS - 1);
+            }
+        }
+        self.grr = grr;
+        self.out_n = n;
+        self.stats.evicted += (n - n0) as u64;
+        self.stats.bypassed += bypassed;
     }
 
     /// One packet. Hits (the common case on skewed traffic) are the straight-line path: one

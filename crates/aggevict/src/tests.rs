@@ -498,6 +498,48 @@ fn u32_path_evicts_the_same_sequence_as_the_flowkey_path() {
 }
 
 #[test]
+fn branch_free_grr_evicts_the_same_sequence_as_the_branchy_path() {
+    // i.i.d. (mostly singleton chunks), bursty with weights near and above u32::MAX (merged
+    // runs that overflow, runs that bypass), and unit weights; small k so arrays fill and
+    // evict constantly, and a larger k where inserts into free slots are common.
+    let (iid, iw) = stream(11, 30_000, 3000, FlowKey::from_u32);
+    let (bk, bw) = bursty_stream(12, 30_000, 3000, true);
+    let ones = vec![1u64; iid.len()];
+    // i.i.d. with every 5th weight near u32::MAX: hits that overflow on the branch-free path.
+    let near: Vec<u64> = iw
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            if i % 5 == 0 {
+                u64::from(u32::MAX) - w
+            } else {
+                w
+            }
+        })
+        .collect();
+    for (ks, ws) in [(&iid, &iw), (&bk, &bw), (&iid, &ones), (&iid, &near)] {
+        for arrays in [3, 64, 4096] {
+            for index in [Index::Modulo, Index::Hash] {
+                for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                    let c = AggConfig {
+                        index,
+                        ..cfg(arrays, Policy::Grr, s)
+                    };
+                    let mut old = Aggregator::new(&c, 4).unwrap();
+                    old.set_branchy_grr(true);
+                    let mut new = Aggregator::new(&c, 4).unwrap();
+                    let (lo, ln) = (run_u32(&mut old, ks, ws), run_u32(&mut new, ks, ws));
+                    assert!(lo.seq == ln.seq, "{arrays} {index} {s}");
+                    assert_eq!(lo.calls, ln.calls);
+                    assert_eq!(old.stats(), new.stats());
+                    assert_eq!(ln.totals(), truth(ks, ws));
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn every_backend_matches_scalar_on_the_u32_path_with_trains() {
     let (ks, ws) = bursty_stream(8, 60_000, 5000, true);
     for policy in [Policy::Grr, Policy::Lru] {
