@@ -195,11 +195,29 @@ pub fn share_only(
     accel::share_only(w, spec, kind, epoch)
 }
 
+/// Append a parsed key to the batch, and its u32 form while it is 4 bytes long.
+fn push_key(buf: &mut Vec<FlowKey>, nb: &mut Vec<u32>, k: FlowKey) {
+    if k.len() == 4 {
+        nb.push(k.prefix_u32());
+    }
+    buf.push(k);
+}
+
+/// The batch as u32 keys when every key is 4 bytes (IPv4 source or destination: the path the
+/// preloaded mode takes too), else as flow keys.
+fn batch_of<'a>(buf: &'a [FlowKey], nb: &'a [u32]) -> KeyBatch<'a> {
+    if nb.len() == buf.len() {
+        KeyBatch::U32(nb)
+    } else {
+        KeyBatch::Keys(buf)
+    }
+}
+
 /// End-to-end mode: read the capture file (memory-mapped, page-cached by an untimed first pass),
 /// parse every frame, build its key, and process it as [`measure`] does. A batch's time runs from
 /// the end of the previous batch to the end of its own processing, so it includes reading and
 /// parsing its packets. Non-IP frames are read and parsed (timed) but reach no algorithm; they
-/// are not counted in `packets`.
+/// are not counted in `packets`. Batches of 4-byte keys take the u32 path, as in [`measure`].
 pub fn measure_e2e(
     path: &str,
     key_len: usize,
@@ -225,22 +243,26 @@ pub fn measure_e2e(
     };
 
     // Untimed warm-up pass: pages the file in and warms the structures.
+    // `nb` holds the batch's keys as u32 while all are 4 bytes (`batch_of`).
     let mut buf: Vec<FlowKey> = Vec::with_capacity(batch);
+    let mut nb: Vec<u32> = Vec::with_capacity(batch);
     cap.for_each(|rec| {
         if let Some(k) = key_of(rec) {
-            buf.push(k);
+            push_key(&mut buf, &mut nb, k);
             if buf.len() == batch {
-                front.update(KeyBatch::Keys(&buf), &ones, algo.as_mut());
+                front.update(batch_of(&buf, &nb), &ones, algo.as_mut());
                 buf.clear();
+                nb.clear();
             }
         }
     })?;
-    front.update(KeyBatch::Keys(&buf), &ones[..buf.len()], algo.as_mut());
+    front.update(batch_of(&buf, &nb), &ones[..buf.len()], algo.as_mut());
     front.flush(algo.as_mut());
     algo.reset();
     front.reset();
     front.clear_stats();
     buf.clear();
+    nb.clear();
 
     let mut hist = LatencyHist::new();
     let (mut packets, mut in_epoch) = (0u64, 0u64);
@@ -248,9 +270,9 @@ pub fn measure_e2e(
     let mut t_prev = t_start;
     cap.for_each(|rec| {
         if let Some(k) = key_of(rec) {
-            buf.push(k);
+            push_key(&mut buf, &mut nb, k);
             if buf.len() == batch {
-                front.update(KeyBatch::Keys(&buf), &ones, algo.as_mut());
+                front.update(batch_of(&buf, &nb), &ones, algo.as_mut());
                 packets += batch as u64;
                 in_epoch += batch as u64;
                 if in_epoch >= epoch {
@@ -264,11 +286,12 @@ pub fn measure_e2e(
                 hist.add_batch(t.wrapping_sub(t_prev), batch as u64);
                 t_prev = t;
                 buf.clear();
+                nb.clear();
             }
         }
     })?;
     let n = buf.len();
-    front.update(KeyBatch::Keys(&buf), &ones[..n], algo.as_mut());
+    front.update(batch_of(&buf, &nb), &ones[..n], algo.as_mut());
     front.flush(algo.as_mut());
     black_box(algo.memory_bytes());
     algo.reset();
