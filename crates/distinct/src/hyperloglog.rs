@@ -97,6 +97,20 @@ impl TryFrom<HyperLogLogState> for HyperLogLog {
     }
 }
 
+/// Register index (top `p` bits) and ρ (position of the first 1 in the other `64 - p` bits,
+/// `64 - p + 1` if there is none) of a hash, for precision `p` in 4..=18.
+#[inline(always)]
+fn split(h: u64, p: u32) -> (usize, u8) {
+    let idx = (h >> (64 - p)) as usize;
+    // The low p bits of `h << p` are zero, so `leading_zeros` counts within the payload; a
+    // sentinel bit just below it caps the count at 64 - p without a branch.
+    let w = (h << p) | (1 << (p - 1));
+    (idx, (w.leading_zeros() + 1) as u8)
+}
+
+/// Registers (bytes) that stay in a 32 KiB L1 data cache beside the batch's other data.
+const L1_REGISTERS: usize = 1 << 14;
+
 impl HyperLogLog {
     pub fn new(cfg: HyperLogLogConfig, ctx: &BuildCtx) -> Result<HyperLogLog, ConfigError> {
         cfg.validate()?;
@@ -118,17 +132,7 @@ impl HyperLogLog {
     /// Register index and ρ of a hash.
     #[inline(always)]
     fn split(&self, h: u64) -> (usize, u8) {
-        let p = u32::from(self.cfg.precision);
-        let idx = (h >> (64 - p)) as usize;
-        // The low p bits of `w` are zero, so `leading_zeros` counts within the 64 - p payload
-        // bits; an all-zero payload gets the maximum, 64 - p + 1.
-        let w = h << p;
-        let rho = if w == 0 {
-            64 - p + 1
-        } else {
-            w.leading_zeros() + 1
-        };
-        (idx, rho as u8)
+        split(h, u32::from(self.cfg.precision))
     }
 
     #[inline]
@@ -141,8 +145,23 @@ impl HyperLogLog {
         }
     }
 
-    /// Hash a block, prefetch its registers, then insert (either key representation).
+    /// Hash a block, prefetch its registers, then insert (either key representation). Registers
+    /// that fit the L1 cache (up to p = 14, 16 KiB) need no prefetch: one pass, branch-free max.
     fn insert_batch<K: HashInput>(&mut self, keys: &[K]) {
+        if self.registers.len() <= L1_REGISTERS {
+            // Locals, not fields: the loop keeps them in registers.
+            let (hash, p) = (self.hash, u32::from(self.cfg.precision));
+            let regs = &mut self.registers[..];
+            for k in keys {
+                let (idx, rho) = split(k.hash_by(&hash), p);
+                if let Some(r) = regs.get_mut(idx) {
+                    if rho > *r {
+                        *r = rho;
+                    }
+                }
+            }
+            return;
+        }
         let mut hashes = [0u64; crate::BATCH_BLOCK];
         for block in keys.chunks(crate::BATCH_BLOCK) {
             for (h, k) in hashes.iter_mut().zip(block) {
@@ -251,6 +270,27 @@ mod tests {
             s.update(k, 1);
         }
         s
+    }
+
+    #[test]
+    fn split_takes_index_from_the_top_and_caps_rho() {
+        // p = 14: index = top 14 bits; rho = 1 + leading zeros of the other 50, at most 51.
+        assert_eq!(split(0, 14), (0, 51));
+        assert_eq!(split(u64::MAX, 14), ((1 << 14) - 1, 1));
+        assert_eq!(split(1, 14), (0, 50));
+        assert_eq!(split((5 << 50) | (1 << 40), 14), (5, 10));
+        assert_eq!(split(0, 4), (0, 61));
+        // The u32 batch path and the FlowKey path leave the same registers.
+        let keys: Vec<u32> = (0..5000u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        let flow: Vec<FlowKey> = keys.iter().map(|&k| FlowKey::from_u32(k)).collect();
+        let ones = vec![1u64; keys.len()];
+        let (mut a, mut b) = (hll(14, 3), hll(14, 3));
+        a.update_batch_u32(&keys, &ones);
+        b.update_batch(&flow, &ones);
+        assert_eq!(a.registers(), b.registers());
+        assert_eq!(run(hll(14, 3), &flow).registers(), a.registers());
     }
 
     #[test]
