@@ -1,6 +1,7 @@
 //! ns/packet of the aggregator alone (a sink that only counts; u32 keys, and `FlowKey`s for the
 //! SIMD default) and of Count-Min 4 x 65536 with and without it (u32 keys), per lookup backend, on Zipf(1.1) over 500k u32 keys (4M packets, batches of
-//! 32, k = 2000, GRR: the target setting).
+//! 32, k = 2000, GRR: the target setting). Group `aggregator_only_wide`: the same ranks
+//! as 8-byte (pair) and 13-byte (five-tuple) keys through fingerprint mode, detected backend.
 //!
 //! `cargo bench -p aggevict --bench aggregate -- --warm-up-time 1 --measurement-time 2`
 
@@ -93,6 +94,35 @@ fn bench(c: &mut Criterion) {
         }
         agg.flush(&mut sink);
         eprintln!("{simd}: evicted share {:.4}", agg.stats().evicted_share());
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("aggregator_only_wide");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(PACKETS as u64));
+    for len in [8usize, 13] {
+        // Rank -> a random-looking wide key (the u32 key, then mixed bytes).
+        let wkeys: Vec<FlowKey> = keys
+            .iter()
+            .map(|&k| {
+                let t1 = key::mix64(u64::from(k)).to_le_bytes();
+                let t2 = key::mix64(u64::from(k) + 1).to_le_bytes();
+                let b = [&k.to_be_bytes()[..], &t1[..], &t2[..]].concat();
+                FlowKey::from_bytes(&b[..len.min(b.len())]).unwrap_or_default()
+            })
+            .collect();
+        let mut agg = Aggregator::new(&AggConfig::default(), len).expect("aggregator");
+        g.bench_function(format!("len{len}"), |b| {
+            b.iter(|| {
+                let mut n = 0usize;
+                let mut sink = |k: KeyBatch<'_>, _: &[u64]| n += k.len();
+                for k in wkeys.chunks(BATCH) {
+                    agg.update_batch(k, &ones[..k.len()], &mut sink);
+                }
+                agg.flush(&mut sink);
+                n
+            })
+        });
     }
     g.finish();
 

@@ -11,11 +11,20 @@
 //! ([`Index::Hash`]). Lookup compares the probe with all 16 keys at once ([`simd`]).
 //!
 //! Keys: for 4-byte keys (*narrow* mode) the SIMD key is the key itself as a big-endian u32
-//! (`FlowKey::prefix_u32`). Wider keys store their 32-bit XOR fold (`FlowKey::fold32`, section
-//! 3.4 "Handling large flow IDs") plus the full key in a parallel flow-ID array; a fingerprint
-//! hit compares full keys, and a collision evicts the old pair, so no count is ever merged into
-//! the wrong key. In narrow mode a key of another length (an IPv6 source in an IPv4 run) cannot
-//! be stored; it bypasses the aggregator unaggregated, counted in [`AggStats::bypassed`].
+//! (`FlowKey::prefix_u32`). Wider keys (*fingerprint* mode, section 3.4 "Handling large flow
+//! IDs") store a 32-bit fingerprint as the SIMD key plus the full key in a parallel flow-ID
+//! array; a fingerprint hit compares full keys, and a collision evicts the old pair, so no
+//! count is ever merged into the wrong key. Departing from the paper's XOR fold (`src ^ dst`
+//! for a pair, which gives reversed and subnet-structured pairs one fingerprint and one array,
+//! and sends intra-/16 pairs to 125 of 2000 arrays), the fingerprint and the array come from
+//! a mixing hash of the key (`key::mix64`; xxh3 beyond 16 bytes), and the flow-ID array holds
+//! the key as a u64 (8-byte keys: IPv4 pairs, 256 KB for k = 2000) or a u128 (up to 15 bytes:
+//! IPv4 four/five-tuples) where it fits, compared by integer equality and prefetched with the
+//! key and value lines; runs of equal keys are merged as in narrow mode. Details and reasons
+//! in the `wide` module. A key the aggregator cannot store (another length in narrow mode, an
+//! IPv6 source in an IPv4 run; a key of other than 8 bytes in a u64 aggregator; a key over 15
+//! bytes in a u128 one) bypasses it unaggregated, counted in [`AggStats::bypassed`]. Callers
+//! build the aggregator for the widest key of the run, so this happens only to odd keys.
 //!
 //! # The narrow hot path
 //!
@@ -82,6 +91,7 @@ use key::{FlowKey, HashFn, MAX_KEY_LEN};
 use serde::{Deserialize, Serialize};
 
 pub mod simd;
+mod wide;
 
 use simd::{Kernel, Scalar};
 pub use simd::{Line, SLOTS};
@@ -272,6 +282,33 @@ const CHUNK: usize = 32;
 /// every index `<= CHUNK` unchanged while proving it in bounds).
 const CHUNK_MASK_1: usize = 2 * CHUNK - 1;
 
+/// The run-merge weight rules of a chunk, shared by both key modes: `(unit, mergeable)`. Unit
+/// weights (packet counting) need no sums; a chunk holding a weight `>= 2^32` is not merged at
+/// all (32 smaller weights sum exactly in u64).
+#[inline(always)]
+pub(crate) fn weight_rules(ws: &[u64]) -> (bool, bool) {
+    let (or, and) = ws
+        .iter()
+        .fold((0u64, u64::MAX), |(o, a), &w| (o | w, a & w));
+    (or == 1 && and == 1, or >> 32 == 0)
+}
+
+/// `f(p, q)` for every run `[p, q)` of a chunk of `n` packets, in order, where the set bits of
+/// `starts` mark the runs' first packets (shared by both key modes).
+#[inline(always)]
+pub(crate) fn for_each_run(mut starts: u32, n: usize, mut f: impl FnMut(usize, usize)) {
+    while starts != 0 {
+        let p = starts.trailing_zeros() as usize;
+        starts &= starts - 1;
+        let q = if starts == 0 {
+            n
+        } else {
+            starts.trailing_zeros() as usize
+        };
+        f(p, q);
+    }
+}
+
 /// Bit `j` set where packet `j` starts a run of equal keys (bit 0 always).
 #[inline(always)]
 fn run_starts(ks: &[u32]) -> u32 {
@@ -309,8 +346,9 @@ pub struct Aggregator {
     /// LRU only: last-touch stamp per slot.
     stamps: Vec<Line>,
     clock: u32,
-    /// Fingerprint mode only: the full key of each slot (k x 16).
-    full: Vec<FlowKey>,
+    /// Fingerprint mode only: the full key of each slot (k x 16), in the compact
+    /// representation chosen by the key length ([`wide`]).
+    full: wide::FullKeys,
     /// GRR: the next slot to evict in whatever array is full.
     grr: usize,
     /// Narrow GRR: use the branchy per-packet lookup ([`Aggregator::one_u32`]) instead of the
@@ -368,11 +406,7 @@ impl Aggregator {
                 Vec::new()
             },
             clock: 0,
-            full: if narrow {
-                Vec::new()
-            } else {
-                vec![FlowKey::EMPTY; k * SLOTS]
-            },
+            full: wide::FullKeys::for_len(key_len, k),
             grr: 0,
             branchy_grr: false,
             scratch: 0,
@@ -431,7 +465,8 @@ impl Aggregator {
     /// The hot path for 4-byte keys (IPv4 source or destination) given as big-endian u32
     /// (`FlowKey::prefix_u32`): 4 bytes of input per packet instead of a 38-byte `FlowKey`.
     /// Exactly the evictions of [`Aggregator::update_batch`] over `FlowKey::from_u32` of the same
-    /// values. On a fingerprint-mode aggregator (built for wider keys) the keys are converted.
+    /// values. On a fingerprint-mode aggregator (built for wider keys) the keys are converted
+    /// (a u64 aggregator, built for 8-byte keys, cannot hold them and passes them through).
     pub fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64], sink: &mut Sink<'_>) {
         self.update(KeyBatch::U32(keys), weights, sink);
     }
@@ -477,7 +512,8 @@ impl Aggregator {
                         self.drain_u32(sink);
                     }
                 } else {
-                    self.emit(self.full[a * SLOTS + s], v, sink);
+                    let key = self.full.key(a, s).unwrap_or_default();
+                    self.emit(key, v, sink);
                 }
             }
             if let Some(o) = self.occ.get_mut(a) {
@@ -513,7 +549,7 @@ impl Aggregator {
         use std::mem::size_of;
         (self.keys.len() + self.vals.len() + self.stamps.len()) * size_of::<Line>()
             + self.occ.len() * 2
-            + self.full.len() * size_of::<FlowKey>()
+            + self.full.bytes()
             + self.out_u32.len() * 12
             + self.out_keys.capacity() * (size_of::<FlowKey>() + 8)
     }
@@ -546,8 +582,7 @@ impl Aggregator {
                 self.narrow_keys::<K, false>(k, weights, sink)
             }
             (KeyBatch::Keys(k), true, Policy::Lru) => self.narrow_keys::<K, true>(k, weights, sink),
-            (KeyBatch::Keys(k), false, Policy::Grr) => self.wide::<K, false>(k, weights, sink),
-            (KeyBatch::Keys(k), false, Policy::Lru) => self.wide::<K, true>(k, weights, sink),
+            (KeyBatch::Keys(k), false, _) => self.wide_any::<K>(k, weights, sink),
             (KeyBatch::U32(k), false, _) => {
                 // 4-byte keys offered to a fingerprint-mode aggregator: convert, chunk by chunk.
                 let mut buf = [FlowKey::EMPTY; CHUNK];
@@ -555,11 +590,28 @@ impl Aggregator {
                     for (b, &x) in buf.iter_mut().zip(ks) {
                         *b = FlowKey::from_u32(x);
                     }
-                    let b = &buf[..ks.len()];
-                    match self.policy {
-                        Policy::Grr => self.wide::<K, false>(b, ws, sink),
-                        Policy::Lru => self.wide::<K, true>(b, ws, sink),
-                    }
+                    self.wide_any::<K>(&buf[..ks.len()], ws, sink);
+                }
+            }
+        }
+    }
+
+    /// Fingerprint mode: the loop for this aggregator's key representation and policy.
+    #[inline(always)]
+    fn wide_any<K: Kernel>(&mut self, keys: &[FlowKey], weights: &[u64], sink: &mut Sink<'_>) {
+        use wide::FullKeys as F;
+        match (&self.full, self.policy) {
+            (F::U64(_), Policy::Grr) => self.wide::<K, u64, false>(keys, weights, sink),
+            (F::U64(_), Policy::Lru) => self.wide::<K, u64, true>(keys, weights, sink),
+            (F::U128(_), Policy::Grr) => self.wide::<K, u128, false>(keys, weights, sink),
+            (F::U128(_), Policy::Lru) => self.wide::<K, u128, true>(keys, weights, sink),
+            (F::Keys(_), Policy::Grr) => self.wide::<K, FlowKey, false>(keys, weights, sink),
+            (F::Keys(_), Policy::Lru) => self.wide::<K, FlowKey, true>(keys, weights, sink),
+            // Not built for fingerprint mode (cannot happen: `narrow` and `full` are set
+            // together): pass through rather than drop.
+            (F::None, _) => {
+                for (k, &w) in keys.iter().zip(weights) {
+                    self.bypass(*k, w, sink);
                 }
             }
         }
@@ -638,15 +690,8 @@ impl Aggregator {
         // sums, exact in u64 while every weight is < 2^32 (32 of them sum below 2^37). A chunk
         // holding a larger weight is not merged at all, so such a packet stays a run of its own
         // and bypasses as before. A merged run whose sum exceeds u32 bypasses in `one_u32`.
-        let (or, and) = ws
-            .iter()
-            .fold((0u64, u64::MAX), |(o, a), &w| (o | w, a & w));
-        let unit = or == 1 && and == 1;
-        let mut starts = if or >> 32 == 0 {
-            run_starts(ks)
-        } else {
-            u32::MAX
-        };
+        let (unit, mergeable) = weight_rules(ws);
+        let mut starts = if mergeable { run_starts(ks) } else { u32::MAX };
         starts &= u32::MAX >> (CHUNK - n);
         let mut pre = [0u64; 2 * CHUNK];
         if !unit {
@@ -666,14 +711,7 @@ impl Aggregator {
             starts = 0;
             runs = n;
         }
-        while starts != 0 {
-            let p = starts.trailing_zeros() as usize;
-            starts &= starts - 1;
-            let q = if starts == 0 {
-                n
-            } else {
-                starts.trailing_zeros() as usize
-            };
+        for_each_run(starts, n, |p, q| {
             let w = if unit {
                 (q - p) as u64
             } else {
@@ -682,7 +720,7 @@ impl Aggregator {
             rk_buf[runs & (CHUNK - 1)] = ks[p & (CHUNK - 1)];
             rw_buf[runs & (CHUNK - 1)] = w;
             runs += 1;
-        }
+        });
         let runs = runs.min(CHUNK);
         let (rk, rw) = if singles {
             (ks, ws)
@@ -932,99 +970,6 @@ impl Aggregator {
     fn bypass(&mut self, key: FlowKey, w: u64, sink: &mut Sink<'_>) {
         self.stats.bypassed += 1;
         self.emit(key, w, sink);
-    }
-
-    // ------------------------------------------------------------------ fingerprint mode
-
-    /// The fingerprint-mode batch loop, compiled once per kernel and policy.
-    #[inline(always)]
-    fn wide<K: Kernel, const LRU: bool>(
-        &mut self,
-        keys: &[FlowKey],
-        weights: &[u64],
-        sink: &mut Sink<'_>,
-    ) {
-        let mut idx = [0u32; CHUNK];
-        let mut fp = [0u32; CHUNK];
-        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
-            let next = keys.as_ptr_range().start.wrapping_add((c + 1) * CHUNK);
-            for l in 0..(CHUNK * std::mem::size_of::<FlowKey>()).div_ceil(64) {
-                simd::prefetch_ptr(next.cast::<u8>().wrapping_add(l * 64));
-            }
-            // Pass 1: locate every packet's array and prefetch its key and value lines.
-            for ((k, i), f) in ks.iter().zip(idx.iter_mut()).zip(fp.iter_mut()) {
-                let x = k.fold32();
-                let a = match self.index {
-                    Index::Modulo => self.fastmod.rem(x),
-                    Index::Hash => key::reduce(self.hash.hash(k), self.k) as u32,
-                };
-                *i = a;
-                *f = x;
-                simd::prefetch_ptr(self.keys.as_ptr().wrapping_add(a as usize));
-                simd::prefetch_ptr(self.vals.as_ptr().wrapping_add(a as usize));
-            }
-            for (((k, &w), &a), &f) in ks.iter().zip(ws).zip(&idx).zip(&fp) {
-                self.one_wide::<K, LRU>(a as usize, f, k, w, sink);
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn one_wide<K: Kernel, const LRU: bool>(
-        &mut self,
-        a: usize,
-        f: u32,
-        key: &FlowKey,
-        w: u64,
-        sink: &mut Sink<'_>,
-    ) {
-        let w32 = match u32::try_from(w) {
-            Ok(w32) if a < self.k => w32,
-            // A weight that cannot be held: pass through.
-            _ => {
-                self.stats.bypassed += 1;
-                self.emit(*key, w, sink);
-                return;
-            }
-        };
-        let occ = self.occ[a];
-        // SAFETY: `new` accepted this kernel only after `simd::available` confirmed its CPU
-        // feature.
-        let m = unsafe { K::find(&self.keys[a], f, occ) };
-        if m != 0 {
-            let s = (m.trailing_zeros() as usize) & (SLOTS - 1);
-            if self.full[a * SLOTS + s] != *key {
-                // Fingerprint collision: evict the other flow, give its slot to this one.
-                let old = std::mem::replace(&mut self.full[a * SLOTS + s], *key);
-                let v = std::mem::replace(&mut self.vals[a].0[s], w32);
-                self.touch::<LRU>(a, s);
-                self.emit(old, u64::from(v), sink);
-                return;
-            }
-            let v = self.vals[a].0[s];
-            match v.checked_add(w32) {
-                Some(nv) => self.vals[a].0[s] = nv,
-                None => {
-                    self.vals[a].0[s] = w32;
-                    self.emit(*key, u64::from(v), sink);
-                }
-            }
-            self.touch::<LRU>(a, s);
-        } else if occ != u16::MAX {
-            let s = (!occ).trailing_zeros() as usize & (SLOTS - 1);
-            self.keys[a].0[s] = f;
-            self.vals[a].0[s] = w32;
-            self.occ[a] = occ | (1 << s);
-            self.full[a * SLOTS + s] = *key;
-            self.touch::<LRU>(a, s);
-        } else {
-            let s = self.victim::<LRU>(a);
-            let old = std::mem::replace(&mut self.full[a * SLOTS + s], *key);
-            let v = std::mem::replace(&mut self.vals[a].0[s], w32);
-            self.keys[a].0[s] = f;
-            self.touch::<LRU>(a, s);
-            self.emit(old, u64::from(v), sink);
-        }
     }
 
     /// Slot to evict from the full array `a`.

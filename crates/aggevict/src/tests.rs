@@ -274,43 +274,304 @@ fn key_zero_and_fingerprint_zero_are_keys() {
         a.flush(&mut log.sink());
         assert_eq!(log.seq, vec![(k1, 5), (k0, 10)], "{s}");
 
-        // Wide: a key whose fold32 is 0 (len 8 folds in: bytes chosen to cancel it).
-        let mut b = [0u8; 8];
-        b[0] = 8; // word0 = 8, word1 = 0, len 8 => 8 ^ 8 = 0
-        let z = FlowKey::from_bytes(&b).unwrap();
-        assert_eq!(z.fold32(), 0);
-        let other = FlowKey::from_bytes(&[0, 0, 0, 0, 0, 0, 0, 1]).unwrap();
-        let mut a = Aggregator::new(&cfg(1, Policy::Grr, s), 8).unwrap();
-        let mut log = Log::default();
-        a.update_batch(&[z, other, z], &[7, 1, 7], &mut log.sink());
-        assert_eq!(a.len(), 2);
-        a.flush(&mut log.sink());
-        assert_eq!(log.totals(), truth(&[z, other, z], &[7, 1, 7]));
-        assert_eq!(log.seq.len(), 2, "{s}: one aggregated update per key");
+        // Wide: keys whose fingerprint is 0, in array 0 (whose empty slots hold fingerprint
+        // 0), for the u64 and u128 representations, and the all-zero key.
+        for (len, z, other) in [
+            (8usize, pair_with_id(0), pair_with_id(1)),
+            (13, five_with_id(0, 3), five_with_id(1, 3)),
+            (
+                16,
+                FlowKey::from_bytes(&[0; 16]).unwrap(),
+                FlowKey::from_bytes(&[1; 16]).unwrap(),
+            ),
+        ] {
+            let mut a = Aggregator::new(&cfg(1, Policy::Grr, s), len).unwrap();
+            if len < 16 {
+                assert_eq!(a.flow_id(&z), Some((0, 0)));
+            }
+            let mut log = Log::default();
+            a.update_batch(&[z, other, z], &[7, 1, 7], &mut log.sink());
+            assert_eq!(a.len(), 2);
+            a.flush(&mut log.sink());
+            assert_eq!(log.totals(), truth(&[z, other, z], &[7, 1, 7]));
+            assert_eq!(log.seq.len(), 2, "{s}: one aggregated update per key");
+        }
+    }
+}
+
+/// Inverse of `key::mix64` (splitmix64's finaliser is a bijection): lets the tests build keys
+/// with a chosen flow ID, so fingerprint 0 and exact collisions need no search.
+fn unmix64(h: u64) -> u64 {
+    fn unshift(y: u64, s: u32) -> u64 {
+        let mut x = y;
+        for _ in 0..64 / s + 1 {
+            x = y ^ (x >> s);
+        }
+        x
+    }
+    fn inv(c: u64) -> u64 {
+        let mut x = c;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(c.wrapping_mul(x)));
+        }
+        x
+    }
+    let mut z = unshift(h, 31);
+    z = z.wrapping_mul(inv(0x94D0_49BB_1331_11EB));
+    z = unshift(z, 27);
+    z = z.wrapping_mul(inv(0xBF58_476D_1CE4_E5B9));
+    z = unshift(z, 30);
+    z.wrapping_sub(0x9E37_79B9_7F4A_7C15)
+}
+
+/// An 8-byte key (IPv4 pair) whose flow ID is `h` (fingerprint = low half, array = high half).
+fn pair_with_id(h: u64) -> FlowKey {
+    FlowKey::from_bytes(&unmix64(h).to_le_bytes()).unwrap_or_default()
+}
+
+/// A 13-byte key (IPv4 five-tuple) with ports/protocol `tail` (40 bits) and flow ID `h`.
+fn five_with_id(h: u64, tail: u64) -> FlowKey {
+    let hi = (tail & 0xff_ffff_ffff) | 13 << 56;
+    let lo = unmix64(h) ^ key::mix64(hi);
+    FlowKey::from_bytes(&[&lo.to_le_bytes()[..], &hi.to_le_bytes()[..5]].concat())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_test_keys_have_the_flow_ids_they_claim() {
+    let mut r = Pcg64::seed_from_u64(11);
+    let a8 = Aggregator::new(&cfg(7, Policy::Grr, Simd::Auto), 8).unwrap();
+    let a13 = Aggregator::new(&cfg(7, Policy::Grr, Simd::Auto), 13).unwrap();
+    for _ in 0..1000 {
+        let h: u64 = r.gen();
+        assert_eq!(key::mix64(unmix64(h)), h);
+        let want = Some((((h >> 32) % 7) as u32, h as u32));
+        assert_eq!(a8.flow_id(&pair_with_id(h)), want);
+        let k = five_with_id(h, r.gen());
+        assert_eq!(k.len(), 13);
+        assert_eq!(a13.flow_id(&k), want);
     }
 }
 
 #[test]
 fn fingerprint_collisions_evict_and_stay_exact() {
-    // (a, b) and (b, a) pairs XOR-fold to the same fingerprint.
+    // Two keys of one array (flow IDs 1 and 5 mod 4 in the high half) with one fingerprint,
+    // for the u64 (pair) and u128 (five-tuple) representations.
+    let cases = [
+        (
+            8usize,
+            pair_with_id(1 << 32 | 0xdead),
+            pair_with_id(5 << 32 | 0xdead),
+        ),
+        (
+            13,
+            five_with_id(2 << 32 | 0xbeef, 7),
+            five_with_id(6 << 32 | 0xbeef, 9),
+        ),
+    ];
+    for (len, x, y) in cases {
+        assert_ne!(x, y);
+        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+            let mut a = Aggregator::new(&cfg(4, Policy::Lru, s), len).unwrap();
+            assert_eq!(a.flow_id(&x), a.flow_id(&y));
+            let mut log = Log::default();
+            let ks = [x, x, y, y, x, y, y];
+            let ws = [1, 2, 3, 4, 5, 6, 7];
+            a.update_batch(&ks, &ws, &mut log.sink());
+            // x(3) evicted by y, y(7) by x, x(5) by y; y(13) still held.
+            assert_eq!(a.len(), 4, "three buffered evictions and one held pair");
+            a.flush(&mut log.sink());
+            assert_eq!(log.seq, vec![(x, 3), (y, 7), (x, 5), (y, 13)], "{s} {len}");
+            assert_eq!(log.totals(), truth(&ks, &ws));
+        }
+    }
+    // The 16-byte (FlowKey, xxh3) representation: find a fingerprint collision by search.
+    let a = Aggregator::new(&cfg(1, Policy::Grr, Simd::Auto), 16).unwrap();
+    let mut seen = BTreeMap::new();
+    let (x, y) = (0u64..)
+        .find_map(|i| {
+            let k = FlowKey::from_bytes(&[i.to_le_bytes(), [0xfe; 8]].concat())?;
+            let f = a.flow_id(&k)?.1;
+            seen.insert(f, k).map(|old| (old, k))
+        })
+        .unwrap();
+    let mut a = Aggregator::new(&cfg(1, Policy::Grr, Simd::Auto), 16).unwrap();
+    let mut log = Log::default();
+    a.update_batch(&[x, y, x], &[1, 2, 3], &mut log.sink());
+    a.flush(&mut log.sink());
+    assert_eq!(log.seq, vec![(x, 1), (y, 2), (x, 3)]);
+}
+
+#[test]
+fn structured_pairs_neither_share_fingerprints_nor_crowd_arrays() {
+    // Intra-/16 pairs and their reverses: the paper's XOR fold gives (a, b) and (b, a) one
+    // fingerprint, and `fold % 2000` reaches only 125 arrays (fold = x << 16).
+    let mut r = Pcg64::seed_from_u64(12);
+    let mut keys = Vec::new();
     let p = |a: u32, b: u32| {
         FlowKey::from_bytes(&[a.to_be_bytes(), b.to_be_bytes()].concat()).unwrap_or_default()
     };
-    let x = p(0x0a00_0001, 0xc0a8_0102);
-    let y = p(0xc0a8_0102, 0x0a00_0001);
-    assert_eq!(x.fold32(), y.fold32());
-    assert_ne!(x, y);
-    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
-        let mut a = Aggregator::new(&cfg(4, Policy::Lru, s), 8).unwrap();
-        let mut log = Log::default();
-        let ks = [x, x, y, y, x, y, y];
-        let ws = [1, 2, 3, 4, 5, 6, 7];
-        a.update_batch(&ks, &ws, &mut log.sink());
-        // x(3) evicted by y, y(7) by x, x(5) by y; y(13) still held.
-        assert_eq!(a.len(), 4, "three buffered evictions and one held pair");
-        a.flush(&mut log.sink());
-        assert_eq!(log.seq, vec![(x, 3), (y, 7), (x, 5), (y, 13)], "{s}");
-        assert_eq!(log.totals(), truth(&ks, &ws));
+    let mut set = std::collections::BTreeSet::new();
+    while set.len() < 4000 {
+        let (a, b) = (
+            0x0a01_0000 | r.gen_range(0..65536u32),
+            0x0a01_0000 | r.gen_range(0..65536u32),
+        );
+        if a != b && set.insert((a.min(b), a.max(b))) {
+            keys.push(p(a, b));
+            keys.push(p(b, a));
+        }
+    }
+    let folds: std::collections::BTreeSet<u32> = keys.iter().map(|k| k.fold32() % 2000).collect();
+    assert!(folds.len() <= 125, "{}", folds.len());
+    let mut a = Aggregator::new(&AggConfig::default(), 8).unwrap();
+    let ids: Vec<(u32, u32)> = keys.iter().map(|k| a.flow_id(k).unwrap()).collect();
+    for (k, c) in keys.chunks(2).zip(ids.chunks(2)) {
+        assert_eq!(k[0].fold32(), k[1].fold32());
+        assert_ne!(c[0].1, c[1].1, "reversed pairs share a fingerprint");
+    }
+    let arrays: std::collections::BTreeSet<u32> = ids.iter().map(|x| x.0).collect();
+    // 8000 keys thrown into 2000 arrays reach ~2000 (1 - e^-4) = 1963 of them.
+    assert!(arrays.len() > 1900, "{}", arrays.len());
+    // 8000 flows fit 32000 slots when spread: five rounds in shuffled order, no eviction
+    // before the flush (the fold's 125 arrays hold only 2000 flows).
+    let mut stream = Vec::new();
+    for _ in 0..5 {
+        stream.extend_from_slice(&keys);
+    }
+    for i in (1..stream.len()).rev() {
+        stream.swap(i, r.gen_range(0..=i));
+    }
+    let ws = vec![1u64; stream.len()];
+    let log = run(&mut a, &stream, &ws);
+    assert_eq!(log.totals(), truth(&stream, &ws));
+    let st = a.stats();
+    assert_eq!(st.evicted, st.flushed, "{st:?}");
+    assert_eq!(st.flushed, 8000);
+}
+
+#[test]
+fn full_keys_are_held_compactly_and_exactly_for_every_length() {
+    // Pairs: the flow-ID array is k x 16 u64 (256 KB for k = 2000), not 38-byte keys.
+    let a = Aggregator::new(&AggConfig::default(), 8).unwrap();
+    assert!(
+        (2000 * 256..2000 * 256 + 8000).contains(&a.memory_bytes()),
+        "{}",
+        a.memory_bytes()
+    );
+    let a = Aggregator::new(&AggConfig::default(), 13).unwrap();
+    assert!(a.memory_bytes() < 2000 * 384 + 8000, "{}", a.memory_bytes());
+    // u128 keys: every length <= 15 round-trips, and keys differing only in length (zero
+    // tails) stay apart.
+    let mut r = Pcg64::seed_from_u64(13);
+    for n in 0..=15usize {
+        let b: Vec<u8> = (0..n).map(|_| r.gen()).collect();
+        let k = FlowKey::from_bytes(&b).unwrap();
+        let p = <u128 as wide::Packed>::pack(&k).unwrap();
+        assert_eq!(wide::Packed::unpack(&p), k, "len {n}");
+        assert_eq!(<u64 as wide::Packed>::pack(&k).is_some(), n == 8);
+    }
+    let long = FlowKey::from_bytes(&[1; 16]).unwrap();
+    assert!(<u128 as wide::Packed>::pack(&long).is_none());
+    let z = |n: usize| FlowKey::from_bytes(&vec![0u8; n]).unwrap();
+    let one = |n: usize| {
+        let mut b = vec![0u8; n];
+        b[0] = 1;
+        FlowKey::from_bytes(&b).unwrap()
+    };
+    let ks: Vec<FlowKey> = [0, 3, 4, 7, 8, 12, 13, 15]
+        .iter()
+        .flat_map(|&n| [z(n), one(n.max(1))])
+        .chain([long])
+        .collect();
+    let mut stream = Vec::new();
+    for i in 0..20 {
+        stream.push(ks[(i * 7) % ks.len()]);
+        stream.push(ks[(i * 7) % ks.len()]);
+    }
+    let ws: Vec<u64> = (1..=stream.len() as u64).collect();
+    for (len, bypassed) in [(8usize, true), (13, true), (16, false), (37, false)] {
+        for policy in [Policy::Grr, Policy::Lru] {
+            let mut a = Aggregator::new(&cfg(2, policy, Simd::Auto), len).unwrap();
+            let log = run(&mut a, &stream, &ws);
+            assert_eq!(log.totals(), truth(&stream, &ws), "{len} {policy}");
+            // Only the keys the representation cannot hold pass through: for u64, every
+            // key not of 8 bytes; for u128, the 16-byte one.
+            let held = |k: &FlowKey| match len {
+                8 => k.len() == 8,
+                13 => k.len() <= 15,
+                _ => true,
+            };
+            let want = stream.iter().filter(|k| !held(k)).count() as u64;
+            assert_eq!(a.stats().bypassed, want, "{len}");
+            assert_eq!(want > 0, bypassed);
+        }
+    }
+}
+
+#[test]
+fn wide_trains_merge_into_one_update_and_never_wrap_a_count() {
+    for len in [8usize, 13, 16] {
+        let k = FlowKey::from_bytes(&vec![9u8; len]).unwrap();
+        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+            let mut a = Aggregator::new(&cfg(4, Policy::Grr, s), len).unwrap();
+            let mut log = Log::default();
+            a.update_batch(&[k; 32], &[1; 32], &mut log.sink());
+            assert_eq!(a.len(), 1);
+            let half = u64::from(u32::MAX / 2 + 7);
+            a.update_batch(&[k; 3], &[half, half, 5], &mut log.sink());
+            assert_eq!(a.stats().bypassed, 1);
+            // A chunk holding a weight >= 2^32 is not merged: that packet alone passes.
+            a.update_batch(&[k; 3], &[2, 1 << 40, 3], &mut log.sink());
+            assert_eq!(a.stats().bypassed, 2);
+            a.flush(&mut log.sink());
+            assert_eq!(
+                log.seq,
+                vec![(k, 2 * half + 5), (k, 1 << 40), (k, 37)],
+                "{len} {s}"
+            );
+        }
+    }
+}
+
+/// A wide key of `len` bytes from a rank (distinct ranks give distinct keys).
+fn wide_key(len: usize) -> impl Fn(u32) -> FlowKey {
+    move |x| {
+        let b: Vec<u8> = (0..len as u64)
+            .map(|i| (key::mix64(u64::from(x) ^ (i / 8) << 40) >> (8 * (i % 8))) as u8)
+            .collect();
+        let mut k = FlowKey::from_bytes(&b).unwrap_or_default();
+        if len >= 4 {
+            // Keep ranks distinct whatever the mixing: the rank in the first 4 bytes.
+            let mut b = b;
+            b[..4].copy_from_slice(&x.to_be_bytes());
+            k = FlowKey::from_bytes(&b).unwrap_or_default();
+        }
+        k
+    }
+}
+
+#[test]
+fn every_backend_matches_scalar_on_wide_keys_with_trains() {
+    for len in [8usize, 13, 16] {
+        let (ks, ws) = bursty_stream(14, 40_000, 5000, true);
+        let ks: Vec<FlowKey> = ks.iter().map(|k| wide_key(len)(k.prefix_u32())).collect();
+        for policy in [Policy::Grr, Policy::Lru] {
+            for index in [Index::Modulo, Index::Hash] {
+                let c = |s| AggConfig {
+                    index,
+                    ..cfg(32, policy, s)
+                };
+                let mut base = Aggregator::new(&c(Simd::Off), len).unwrap();
+                let want = run(&mut base, &ks, &ws);
+                assert_eq!(want.totals(), truth(&ks, &ws));
+                assert!(base.stats().evicted < ks.len() as u64 / 2);
+                for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                    let mut a = Aggregator::new(&c(s), len).unwrap();
+                    assert!(run(&mut a, &ks, &ws).seq == want.seq, "{s} {policy} {len}");
+                }
+            }
+        }
     }
 }
 
@@ -580,10 +841,19 @@ fn trains_merge_into_one_update_and_never_wrap_a_count() {
 #[test]
 fn u32_batches_reach_a_fingerprint_mode_aggregator_as_full_keys() {
     let (ks, ws) = bursty_stream(9, 20_000, 3000, false);
-    let mut a = Aggregator::new(&cfg(8, Policy::Grr, Simd::Auto), 8).unwrap();
-    let log = run_u32(&mut a, &ks, &ws);
-    assert_eq!(log.totals(), truth(&ks, &ws));
-    assert!(log.kinds.iter().all(|&u| !u));
+    for len in [8usize, 13, 16] {
+        let mut a = Aggregator::new(&cfg(8, Policy::Grr, Simd::Auto), len).unwrap();
+        let log = run_u32(&mut a, &ks, &ws);
+        assert_eq!(log.totals(), truth(&ks, &ws));
+        assert!(log.kinds.iter().all(|&u| !u));
+        // A u64 (8-byte) aggregator cannot hold 4-byte keys exactly: they pass through.
+        let st = a.stats();
+        if len == 8 {
+            assert_eq!(st.bypassed, st.packets);
+        } else {
+            assert!(st.evicted < st.packets / 2, "{st:?}");
+        }
+    }
 }
 
 #[test]
