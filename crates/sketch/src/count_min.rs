@@ -112,8 +112,22 @@ pub(crate) fn validate_matrix(
 ///
 /// The caller (`CmState::chunk_split`) guarantees every cell is `< rows * width` of the live
 /// matrix that `base` points to, and holds `&mut` to it.
+///
+/// `SAT = false` adds without the saturation check: exact whenever the matrix's total weight,
+/// this update included, is at most `u32::MAX` (no counter can exceed the total), which the
+/// caller checks once per chunk ([`CounterMatrix::total`]).
 #[inline(always)]
-fn add_cells<const R: usize>(base: *mut u32, cells: &[u32; R], w: u32) -> u32 {
+fn add_cells<const R: usize, const SAT: bool>(base: *mut u32, cells: &[u32; R], w: u32) -> u32 {
+    if !SAT {
+        let mut old_min = u32::MAX;
+        for &j in cells {
+            // SAFETY: as below.
+            let c = unsafe { &mut *base.add(j as usize) };
+            old_min = old_min.min(*c);
+            *c = c.wrapping_add(w);
+        }
+        return old_min.wrapping_add(w);
+    }
     let mut old_min = u32::MAX;
     for &j in cells {
         // SAFETY: `j < rows * width == counters.len()` (the caller's cells, checked once per
@@ -144,6 +158,9 @@ pub struct CounterMatrix {
     /// Row `r`'s map of the key code (`hash.affine(r)`).
     maps: Vec<Affine>,
     counters: Vec<u32>,
+    /// Weight added since the last reset (saturating). Every counter is at most this, so while
+    /// it stays `<= u32::MAX` no counter can saturate and the batch kernels skip the check.
+    total: u64,
 }
 
 impl CounterMatrix {
@@ -156,6 +173,7 @@ impl CounterMatrix {
             hash,
             maps: (0..rows as u64).map(|r| hash.affine(r)).collect(),
             counters: vec![0; rows * width],
+            total: 0,
         }
     }
 
@@ -232,6 +250,7 @@ impl CounterMatrix {
     /// kernels.
     #[inline(always)]
     fn add_h(&mut self, code: u64, w: u32) -> u64 {
+        self.total = self.total.saturating_add(u64::from(w));
         let mut old_min = u32::MAX;
         for r in 0..self.rows {
             let j = self.cell(code, r);
@@ -252,10 +271,23 @@ impl CounterMatrix {
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
             *a = a.saturating_add(*b);
         }
+        self.total = self.total.saturating_add(o.total);
     }
 
     fn clear(&mut self) {
         self.counters.iter_mut().for_each(|c| *c = 0);
+        self.total = 0;
+    }
+
+    /// Account a chunk's weights; `true` if no counter can saturate during it.
+    #[inline(always)]
+    fn take_chunk(&mut self, ws: &[u64]) -> bool {
+        // The weights as the counters take them (clamped to u32, like `add_h`).
+        let sum = ws
+            .iter()
+            .fold(0u64, |s, &w| s.saturating_add(u64::from(weight32(w))));
+        self.total = self.total.saturating_add(sum);
+        self.total <= u64::from(u32::MAX)
     }
 }
 
@@ -426,16 +458,26 @@ impl CmState {
             }
         }
         let hs = &hs[..n];
+        // While the total fits u32, every weight does too and no counter can saturate.
+        let exact = self.m.take_chunk(ws);
         if self.cand.is_disabled() {
             // No candidate set: the counter pass is the whole update.
             for (&w, cs) in ws.iter().zip(&cells) {
-                add_cells::<R>(base, cs, weight32(w));
+                if exact {
+                    add_cells::<R, false>(base, cs, w as u32);
+                } else {
+                    add_cells::<R, true>(base, cs, weight32(w));
+                }
             }
         } else if self.cand.room_for(n) {
             // Pass 2: the counter updates alone, each key's new estimate kept.
             let mut ests = [0u32; BATCH];
             for ((&w, cs), e) in ws.iter().zip(&cells).zip(ests.iter_mut()) {
-                *e = add_cells::<R>(base, cs, weight32(w));
+                *e = if exact {
+                    add_cells::<R, false>(base, cs, w as u32)
+                } else {
+                    add_cells::<R, true>(base, cs, weight32(w))
+                };
             }
             // Pass 3: which keys reached theta (vectorisable), then the member check and the
             // exact offer for those only.
@@ -460,7 +502,7 @@ impl CmState {
             }
         } else {
             for (i, ((&w, &h), cs)) in ws.iter().zip(hs).zip(&cells).enumerate() {
-                let est = u64::from(add_cells::<R>(base, cs, weight32(w)));
+                let est = u64::from(add_cells::<R, true>(base, cs, weight32(w)));
                 if let Some(k) = ks.key(i) {
                     self.after_update(&k, h, est);
                 }
@@ -473,6 +515,7 @@ impl CmState {
     fn chunk_general<C: KeyChunk>(&mut self, ks: C, ws: &[u64]) {
         let rows = self.m.rows;
         let n = ks.len().min(ws.len()).min(BATCH);
+        self.m.take_chunk(&ws[..n]);
         let mut hs = [0u64; BATCH];
         let mut cells = [0u32; BATCH * MAX_ROWS];
         for (i, h) in hs.iter_mut().enumerate().take(n) {

@@ -236,6 +236,26 @@ fn count_min_batch_equals_single_and_seeds_matter() {
             assert_eq!(json(&d), json(&e), "{rows} x {width}, batch {batch}");
         }
     }
+    // Saturation: counters stop at u32::MAX instead of wrapping, on every path. Small weights
+    // first (the batch kernels' unchecked adds, exact while the total fits u32), then weights
+    // that push the total and some counters past u32::MAX (the checked adds), then weights
+    // beyond u32 (clamped).
+    for candidates in [0, 16] {
+        let mut ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
+        ws[5000] = u64::from(u32::MAX) - 7;
+        ws[5001] = 1 << 40;
+        ws[7000] = u64::from(u32::MAX);
+        let (mut batch, mut single) = (cm(4, 1024, candidates), cm(4, 1024, candidates));
+        for (k, w) in stream.chunks(32).zip(ws.chunks(32)) {
+            batch.update_batch(k, w);
+        }
+        for (k, &w) in stream.iter().zip(&ws) {
+            single.update(k, w);
+        }
+        assert_eq!(json(&batch), json(&single), "candidates {candidates}");
+        assert_eq!(batch.flow_size(&stream[5001]), Some(u64::from(u32::MAX)));
+        assert!(batch.matrix().counters().contains(&u32::MAX));
+    }
     // candidates = 0: counters only (same counters), flow size the only task.
     let mut off = cm(4, 1024, 0);
     feed_u32(&mut off, &stream, 32);
