@@ -282,10 +282,18 @@ impl CounterMatrix {
     /// Account a chunk's weights; `true` if no counter can saturate during it.
     #[inline(always)]
     fn take_chunk(&mut self, ws: &[u64]) -> bool {
-        // The weights as the counters take them (clamped to u32, like `add_h`).
-        let sum = ws
+        // The weights as the counters take them (clamped to u32, like `add_h`). The common case
+        // (every weight below 2^32: plain sums, exact for a chunk of up to 2^32 weights) is a
+        // vectorisable OR and add; the clamp only runs when a weight needs it.
+        let (or, sum) = ws
             .iter()
-            .fold(0u64, |s, &w| s.saturating_add(u64::from(weight32(w))));
+            .fold((0u64, 0u64), |(o, s), &w| (o | w, s.wrapping_add(w)));
+        let sum = if or >> 32 == 0 && ws.len() <= BATCH {
+            sum
+        } else {
+            ws.iter()
+                .fold(0u64, |s, &w| s.saturating_add(u64::from(weight32(w))))
+        };
         self.total = self.total.saturating_add(sum);
         self.total <= u64::from(u32::MAX)
     }
@@ -441,10 +449,32 @@ impl CmState {
             return self.chunk_general(ks, ws);
         }
         ks.prefetch();
-        prefetch_all(ws);
         let maps: [Affine; R] = std::array::from_fn(|r| self.m.maps[r]);
-        // Pass 1: code, the R cells of every key, prefetch them.
         let base = self.m.counters.as_mut_ptr();
+        if self.cand.is_disabled() {
+            // No candidate set: cells and prefetch, then the counter pass is the whole update.
+            let mut cells = [[0u32; R]; BATCH];
+            for (i, cs) in cells.iter_mut().enumerate().take(n) {
+                let code = ks.code(&self.m, i);
+                for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
+                    let j = r * width + (m.apply(code) >> shift) as usize;
+                    *c = j as u32;
+                    prefetch_ptr(base.wrapping_add(j));
+                }
+            }
+            // While the total fits u32, every weight does too and no counter can saturate.
+            if self.m.take_chunk(ws) {
+                for (&w, cs) in ws.iter().zip(&cells) {
+                    add_cells::<R, false>(base, cs, w as u32);
+                }
+            } else {
+                for (&w, cs) in ws.iter().zip(&cells) {
+                    add_cells::<R, true>(base, cs, weight32(w));
+                }
+            }
+            return;
+        }
+        // Pass 1: code, the R cells of every key, prefetch them.
         let mut hs = [0u64; BATCH];
         let mut cells = [[0u32; R]; BATCH];
         for (i, (h, cs)) in hs.iter_mut().zip(cells.iter_mut()).enumerate().take(n) {
@@ -460,16 +490,7 @@ impl CmState {
         let hs = &hs[..n];
         // While the total fits u32, every weight does too and no counter can saturate.
         let exact = self.m.take_chunk(ws);
-        if self.cand.is_disabled() {
-            // No candidate set: the counter pass is the whole update.
-            for (&w, cs) in ws.iter().zip(&cells) {
-                if exact {
-                    add_cells::<R, false>(base, cs, w as u32);
-                } else {
-                    add_cells::<R, true>(base, cs, weight32(w));
-                }
-            }
-        } else if self.cand.room_for(n) {
+        if self.cand.room_for(n) {
             // Pass 2: the counter updates alone, each key's new estimate kept.
             let mut ests = [0u32; BATCH];
             for ((&w, cs), e) in ws.iter().zip(&cells).zip(ests.iter_mut()) {
