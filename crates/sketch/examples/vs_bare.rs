@@ -1,5 +1,6 @@
 //! One process per measurement, for timing two configurations against each other from outside
-//! (whole-process CPU time, runs paired A B A B so drift cancels): Count-Min 4 x 65536 or the
+//! (whole-process CPU time, e.g. alternating runs under `/usr/bin/time`, so that drift of a
+//! shared machine hits both alike): Count-Min 4 x 65536 or the
 //! count array 2^20 — counters only (`candidates = 0`), or with the default candidate set — or
 //! the bare loop of the same memory accesses (one multiply-shift per row, or `bare_affine`: the
 //! sketches' own multiply-add-shift, batches of 32 hashed and prefetched, then incremented), over
