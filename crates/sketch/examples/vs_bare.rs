@@ -7,8 +7,8 @@
 //! `ITERS` passes of the benches' Zipf(1.1) stream (2^20 keys over 500 k 4-byte keys), fed in
 //! `update_batch_u32` calls of `PER_CALL` keys (default 32).
 //!
-//! `cargo run --release -p sketch --example vs_bare -- {cm|ca} {bare|bare_affine|counters|default}
-//! [ITERS] [PER_CALL]`. Set-up (the stream) is the same for every variant (`ITERS = 0` times it);
+//! `cargo run --release -p sketch --example vs_bare -- {cm|ca}
+//! {bare|bare_affine|counters|default|candN} [ITERS] [PER_CALL]` (`candN`: a candidate set of N). Set-up (the stream) is the same for every variant (`ITERS = 0` times it);
 //! a checksum is printed so no variant is optimised away.
 
 use rand::{Rng, SeedableRng};
@@ -92,8 +92,11 @@ fn main() {
         }
         c.iter().map(|&x| u64::from(x)).sum()
     } else {
+        // `counters` = `candidates = 0`; `candN` = `candidates = N`; else the defaults.
         let params: toml::Table = if how == "counters" {
             "candidates = 0".parse().expect("params")
+        } else if let Some(n) = how.strip_prefix("cand") {
+            format!("candidates = {n}").parse().expect("candN")
         } else {
             toml::Table::new()
         };
