@@ -8,8 +8,9 @@
 //! `update_batch_u32` calls of `PER_CALL` keys (default 32).
 //!
 //! `cargo run --release -p sketch --example vs_bare -- {cm|ca}
-//! {bare|bare_affine|counters|default|candN} [ITERS] [PER_CALL]` (`candN`: a candidate set of N). Set-up (the stream) is the same for every variant (`ITERS = 0` times it);
-//! a checksum is printed so no variant is optimised away.
+//! {bare|bare_affine|counters|default|candN} [ITERS] [PER_CALL]` (`candN`: a candidate set of
+//! N). Set-up (the stream) is the same for every variant (`ITERS = 0` times it); a checksum is
+//! printed so no variant is optimised away.
 
 use rand::{Rng, SeedableRng};
 
