@@ -3,8 +3,9 @@
 //! The set holds at most `2 * cap` keys and keeps a running threshold `theta`. The sketch calls
 //! [`Candidates::offer`] after an update only when the key's new estimate is `>= theta` (one
 //! compare on the hot path). The set is touched only then: a probe of a small open-addressing
-//! table of member hashes, indexed by the key's 64-bit hash (the one the sketch already
-//! computed; no second hash), and an insert if the key is new. When the set reaches `2 * cap` keys it is compacted:
+//! table of members, keyed by the 64-bit value the sketch already computed for the key (Count
+//! Sketch: its hash; Count-Min: its code, which for a 4-byte key is the key itself; no second
+//! hash), and an insert if the key is new. When the set reaches `2 * cap` keys it is compacted:
 //! the estimates of all members are re-queried, `theta` rises to one more than the
 //! `(cap + 1)`-th largest, and members below it are dropped, leaving at most `cap`. Compaction
 //! happens at most once per `cap` insertions, so its `O(cap log cap)` cost is amortised.
@@ -123,9 +124,10 @@ impl Candidates {
 
     /// Probe for hash `h`: `(true, slot)` if a member has it, else `(false, empty slot)`.
     ///
-    /// Members are identified by their 64-bit hash alone: two keys with equal hashes occupy
-    /// identical counters in every row, so the sketch cannot tell them apart anyway (and it
-    /// happens with probability 2^-64 per pair). This keeps the probe to one 8-byte load in a
+    /// Members are identified by their 64-bit value alone: two keys with equal values occupy
+    /// identical counters in every row, so the sketch cannot tell them apart anyway (for a
+    /// hash it happens with probability 2^-64 per pair; a Count-Min code of a 4-byte key is
+    /// exact). This keeps the probe to one 8-byte load in a
     /// table of `>= 4 * cap` slots (32 KiB for the default 1024), without touching the keys.
     #[inline(always)]
     fn find(&self, h: u64) -> (bool, usize) {
