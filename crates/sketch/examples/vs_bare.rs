@@ -8,8 +8,8 @@
 //! `update_batch_u32` calls of `PER_CALL` keys (default 32).
 //!
 //! `cargo run --release -p sketch --example vs_bare -- {cm|ca}
-//! {bare|bare_affine|counters|default|candN} [ITERS] [PER_CALL]` (`candN`: a candidate set of
-//! N). Set-up (the stream) is the same for every variant (`ITERS = 0` times it); a checksum is
+//! {bare|bare_affine|counters|default|candN} [ITERS] [PER_CALL] [EPOCH_PASSES]` (`candN`: a
+//! candidate set of N; `EPOCH_PASSES`: reset every that many passes, 0 = never). Set-up (the stream) is the same for every variant (`ITERS = 0` times it); a checksum is
 //! printed so no variant is optimised away.
 
 use rand::{Rng, SeedableRng};
@@ -80,6 +80,9 @@ fn main() {
     let iters: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(200);
     // Keys per `update_batch_u32` call (the sketch splits them into chunks of 32 itself).
     let per_call: usize = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(BATCH);
+    // Reset every this many passes (an epoch: 2 passes are 2^21 updates, the papers' 2 M
+    // packets); 0 never resets.
+    let epoch_passes: usize = args.get(5).and_then(|s| s.parse().ok()).unwrap_or(0);
     let (rows, bits, name) = match what {
         "ca" => (1, 20, "count_array"),
         _ => (4, 16, "count_min"),
@@ -88,8 +91,11 @@ fn main() {
     let ones = vec![1u64; per_call.max(1)];
     let sum: u64 = if how.starts_with("bare") {
         let mut c = vec![0u32; rows << bits];
-        for _ in 0..iters {
+        for i in 0..iters {
             bare(&mut c, rows, bits, &keys, how == "bare_affine");
+            if epoch_passes > 0 && (i + 1) % epoch_passes == 0 {
+                c.iter_mut().for_each(|x| *x = 0);
+            }
         }
         c.iter().map(|&x| u64::from(x)).sum()
     } else {
@@ -104,9 +110,12 @@ fn main() {
         let mut a = sketch::build(name, &params, &algo::BuildCtx::default())
             .expect("config")
             .expect("name");
-        for _ in 0..iters {
+        for i in 0..iters {
             for k in keys.chunks(per_call.max(1)) {
                 a.update_batch_u32(k, &ones[..k.len()]);
+            }
+            if epoch_passes > 0 && (i + 1) % epoch_passes == 0 {
+                a.reset();
             }
         }
         a.flow_size(&key::FlowKey::from_u32(keys[0])).unwrap_or(0)
