@@ -15,28 +15,14 @@ use std::hint::black_box;
 use algo::{Algorithm, BuildCtx, Task};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use key::FlowKey;
-use rand::{Rng, SeedableRng};
 
 const N: usize = 1 << 20;
 const KEYS: usize = 500_000;
 const BATCH: usize = 32;
 
-/// Zipf(1.1) over KEYS ranks by inverse CDF; rank r maps to a scattered u32 key.
+/// Zipf(1.1) over KEYS ranks, scattered u32 keys (the benches' shared stream).
 fn stream() -> Vec<u32> {
-    let mut cdf = Vec::with_capacity(KEYS);
-    let mut acc = 0.0;
-    for r in 1..=KEYS {
-        acc += 1.0 / (r as f64).powf(1.1);
-        cdf.push(acc);
-    }
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
-    (0..N)
-        .map(|_| {
-            let u = rng.gen::<f64>() * acc;
-            let r = cdf.partition_point(|&c| c < u) as u32;
-            r.wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995
-        })
-        .collect()
+    gen::zipf_u32(N, KEYS, 1.1, 11)
 }
 
 /// `ones` is one batch of unit weights, reused for every batch (packet counting: what `netsift

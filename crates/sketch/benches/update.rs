@@ -14,30 +14,10 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use key::{FlowKey, HashFn};
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64;
 
 const N: usize = 1 << 20;
 const KEYS: usize = 500_000;
 const CHUNK: usize = 32;
-
-/// The key stream of `crates/measure/benches/algorithms.rs` (same CDF, seed and scattering).
-fn zipf_stream(n: usize, keys: usize, s: f64, seed: u64) -> Vec<u32> {
-    let mut cdf = Vec::with_capacity(keys);
-    let mut acc = 0.0;
-    for r in 1..=keys {
-        acc += 1.0 / (r as f64).powf(s);
-        cdf.push(acc);
-    }
-    let mut rng = Pcg64::seed_from_u64(seed);
-    (0..n)
-        .map(|_| {
-            let u = rng.gen::<f64>() * acc;
-            let r = cdf.partition_point(|&c| c < u) as u32;
-            r.wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995
-        })
-        .collect()
-}
 
 #[inline(always)]
 fn prefetch(p: *const u32) {
@@ -158,7 +138,7 @@ fn run_as(
 }
 
 fn benches(c: &mut Criterion) {
-    let raw = zipf_stream(N, KEYS, 1.1, 11);
+    let raw = gen::zipf_u32(N, KEYS, 1.1, 11);
     let keys: Vec<FlowKey> = raw.iter().map(|&k| FlowKey::from_u32(k)).collect();
     // Packet counts: every batch's weights are the same 32 ones (as `netsift run` passes them).
     let ones = [1u64; CHUNK];

@@ -12,27 +12,8 @@
 //! candidate set of N; `EPOCH_PASSES`: reset every that many passes, 0 = never). Set-up (the stream) is the same for every variant (`ITERS = 0` times it); a checksum is
 //! printed so no variant is optimised away.
 
-use rand::{Rng, SeedableRng};
-
 const N: usize = 1 << 20;
 const BATCH: usize = 32;
-
-fn stream() -> Vec<u32> {
-    let keys = 500_000;
-    let mut cdf = Vec::with_capacity(keys);
-    let mut acc = 0.0;
-    for r in 1..=keys {
-        acc += 1.0 / (r as f64).powf(1.1);
-        cdf.push(acc);
-    }
-    let mut rng = rand_pcg::Pcg64::seed_from_u64(11);
-    (0..N)
-        .map(|_| {
-            let r = cdf.partition_point(|&c| c < rng.gen::<f64>() * acc) as u32;
-            r.wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995
-        })
-        .collect()
-}
 
 /// The bare loop: `rows` x 2^`bits` u32 counters, multiply-shift per row, batches of 32 hashed and
 /// prefetched first, then incremented.
@@ -87,7 +68,7 @@ fn main() {
         "ca" => (1, 20, "count_array"),
         _ => (4, 16, "count_min"),
     };
-    let keys = stream();
+    let keys = gen::zipf_u32(N, 500_000, 1.1, 11);
     let ones = vec![1u64; per_call.max(1)];
     let sum: u64 = if how.starts_with("bare") {
         let mut c = vec![0u32; rows << bits];
