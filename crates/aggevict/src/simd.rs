@@ -172,18 +172,7 @@ pub(crate) mod x86 {
     }
 }
 
-/// Prefetch the bytes at `p` (any address: a prefetch never faults; no-op off x86_64).
-#[inline(always)]
-pub(crate) fn prefetch_ptr<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of the x86_64 baseline; a prefetch has no architectural effect and
-    // never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub(crate) use key::prefetch as prefetch_ptr;
 
 /// Whether this CPU can run `simd` (`Off` always; `Auto` always, it resolves to what exists).
 pub fn available(simd: Simd) -> bool {

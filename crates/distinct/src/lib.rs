@@ -77,23 +77,7 @@ pub fn build(
 /// prefetches of the following keys, small enough to stay on the stack.
 pub(crate) const BATCH_BLOCK: usize = 16;
 
-/// Hint the CPU to pull the cache line holding `p` into L1.
-///
-/// A pure performance hint: the batched update paths call it and then do exactly what the
-/// scalar path does, so removing it changes no state (tests compare `update_batch` with the
-/// `update` loop). On other architectures it is a no-op.
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` only hints the cache hierarchy; it never dereferences `p` in a way
-    // that can fault (invalid addresses are ignored by PREFETCHT0) and SSE is part of the
-    // x86_64 baseline, so the intrinsic is always available.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub(crate) use key::prefetch;
 
 /// `(x * n) >> 32`: maps a 32-bit hash uniformly onto `0..n` for `n <= 2^32` (Lemire), the
 /// 32-bit twin of [`key::reduce`] used where two 32-bit halves of one hash are needed.

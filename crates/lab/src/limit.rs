@@ -9,6 +9,7 @@
 
 use std::hint::black_box;
 
+use key::prefetch_at as prefetch;
 use key::{FlowKey, HashFn};
 
 /// Keys per batch (the artifact's MAX_RX_BURST).
@@ -62,26 +63,6 @@ impl LimitLoop {
 
     pub fn reset(&mut self) {
         self.counters.fill(0);
-    }
-}
-
-#[inline(always)]
-fn prefetch(v: &[u32], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if let Some(c) = v.get(i) {
-            // SAFETY: a prefetch is a hint with no architectural effect; the address is that of a
-            // live element of `v`.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    (c as *const u32).cast::<i8>(),
-                )
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (v, i);
     }
 }
 

@@ -14,6 +14,7 @@ use std::hint::black_box;
 
 use algo::{Algorithm, BuildCtx, Task};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use key::prefetch;
 use key::FlowKey;
 
 const N: usize = 1 << 20;
@@ -39,17 +40,6 @@ fn feed_u32(a: &mut dyn Algorithm, keys: &[u32], ones: &[u64]) {
     for k in keys.chunks(BATCH) {
         a.update_batch_u32(k, &ones[..k.len()]);
     }
-}
-
-#[inline(always)]
-fn prefetch(p: *const u32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// The memory accesses of Count-Min d x w (w a power of two): multiply-shift hash per row,

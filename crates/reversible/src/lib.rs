@@ -92,20 +92,7 @@ pub(crate) fn w32(w: u64) -> u32 {
     u32::try_from(w).unwrap_or(u32::MAX)
 }
 
-/// Prefetch the cache line holding `p` into all cache levels. Only a hint: it changes no state,
-/// so the batch paths that use it equal the one-by-one loops (tested in each module).
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (it is in the baseline target
-    // features). A prefetch never dereferences in the language sense and never faults, even for
-    // an address outside any allocation; callers pass in-bounds addresses anyway.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub(crate) use key::prefetch;
 
 /// A key's bytes as a big-endian integer (keys of at most 8 bytes).
 #[inline]

@@ -13,22 +13,12 @@
 //! Short run: `cargo bench -p sketch --bench update -- --warm-up-time 1 --measurement-time 2`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use key::prefetch;
 use key::{FlowKey, HashFn};
 
 const N: usize = 1 << 20;
 const KEYS: usize = 500_000;
 const CHUNK: usize = 32;
-
-#[inline(always)]
-fn prefetch(p: *const u32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is an SSE hint (x86_64 baseline) that never faults, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// `R` x 2^`bits` counters, batches of 32: `cells` gives the `R` cells of key `i` of a chunk.
 #[inline(always)]

@@ -37,13 +37,7 @@ fn bare(counters: &mut [u32], rows: usize, bits: u32, keys: &[u32], affine: bool
                 };
                 let j = (r << bits) + (h >> (64 - bits)) as usize;
                 idx[i * rows + r] = j;
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: a prefetch is a hint; it never faults.
-                unsafe {
-                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                        counters.as_ptr().wrapping_add(j).cast(),
-                    )
-                }
+                key::prefetch(counters.as_ptr().wrapping_add(j));
             }
         }
         for &j in &idx[..chunk.len() * rows] {

@@ -75,28 +75,7 @@ impl RowIndex {
     }
 }
 
-/// Hint the CPU to fetch the cache line holding `slice[i]` (no-op if out of range or on other
-/// architectures). Prefetching never changes results, only timing.
-#[inline(always)]
-pub fn prefetch<T>(slice: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if let Some(r) = slice.get(i) {
-            // SAFETY: `_mm_prefetch` only needs SSE, which every x86_64 CPU has (it is part of
-            // the x86_64 baseline); it is a hint that never faults, and the pointer comes from a
-            // valid reference anyway.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                    (r as *const T).cast::<i8>(),
-                )
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (slice, i);
-    }
-}
+pub use key::prefetch_at as prefetch;
 
 /// Hint the CPU to fetch every cache line of `slice` (a batch's keys or weights: about 19 lines
 /// for 32 keys). Issued all at once, these misses overlap; left to the hashing loop, only the
@@ -112,19 +91,7 @@ pub fn prefetch_all<T>(slice: &[T]) {
     }
 }
 
-/// Prefetch hint for an address, without a bounds check. `wrapping_add` arithmetic and the
-/// prefetch instruction never dereference the pointer, so any address is allowed.
-#[inline(always)]
-pub fn prefetch_ptr<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` only needs SSE (x86_64 baseline); it is a hint that never faults
-    // and does not dereference in the Rust memory model, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub use key::prefetch as prefetch_ptr;
 
 /// Median of a small slice of estimates (sorted in place). For an even count it is the mean
 /// of the two middle values rounded toward negative infinity (Count Sketch, ALGORITHMS.md 2).

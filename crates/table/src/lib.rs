@@ -126,23 +126,7 @@ impl Dropped {
 /// cover a DRAM miss with independent loads, small enough to live on the stack.
 pub(crate) const BATCH: usize = 16;
 
-/// Hint the CPU to fetch `slice[idx]` into cache. Out-of-range indices are ignored.
-#[inline(always)]
-pub(crate) fn prefetch<T>(slice: &[T], idx: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(r) = slice.get(idx) {
-        // SAFETY: `_mm_prefetch` is only a cache hint: it never faults, reads nothing
-        // architecturally and the pointer comes from a live reference. SSE is part of the
-        // x86_64 baseline, so the target feature is always present.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                r as *const T as *const i8,
-            )
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, idx);
-}
+pub(crate) use key::prefetch_at as prefetch;
 
 /// Cache or scratch data that is not part of a structure's state: skipped by serde, equal to
 /// every other value of its type, reset by `Default`.
