@@ -8,11 +8,12 @@ use aggevict::{Policy, Simd};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use key::KeyKind;
 
+use crate::accel::share_only;
 use crate::accel::AggSpec;
 use crate::clock::{Clock, LatencyHist};
 use crate::limit::{LimitLoop, LIMIT_BATCH};
 use crate::output::{write_figure, Panel, Series};
-use crate::run::{build_algorithm, measure, measure_e2e, share_only, Measured, RunCfg};
+use crate::run::{build_algorithm, measure, measure_e2e, Measured, RunCfg};
 use crate::workload::Workload;
 use crate::{LabArgs, LabError, Point, DEFAULT_PACKETS, EPOCH};
 

@@ -17,7 +17,7 @@ use std::hint::black_box;
 use algo::{Algorithm, BuildCtx, KeyBatch};
 use key::{FlowKey, KeyKind};
 
-use crate::accel::{self, AggSpec, Front};
+use crate::accel::{AggSpec, Front};
 use crate::clock::{Clock, LatencyHist};
 use crate::workload::Workload;
 use crate::LabError;
@@ -44,6 +44,32 @@ pub struct Measured {
     pub memory_bytes: usize,
     /// SIMD backend the aggregator used ("" without Agg-Evict).
     pub simd: String,
+}
+
+impl Measured {
+    /// A run's figures: `packets` in `ns` of timed work, latencies from `hist`.
+    fn of(
+        packets: u64,
+        ns: f64,
+        hist: &LatencyHist,
+        clock: &Clock,
+        front: &Front,
+        algo: &dyn Algorithm,
+    ) -> Measured {
+        Measured {
+            packets,
+            mpps: if ns > 0.0 {
+                packets as f64 / ns * 1e3
+            } else {
+                0.0
+            },
+            ns_avg: clock.to_ns(hist.mean_cycles()),
+            ns_p99: clock.to_ns(hist.quantile_cycles(0.99)),
+            evicted_share: front.evicted_share(),
+            memory_bytes: algo.memory_bytes(),
+            simd: front.simd_name(),
+        }
+    }
 }
 
 pub(crate) fn build_algorithm(
@@ -170,29 +196,14 @@ pub fn measure(w: &Workload, cfg: &RunCfg, clock: &Clock, seed: u64) -> Result<M
     }
     let packets = w.len() as u64;
     let ns = clock.to_ns(cycles as f64);
-    Ok(Measured {
+    Ok(Measured::of(
         packets,
-        mpps: if ns > 0.0 {
-            packets as f64 / ns * 1e3
-        } else {
-            0.0
-        },
-        ns_avg: clock.to_ns(hist.mean_cycles()),
-        ns_p99: clock.to_ns(hist.quantile_cycles(0.99)),
-        evicted_share: front.evicted_share(),
-        memory_bytes: algo.memory_bytes(),
-        simd: front.simd_name(),
-    })
-}
-
-/// Only the aggregator, no timing: the share of packets that would reach the algorithm.
-pub fn share_only(
-    w: &Workload,
-    spec: &AggSpec,
-    kind: KeyKind,
-    epoch: usize,
-) -> Result<f64, LabError> {
-    accel::share_only(w, spec, kind, epoch)
+        ns,
+        &hist,
+        clock,
+        &front,
+        algo.as_ref(),
+    ))
 }
 
 /// Append a parsed key to the batch, and its u32 form while it is 4 bytes long.
@@ -300,17 +311,12 @@ pub fn measure_e2e(
     packets += n as u64;
     hist.add_batch(t_end.wrapping_sub(t_prev), n as u64);
     let ns = clock.to_ns(t_end.wrapping_sub(t_start) as f64);
-    Ok(Measured {
+    Ok(Measured::of(
         packets,
-        mpps: if ns > 0.0 {
-            packets as f64 / ns * 1e3
-        } else {
-            0.0
-        },
-        ns_avg: clock.to_ns(hist.mean_cycles()),
-        ns_p99: clock.to_ns(hist.quantile_cycles(0.99)),
-        evicted_share: front.evicted_share(),
-        memory_bytes: algo.memory_bytes(),
-        simd: front.simd_name(),
-    })
+        ns,
+        &hist,
+        clock,
+        &front,
+        algo.as_ref(),
+    ))
 }
