@@ -72,20 +72,29 @@ fn stream(
     (ks, ws)
 }
 
-/// Feed in mixed batch sizes, then flush.
-fn run(agg: &mut Aggregator, ks: &[FlowKey], ws: &[u64]) -> Log {
+/// Feed in mixed batch sizes, then flush; `u32`: through `update_batch_u32` (4-byte keys).
+fn run_as(agg: &mut Aggregator, ks: &[FlowKey], ws: &[u64], u32: bool) -> Log {
+    let us: Vec<u32> = ks.iter().map(|k| k.prefix_u32()).collect();
     let mut log = Log::default();
     let sizes = [1usize, 7, 32, 100, 3, 8192, 64];
     let mut i = 0;
     let mut b = 0;
     while i < ks.len() {
         let e = (i + sizes[b % sizes.len()]).min(ks.len());
-        agg.update_batch(&ks[i..e], &ws[i..e], &mut log.sink());
+        if u32 {
+            agg.update_batch_u32(&us[i..e], &ws[i..e], &mut log.sink());
+        } else {
+            agg.update_batch(&ks[i..e], &ws[i..e], &mut log.sink());
+        }
         i = e;
         b += 1;
     }
     agg.flush(&mut log.sink());
     log
+}
+
+fn run(agg: &mut Aggregator, ks: &[FlowKey], ws: &[u64]) -> Log {
+    run_as(agg, ks, ws, false)
 }
 
 #[test]
@@ -711,19 +720,7 @@ fn bursty_stream(seed: u64, n: usize, universe: u32, big: bool) -> (Vec<FlowKey>
 
 /// `run` through the u32 path, in the same mixed batch sizes.
 fn run_u32(agg: &mut Aggregator, ks: &[FlowKey], ws: &[u64]) -> Log {
-    let us: Vec<u32> = ks.iter().map(|k| k.prefix_u32()).collect();
-    let mut log = Log::default();
-    let sizes = [1usize, 7, 32, 100, 3, 8192, 64];
-    let mut i = 0;
-    let mut b = 0;
-    while i < us.len() {
-        let e = (i + sizes[b % sizes.len()]).min(us.len());
-        agg.update_batch_u32(&us[i..e], &ws[i..e], &mut log.sink());
-        i = e;
-        b += 1;
-    }
-    agg.flush(&mut log.sink());
-    log
+    run_as(agg, ks, ws, true)
 }
 
 #[test]
