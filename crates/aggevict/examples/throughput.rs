@@ -10,6 +10,10 @@
 //! 38-byte `FlowKey`s (first 4 M packets), which evicts the same sequence.
 //!
 //! `cargo run --release -p aggevict --example throughput [-- --quick]`
+//!
+//! `-- --profile [SIMD]`: only the bursty trace through the u32 GRR aggregator (default
+//! `avx512`), timed repeatedly, for `perf record`; `-- --only-agg`: only the aggregator-alone
+//! GRR u32 lines of both streams (the quick A/B of the hot path).
 
 use aggevict::{AggConfig, Aggregator, KeyBatch, Policy, Simd};
 use algo::{Algorithm, BuildCtx};
@@ -177,8 +181,69 @@ fn stream(name: &str, keys: &[u32], reps: usize) {
     }
 }
 
+/// The bursty u32 GRR aggregator alone, `reps` timed passes (for `perf record`).
+fn profile(simd: Simd, reps: usize) {
+    let keys = bursty(20_000_000);
+    let ones = vec![1u64; BATCH];
+    let cfg = AggConfig {
+        simd,
+        ..AggConfig::default()
+    };
+    let mut agg = Aggregator::new(&cfg, 4).expect("backend");
+    let mut none = |_: KeyBatch<'_>, _: &[u64]| {};
+    for _ in 0..reps {
+        let ns = time(keys.len(), 1, &mut || {
+            for (k, w) in keys.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
+                agg.update_batch_u32(k, w, &mut none);
+            }
+            agg.flush(&mut none);
+        });
+        println!("bursty grr {simd}: aggregator u32 {ns:.2} ns/packet");
+    }
+}
+
+/// Aggregator-alone GRR u32 lines (every available backend) of both streams.
+fn only_agg(reps: usize) {
+    let ones = vec![1u64; BATCH];
+    for (name, keys) in [
+        ("bursty", bursty(20_000_000)),
+        ("shuffled", shuffled(4_000_000)),
+    ] {
+        for simd in [Simd::Avx512, Simd::Avx2, Simd::Sse2, Simd::Off] {
+            let cfg = AggConfig {
+                simd,
+                ..AggConfig::default()
+            };
+            let Ok(mut agg) = Aggregator::new(&cfg, 4) else {
+                continue;
+            };
+            let mut none = |_: KeyBatch<'_>, _: &[u64]| {};
+            let ns = time(keys.len(), reps, &mut || {
+                for (k, w) in keys.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
+                    agg.update_batch_u32(k, w, &mut none);
+                }
+                agg.flush(&mut none);
+            });
+            println!("{name} grr {simd:>6}: aggregator u32 {ns:.2} ns/packet");
+        }
+    }
+}
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--profile") {
+        let simd = args
+            .get(i + 1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(Simd::Avx512);
+        profile(simd, 20);
+        return;
+    }
+    if args.iter().any(|a| a == "--only-agg") {
+        only_agg(5);
+        return;
+    }
+    let quick = args.iter().any(|a| a == "--quick");
     let (reps, big) = if quick {
         (2, 4_000_000)
     } else {

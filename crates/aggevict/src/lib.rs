@@ -32,24 +32,26 @@
 //! of a 38-byte `FlowKey`); [`Aggregator::update_batch`] in narrow mode converts each chunk and
 //! runs the same loop, so both evict exactly the same sequence. Per chunk of 32 packets:
 //!
-//! 1. *Run merge*: a vector compare of each key with the previous one gives the chunk's runs of
-//!    equal keys (trains of back-to-back packets; 83% of the packets of figure 5's trace repeat
-//!    the previous key), each summed into one update in registers. This is the paper's
-//!    aggregation applied before the table: it removes the store-to-load chain on one counter
-//!    that a train otherwise costs. Unit weights need no sums; a chunk holding a weight
-//!    `>= 2^32` is not merged; a run whose sum passes u32 bypasses as one update.
-//! 2. *Locate and prefetch*: each run's array (fastmod, or `HashFn` over the key's 4 bytes for
-//!    [`Index::Hash`]) and a prefetch of its key and value lines, so the misses overlap.
-//! 3. *Look up*, after one bound check for the whole chunk (unchecked indexing per packet):
-//!    one 16-wide compare per run. With GRR and a SIMD kernel, on a chunk of at least 16 runs
-//!    (shuffled traffic), hit, insert and eviction are one branch-free path (the outcome
-//!    selects the slot, the stored value and whether the buffered pair counts), so random
-//!    misses cost no branch mispredictions; otherwise (LRU, the scalar kernel, chunks of long
-//!    trains) a hit is the straight-line path and a miss an out-of-line call. Evictions are
-//!    written by index into a fixed buffer (`evict_batch + 32` long) and the sink is called
-//!    only between chunks.
-//!    A chunk whose packets are all runs of one (no key repeats its predecessor, about half
-//!    the chunks of a shuffled Zipf stream) skips the run gather.
+//! 1. *Run merge*: two 16-wide vector compares of the chunk with itself shifted by one
+//!    ([`simd`]'s `run_starts`) give the chunk's runs of equal keys (trains of back-to-back
+//!    packets; 83% of the packets of figure 5's trace repeat the previous key, ~6 runs per 32
+//!    packets), each one update. This is the paper's aggregation applied before the table: it
+//!    removes the store-to-load chain on one counter that a train otherwise costs. Unit weights
+//!    (one vector test) need no sums, a run weighs its length; otherwise prefix sums; a chunk
+//!    holding a weight `>= 2^32` is not merged; a run whose sum passes u32 bypasses as one
+//!    update.
+//! 2. *Locate and look up*, one pass over the runs: each run's array (fastmod, or `HashFn` over
+//!    the key's 4 bytes for [`Index::Hash`]), a prefetch of its value line, and one 16-wide
+//!    compare. One loop, not three (gather, locate and prefetch, look up): the run count varies
+//!    per chunk, so every loop over the runs costs a mispredicted exit, and with no run buffers
+//!    nothing is zeroed or copied per chunk. An index is checked against the table per run (a
+//!    never-taken branch) and the table is then indexed unchecked. With GRR and a SIMD kernel,
+//!    hit, insert and eviction are one branch-free path (the outcome selects the slot, the
+//!    stored value and whether the buffered pair counts), so misses (about one run in four on
+//!    the bursty trace, one in six on shuffled traffic, at random) cost no branch
+//!    mispredictions; LRU and the scalar kernel take the branchy path (a hit is the
+//!    straight-line path, a miss an out-of-line call). Evictions are written by index into a
+//!    fixed buffer (`evict_batch + 32` long) and the sink is called only between chunks.
 //!
 //! Evictions are handed on in batches of exactly [`AggConfig::evict_batch`] (the flush hands on
 //! the remainder) through the sink `&mut dyn FnMut(KeyBatch, &[u64])`: `KeyBatch::U32` in narrow
@@ -273,10 +275,10 @@ impl FastMod {
 /// Seed of the array hash for [`Index::Hash`] (placement only; answers never depend on it).
 const INDEX_SEED: u64 = 0x6167_6765_7669_6374; // "aggevict"
 
-/// Packets whose arrays are located and prefetched before any of them is looked up (pass 1 of
-/// the two-pass chunk loop). Also the headroom of the narrow eviction buffer: at most one
-/// eviction per packet, drained to below `evict_batch` after every chunk.
-const CHUNK: usize = 32;
+// Packets per chunk of the batch loop (defined with the run-start kernels, which take one
+// chunk). Also the headroom of the narrow eviction buffer: at most one eviction per packet,
+// drained to below `evict_batch` after every chunk.
+use simd::CHUNK;
 
 /// Indices into a `2 * CHUNK` table (`CHUNK` is a power of two, so `& (2 * CHUNK - 1)` keeps
 /// every index `<= CHUNK` unchanged while proving it in bounds).
@@ -284,46 +286,93 @@ const CHUNK_MASK_1: usize = 2 * CHUNK - 1;
 
 /// The run-merge weight rules of a chunk, shared by both key modes: `(unit, mergeable)`. Unit
 /// weights (packet counting) need no sums; a chunk holding a weight `>= 2^32` is not merged at
-/// all (32 smaller weights sum exactly in u64).
+/// all (32 smaller weights sum exactly in u64). `unit` is one OR of `w ^ 1` (a vector test),
+/// and the unit path (every chunk of a packet-counting run) stops there.
 #[inline(always)]
 pub(crate) fn weight_rules(ws: &[u64]) -> (bool, bool) {
-    let (or, and) = ws
-        .iter()
-        .fold((0u64, u64::MAX), |(o, a), &w| (o | w, a & w));
-    (or == 1 && and == 1, or >> 32 == 0)
+    let unit = ws.iter().fold(0u64, |o, &w| o | (w ^ 1)) == 0;
+    (unit, unit || ws.iter().fold(0u64, |o, &w| o | w) >> 32 == 0)
 }
 
-/// `f(p, q)` for every run `[p, q)` of a chunk of `n` packets, in order, where the set bits of
-/// `starts` mark the runs' first packets (shared by both key modes).
+/// The runs `[p, q)` of a chunk of `n` packets, in order, where the set bits of `starts` mark
+/// the runs' first packets (shared by both key modes). `n <= CHUNK`, and `starts` has no bit at
+/// or above `n`. An iterator rather than a closure-taking helper: a closure called from a
+/// `#[target_feature]` loop is not always inlined, and out of line it loses the feature (each
+/// SIMD intrinsic becomes a call).
+#[derive(Clone, Copy)]
+pub(crate) struct Runs {
+    starts: u32,
+    n: usize,
+}
+
+impl Runs {
+    #[inline(always)]
+    pub(crate) fn new(starts: u32, n: usize) -> Runs {
+        Runs { starts, n }
+    }
+}
+
+impl Iterator for Runs {
+    type Item = (usize, usize);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, usize)> {
+        if self.starts == 0 {
+            return None;
+        }
+        let p = self.starts.trailing_zeros() as usize;
+        self.starts &= self.starts - 1;
+        // The next start, or `n` after the last run, with no branch (a branch here would
+        // mispredict once per chunk, as the run count varies).
+        let q = (u64::from(self.starts) | (1u64 << self.n)).trailing_zeros() as usize;
+        Some((p, q))
+    }
+}
+
+/// `f(p, q)` for every run `[p, q)` (see [`Runs`]).
 #[inline(always)]
-pub(crate) fn for_each_run(mut starts: u32, n: usize, mut f: impl FnMut(usize, usize)) {
-    while starts != 0 {
-        let p = starts.trailing_zeros() as usize;
-        starts &= starts - 1;
-        let q = if starts == 0 {
-            n
-        } else {
-            starts.trailing_zeros() as usize
-        };
+pub(crate) fn for_each_run(starts: u32, n: usize, mut f: impl FnMut(usize, usize)) {
+    for (p, q) in Runs::new(starts, n) {
         f(p, q);
     }
 }
 
-/// Bit `j` set where packet `j` starts a run of equal keys (bit 0 always).
-#[inline(always)]
-fn run_starts(ks: &[u32]) -> u32 {
-    let mut m = 1u32;
-    if let Ok(k) = <&[u32; CHUNK]>::try_from(ks) {
-        // Fixed length: compiles to a few vector compares.
-        for j in 1..CHUNK {
-            m |= u32::from(k[j] != k[j - 1]) << j;
-        }
-    } else {
-        for (j, w) in ks.windows(2).enumerate() {
-            m |= u32::from(w[0] != w[1]) << ((j + 1) & (CHUNK - 1));
-        }
+/// The weight of run `[p, q)`: `q - p` for unit weights, else a difference of prefix sums.
+trait RunWeight {
+    fn weight(&self, p: usize, q: usize) -> u64;
+}
+
+/// Unit weights (packet counting): a run weighs its length.
+struct Unit;
+
+impl RunWeight for Unit {
+    #[inline(always)]
+    fn weight(&self, p: usize, q: usize) -> u64 {
+        (q - p) as u64
     }
-    m
+}
+
+/// Exclusive prefix sums of a chunk's weights, indexed through `CHUNK_MASK_1`.
+struct Prefix([u64; 2 * CHUNK]);
+
+impl Prefix {
+    #[inline(always)]
+    fn new(ws: &[u64]) -> Prefix {
+        let mut pre = [0u64; 2 * CHUNK];
+        let mut acc = 0u64;
+        for (p, &w) in pre[1..].iter_mut().zip(ws) {
+            acc = acc.wrapping_add(w);
+            *p = acc;
+        }
+        Prefix(pre)
+    }
+}
+
+impl RunWeight for Prefix {
+    #[inline(always)]
+    fn weight(&self, p: usize, q: usize) -> u64 {
+        self.0[q & CHUNK_MASK_1].wrapping_sub(self.0[p & CHUNK_MASK_1])
+    }
 }
 
 /// The eviction sink: each batch of aggregated updates, as u32 keys (narrow mode) or full keys
@@ -672,13 +721,14 @@ impl Aggregator {
         }
     }
 
-    /// One chunk (at most `CHUNK` packets) in two passes. Pass 1 merges runs of the same key
-    /// (trains of back-to-back packets of one flow are the norm on real links; 83% of the
-    /// packets of figure 5's trace repeat the previous key) into one update, then locates
-    /// every run's array and prefetches its key and value lines, so the chunk's cache misses
-    /// overlap. Pass 2 looks the runs up. Merging consecutive packets is the aggregation
-    /// itself, done in registers: without it every packet of a train waits on the store of the
-    /// previous one to the same counter (a chain through memory of several cycles a packet).
+    /// One chunk (at most `CHUNK` packets). Runs of the same key (trains of back-to-back
+    /// packets of one flow are the norm on real links; 83% of the packets of figure 5's trace
+    /// repeat the previous key) are merged into one update each, found by comparing the chunk
+    /// with itself shifted by one (two 16-wide compares, [`Kernel::run_starts`]). Merging
+    /// consecutive packets is the aggregation itself, done in registers: without it every
+    /// packet of a train waits on the store of the previous one to the same counter (a chain
+    /// through memory of several cycles a packet). Then each run is located and looked up
+    /// ([`Aggregator::chunk_runs`]).
     #[inline(always)]
     fn narrow_chunk<K: Kernel, const LRU: bool>(&mut self, ks: &[u32], ws: &[u64]) {
         let n = ks.len().min(ws.len()).min(CHUNK);
@@ -686,147 +736,168 @@ impl Aggregator {
         if n == 0 {
             return;
         }
-        // Run weights: unit weights (packet counting) need no sums; otherwise exclusive prefix
-        // sums, exact in u64 while every weight is < 2^32 (32 of them sum below 2^37). A chunk
-        // holding a larger weight is not merged at all, so such a packet stays a run of its own
-        // and bypasses as before. A merged run whose sum exceeds u32 bypasses in `one_u32`.
-        let (unit, mergeable) = weight_rules(ws);
-        let mut starts = if mergeable { run_starts(ks) } else { u32::MAX };
-        starts &= u32::MAX >> (CHUNK - n);
-        let mut pre = [0u64; 2 * CHUNK];
-        if !unit {
-            let mut acc = 0u64;
-            for (p, &w) in pre[1..].iter_mut().zip(ws) {
-                acc = acc.wrapping_add(w);
-                *p = acc;
+        // The lookup indexes the chunk by run start `p < n`; a fixed-length view makes that
+        // `p & (CHUNK - 1)`, free, and lets the run starts be two 16-wide compares. A short
+        // chunk (the tail of a batch) is padded; no run starts in the padding.
+        let pad: [u32; CHUNK];
+        let ks: &[u32; CHUNK] = match <&[u32; CHUNK]>::try_from(ks) {
+            Ok(k) => k,
+            Err(_) => {
+                let mut p = [0u32; CHUNK];
+                p[..n].copy_from_slice(ks);
+                pad = p;
+                &pad
             }
-        }
-        let mut rk_buf = [0u32; CHUNK];
-        let mut rw_buf = [0u64; CHUNK];
-        let mut runs = 0usize;
-        // Every packet its own run (half the chunks of a shuffled Zipf stream): the chunk is
-        // its own run list, no copy (the gather loop below costs a branch miss per chunk).
-        let singles = starts == u32::MAX >> (CHUNK - n);
-        if singles {
-            starts = 0;
-            runs = n;
-        }
-        for_each_run(starts, n, |p, q| {
-            let w = if unit {
-                (q - p) as u64
-            } else {
-                pre[q & CHUNK_MASK_1].wrapping_sub(pre[p & CHUNK_MASK_1])
-            };
-            rk_buf[runs & (CHUNK - 1)] = ks[p & (CHUNK - 1)];
-            rw_buf[runs & (CHUNK - 1)] = w;
-            runs += 1;
-        });
-        let runs = runs.min(CHUNK);
-        let (rk, rw) = if singles {
-            (ks, ws)
-        } else {
-            (&rk_buf[..runs], &rw_buf[..runs])
         };
-        let mut idx = [0u32; CHUNK];
-        let (kp, vp) = (self.keys.as_ptr(), self.vals.as_ptr());
-        match self.index {
-            Index::Modulo => {
-                for (i, &f) in idx.iter_mut().zip(rk) {
-                    let a = self.fastmod.rem(f);
-                    *i = a;
-                    simd::prefetch_ptr(kp.wrapping_add(a as usize));
-                    simd::prefetch_ptr(vp.wrapping_add(a as usize));
-                }
-            }
-            Index::Hash => {
-                for (i, &f) in idx.iter_mut().zip(rk) {
-                    let a = key::reduce(self.hash.hash_bytes(&f.to_be_bytes()), self.k) as u32;
-                    *i = a;
-                    simd::prefetch_ptr(kp.wrapping_add(a as usize));
-                    simd::prefetch_ptr(vp.wrapping_add(a as usize));
-                }
-            }
+        // Run weights: unit weights (packet counting) need no sums, the weight of run [p, q)
+        // is q - p; otherwise exclusive prefix sums, exact in u64 while every weight is < 2^32
+        // (32 of them sum below 2^37). A chunk holding a larger weight is not merged at all, so
+        // such a packet stays a run of its own and bypasses as before. A merged run whose sum
+        // exceeds u32 bypasses in the lookup.
+        let (unit, mergeable) = weight_rules(ws);
+        // SAFETY: `K`'s feature is present: `run::<K>` is instantiated for a SIMD `K` only
+        // inside the `run_*` entry point of that feature, which `update` calls only for the
+        // backend `new` checked (the same argument as every `K::find` on this path).
+        let mut starts = if mergeable {
+            unsafe { K::run_starts(ks) }
+        } else {
+            u32::MAX
+        };
+        starts &= u32::MAX >> (CHUNK - n);
+        if unit {
+            // Nothing of the weighted path runs here (no prefix sums, no table).
+            self.chunk_runs::<K, LRU>(ks, n, starts, Unit);
+        } else {
+            self.chunk_runs::<K, LRU>(ks, n, starts, Prefix::new(ws));
         }
-        let idx = &idx[..runs];
-        // One bound check per chunk instead of three per packet. Every index is `< k` by
-        // construction (fastmod and `reduce` return remainders); if that were ever false the
-        // chunk's runs pass through unaggregated rather than index out of bounds.
+    }
+
+    /// The array of a narrow key: `f % k` by fastmod, or the array hash for [`Index::Hash`].
+    #[inline(always)]
+    fn array_u32(index: Index, fastmod: FastMod, hash: &HashFn, k: usize, f: u32) -> usize {
+        match index {
+            Index::Modulo => fastmod.rem(f) as usize,
+            Index::Hash => key::reduce(hash.hash_bytes(&f.to_be_bytes()), k),
+        }
+    }
+
+    /// Locate and look up every run `[p, q)` of a chunk (the set bits of `starts` mark the
+    /// first packets; `rw` gives the run's weight) in one pass: the run's array, then one
+    /// 16-wide compare. One loop per chunk, not one to gather the runs, one to locate and
+    /// prefetch and one to look up: the number of runs varies from chunk to chunk (the bursty
+    /// trace averages ~6 per 32 packets), so each such loop's exit is a branch misprediction
+    /// per chunk, and with no run buffers there is nothing to zero or copy. The separate
+    /// prefetch pass is not needed on the branch-free lookup: nothing stops the out-of-order
+    /// core from starting the next runs' loads while one run waits (the arrays, 258 KB for
+    /// k = 2000, stay in L2). Measured: prefetching the next run's lines gained nothing, and a
+    /// prefetch pass over chunks of 16 runs or more made shuffled traffic ~10% slower.
+    ///
+    /// With GRR and a SIMD kernel, hit, insert and eviction are one branch-free path
+    /// ([`Aggregator::lookup_grr`]; about a quarter of the bursty trace's runs evict, at
+    /// random, so a hit/miss branch mispredicts often); LRU and the scalar kernel take the
+    /// branchy path ([`Aggregator::one_u32`]). Both evict the same sequence.
+    #[inline(always)]
+    fn chunk_runs<K: Kernel, const LRU: bool>(
+        &mut self,
+        ks: &[u32; CHUNK],
+        n: usize,
+        starts: u32,
+        rw: impl RunWeight,
+    ) {
+        // Every index is `< k` by construction (fastmod and `reduce` return remainders); the
+        // per-run check below is never taken (a predicted branch), and if it ever were, the
+        // run would pass through unaggregated rather than index out of bounds.
         let cap = self.keys.len().min(self.vals.len()).min(self.occ.len());
-        let max = idx.iter().fold(0u32, |m, &a| m.max(a)) as usize;
-        if max >= cap {
-            debug_assert!(false, "array index {max} >= {cap}");
-            for (&f, &w) in rk.iter().zip(rw) {
-                self.stats.bypassed += 1;
-                self.push_u32(f, w);
-            }
-            return;
-        }
-        // The branch-free lookup pays on chunks of many runs (shuffled traffic, where misses
-        // are random); a chunk of few runs (trains: the bursty trace averages ~6 runs per 32
-        // packets, few misses) is faster with the well-predicted branch. Both evict the same
-        // sequence, so the choice is free to vary per chunk.
-        if LRU || K::SCALAR || self.branchy_grr || runs < CHUNK / 2 {
-            for ((&a, &f), &w) in idx.iter().zip(rk).zip(rw) {
-                // SAFETY: a <= max < cap, the length of `keys`, `vals` and `occ`.
-                unsafe { self.one_u32::<K, LRU>(a as usize, f, w) }
+        if LRU || K::SCALAR || self.branchy_grr {
+            for (p, q) in Runs::new(starts, n) {
+                let (f, w) = (ks[p & (CHUNK - 1)], rw.weight(p, q));
+                let a = Self::array_u32(self.index, self.fastmod, &self.hash, self.k, f);
+                if a >= cap {
+                    debug_assert!(false, "array index {a} >= {cap}");
+                    self.stats.bypassed += 1;
+                    self.push_u32(f, w);
+                    continue;
+                }
+                // SAFETY: a < cap, the length of `keys`, `vals` and `occ`.
+                unsafe { self.one_u32::<K, LRU>(a, f, w) }
             }
         } else {
-            // SAFETY: every index is <= max < cap, checked above.
-            unsafe { self.lookup_grr::<K>(idx, rk, rw) }
+            // SAFETY: `K`'s feature is present (see `narrow_chunk`); `cap` is the least of the
+            // three lengths.
+            unsafe { self.lookup_grr::<K>(ks, n, starts, cap, rw) }
         }
     }
 
     /// GRR lookup of one chunk's runs, branch-free per run: hit, insert and eviction are one
-    /// straight-line path. On a shuffled stream about one run in six misses, at random, so a
-    /// branch on hit/miss (and the out-of-line miss call) cost a misprediction each; here the
-    /// outcome only selects values (`select_unpredictable`, so they stay `cmov`s). The slot is
-    /// the hit, else the first free slot (one `tzcnt` over both masks), else the GRR victim.
-    /// The evicted (or overflowing) pair is always written to the eviction buffer and counted
-    /// only when it is real; the GRR index advances only on an eviction, so the evicted
-    /// sequence is exactly that of [`Aggregator::one_u32`] (tested against it). The GRR index
-    /// and buffer fill live in registers for the chunk.
+    /// straight-line path. On a shuffled stream about one run in six misses, on the bursty
+    /// trace about one in four, at random, so a branch on hit/miss (and the out-of-line miss
+    /// call) cost a misprediction each; here the outcome only selects values
+    /// (`select_unpredictable`, so they stay `cmov`s). The slot is the hit, else the first free
+    /// slot (one `tzcnt` over both masks), else the GRR victim. The evicted (or overflowing)
+    /// pair is always written to the eviction buffer and counted only when it is real; the GRR
+    /// index advances only on an eviction, so the evicted sequence is exactly that of
+    /// [`Aggregator::one_u32`] (tested against it). The GRR index and buffer fill live in
+    /// registers for the chunk.
     ///
     /// # Safety
-    /// Every `idx` entry is `< self.keys.len(), self.vals.len(), self.occ.len()`, and `K`'s
-    /// CPU feature is present.
+    /// `K`'s CPU feature is present; `cap <= self.keys.len(), self.vals.len(), self.occ.len()`.
     #[inline(always)]
-    unsafe fn lookup_grr<K: Kernel>(&mut self, idx: &[u32], rk: &[u32], rw: &[u64]) {
-        // Room for one pushed pair per run, so the buffer writes need no check per run.
-        let need = self.out_n + idx.len();
+    unsafe fn lookup_grr<K: Kernel>(
+        &mut self,
+        ks: &[u32; CHUNK],
+        n: usize,
+        starts: u32,
+        cap: usize,
+        rw: impl RunWeight,
+    ) {
+        // Room for one pushed pair per packet, so the buffer writes need no check per run.
+        let need = self.out_n + n;
         if need > self.out_u32.len() || need > self.out_uw.len() {
             self.out_u32.resize(need, 0);
             self.out_uw.resize(need, 0);
         }
+        let (index, fastmod, hash, k) = (self.index, self.fastmod, &self.hash, self.k);
         let (keys, vals, occs) = (&mut self.keys[..], &mut self.vals[..], &mut self.occ[..]);
         let (out_k, out_w) = (&mut self.out_u32[..], &mut self.out_uw[..]);
-        let (mut grr, mut n) = (self.grr & (SLOTS - 1), self.out_n);
-        let n0 = n;
+        let (mut grr, mut o) = (self.grr & (SLOTS - 1), self.out_n);
+        let o0 = o;
         let mut bypassed = 0u64;
         let scratch = &mut self.scratch;
-        for ((&a, &f), &w) in idx.iter().zip(rk).zip(rw) {
-            let a = a as usize;
-            let Ok(w32) = u32::try_from(w) else {
-                // A run whose sum cannot be held: pass through, unaggregated (rare; a
-                // predictable branch).
-                // SAFETY: n < self.out_n + idx.len() <= the buffer lengths (resized above).
-                unsafe {
-                    *out_k.get_unchecked_mut(n) = f;
-                    *out_w.get_unchecked_mut(n) = w;
+        for (p, q) in Runs::new(starts, n) {
+            let (f, w) = (ks[p & (CHUNK - 1)], rw.weight(p, q));
+            let a = Self::array_u32(index, fastmod, hash, k, f);
+            // The value line's load waits for the key compare (its slot comes from it); start
+            // fetching the line now so the two loads overlap (measured: ~1% on the bursty
+            // trace, ~2% shuffled). A prefetch never faults, so it may precede the check of `a`.
+            simd::prefetch_ptr(vals.as_ptr().wrapping_add(a));
+            let w32 = match u32::try_from(w) {
+                Ok(w32) if a < cap => w32,
+                _ => {
+                    // A run whose sum cannot be held (rare; a predictable branch), or an array
+                    // index out of bounds (never: see `chunk_runs`): pass through, unaggregated.
+                    debug_assert!(a < cap, "array index {a} >= {cap}");
+                    // SAFETY: o < self.out_n + n <= the buffer lengths (resized above): at most
+                    // one pair is written per run, and a chunk has at most n runs.
+                    unsafe {
+                        *out_k.get_unchecked_mut(o) = f;
+                        *out_w.get_unchecked_mut(o) = w;
+                    }
+                    o += 1;
+                    bypassed += 1;
+                    continue;
                 }
-                n += 1;
-                bypassed += 1;
-                continue;
             };
-            // SAFETY: the caller guarantees `a` is in bounds of `occs`, `keys` and `vals`, and
-            // `K`'s feature; `n` is in bounds of the buffers as above.
+            // SAFETY: a < cap <= the lengths of `occs`, `keys` and `vals`, and `K`'s feature
+            // (both the caller's contract); `o` is in bounds of the
+            // buffers as above.
             unsafe {
                 let occ = occs.get_unchecked_mut(a);
-                let o = *occ;
-                let m = K::find(keys.get_unchecked(a), f, o);
+                let oc = *occ;
+                let m = K::find(keys.get_unchecked(a), f, oc);
                 // Hit (bits 0-15) else first free slot (bits 16-31); 0 only for an eviction,
                 // which takes the GRR slot. `evict` does not depend on `grr`, so the GRR
                 // index's chain from packet to packet is one add.
-                let cand = m | (u32::from(!o) << SLOTS);
+                let cand = m | (u32::from(!oc) << SLOTS);
                 let hit = m != 0;
                 let evict = cand == 0;
                 let s = std::hint::select_unpredictable(
@@ -850,16 +921,16 @@ impl Aggregator {
                 let kp: *mut u32 =
                     std::hint::select_unpredictable(hit, &raw mut *scratch, kl as *mut u32);
                 *kp = f;
-                *occ = o | (1 << s);
-                *out_k.get_unchecked_mut(n) = old_k;
-                *out_w.get_unchecked_mut(n) = u64::from(old_v);
-                n += usize::from(push);
+                *occ = oc | (1 << s);
+                *out_k.get_unchecked_mut(o) = old_k;
+                *out_w.get_unchecked_mut(o) = u64::from(old_v);
+                o += usize::from(push);
                 grr = (grr + usize::from(evict)) & (SLOTS - 1);
             }
         }
         self.grr = grr;
-        self.out_n = n;
-        self.stats.evicted += (n - n0) as u64;
+        self.out_n = o;
+        self.stats.evicted += (o - o0) as u64;
         self.stats.bypassed += bypassed;
     }
 

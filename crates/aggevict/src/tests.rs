@@ -178,6 +178,51 @@ fn every_kernel_matches_scalar() {
 }
 
 #[test]
+fn every_run_start_kernel_matches_scalar() {
+    let mut r = Pcg64::seed_from_u64(3);
+    let avail: Vec<Simd> = ALL_SIMD
+        .into_iter()
+        .filter(|&s| simd::available(s))
+        .collect();
+    let check = |ks: &[u32; CHUNK]| {
+        let want = simd::run_starts_scalar(ks);
+        assert_eq!(want & 1, 1);
+        for j in 1..CHUNK {
+            assert_eq!(want >> j & 1 == 1, ks[j] != ks[j - 1]);
+        }
+        for &s in &avail {
+            assert_eq!(simd::run_starts_with(s, ks), Some(want), "{s} {ks:?}");
+        }
+    };
+    // Every single boundary position (including 15/16, where the two halves meet), and
+    // neighbours that differ only in the sign bit or the lowest bit.
+    for j in 0..CHUNK {
+        for d in [1u32, 1 << 31, u32::MAX] {
+            let mut ks = [7u32; CHUNK];
+            for k in &mut ks[j..] {
+                *k ^= d;
+            }
+            check(&ks);
+        }
+    }
+    check(&[0; CHUNK]);
+    check(&std::array::from_fn(|j| j as u32));
+    for round in 0..20_000 {
+        // Trains over a small key space (runs of random lengths, repeats of older keys).
+        let universe = [2u32, 3, 5, 1000][round % 4];
+        let mut ks = [0u32; CHUNK];
+        let mut cur = r.gen_range(0..universe);
+        for k in &mut ks {
+            if r.gen_range(0..4) == 0 {
+                cur = r.gen_range(0..universe);
+            }
+            *k = cur;
+        }
+        check(&ks);
+    }
+}
+
+#[test]
 fn unavailable_backend_is_an_error_naming_it() {
     for s in ALL_SIMD {
         let r = Aggregator::new(&cfg(8, Policy::Grr, s), 4);
