@@ -228,6 +228,10 @@ pub struct Runner {
     trace: String,
 }
 
+/// Algorithms whose `candidates` parameter sizes a heavy-hitter candidate set that flow-size
+/// queries do not use.
+const COUNTER_SETS: &[&str] = &["count_min", "count_array"];
+
 fn kind_of(m: &MeasureSpec, run_key: KeyKind) -> KeyKind {
     match m.task {
         Task::Superspreaders | Task::Ddos => KeyKind::Pair,
@@ -242,6 +246,23 @@ impl Runner {
         let mut kinds: Vec<KeyKind> = vec![];
         let mut instances: Vec<Instance> = vec![];
         let mut measures = vec![];
+        // Measures with the same algorithm, key kind, side and params share one instance; the
+        // tasks each instance serves decide whether a Count-Min or count array needs its
+        // heavy-hitter candidate set (a probe of the set per update: about 2x the counter
+        // updates' cost, see README "Benchmarks"). Serving flow size alone, it is built
+        // without one unless `candidates` is set explicitly.
+        // (Side is left out: conservative, it can only merge more measures into the check.)
+        fn signature(spec: &MeasureSpec, key: KeyKind) -> (&str, KeyKind) {
+            (spec.algorithm.as_str(), kind_of(spec, key))
+        }
+        let flow_size_only = |spec: &MeasureSpec| {
+            cfg.measures
+                .iter()
+                .filter(|o| {
+                    signature(o, cfg.key) == signature(spec, cfg.key) && o.params == spec.params
+                })
+                .all(|o| o.task == Task::FlowSize)
+        };
         for spec in &cfg.measures {
             let kind = kind_of(spec, cfg.key);
             if !kinds.contains(&kind) {
@@ -268,7 +289,14 @@ impl Runner {
             let instance = match found {
                 Some(i) => i,
                 None => {
-                    let algo = registry::build(&name, &spec.params, &ctx)?;
+                    let mut params = spec.params.clone();
+                    if COUNTER_SETS.contains(&name.as_str())
+                        && !params.contains_key("candidates")
+                        && flow_size_only(spec)
+                    {
+                        params.insert("candidates".into(), toml::Value::Integer(0));
+                    }
+                    let algo = registry::build(&name, &params, &ctx)?;
                     instances.push(Instance {
                         fit: Fit::of(&name),
                         name,

@@ -198,3 +198,48 @@ fn count_min_without_candidates_refuses_heavy_hitters() {
         .insert("candidates".into(), toml::Value::Integer(0));
     assert!(Runner::new(cfg(vec![fs]), "test").is_ok());
 }
+
+/// A Count-Min or count array asked for flow size alone is built without its heavy-hitter
+/// candidate set (smaller, and the update is the counter pass alone); asked for heavy hitters
+/// too, it keeps the set. The counters, and so the flow-size answers, are the same either way.
+#[test]
+fn counter_sketches_serving_flow_size_alone_drop_the_candidate_set() {
+    for algo in ["count_min", "count_array"] {
+        let alone = run(&cfg(vec![spec(Task::FlowSize, algo)]));
+        let both = run(&cfg(vec![
+            spec(Task::FlowSize, algo),
+            spec(Task::HeavyHitters, algo),
+        ]));
+        let mem = |r: &measure::Report| {
+            let c: Vec<_> = r
+                .throughput
+                .iter()
+                .filter(|c| c.algorithm == algo)
+                .collect();
+            assert_eq!(c.len(), 1, "{algo}: one shared instance");
+            c[0].memory_bytes
+        };
+        assert!(
+            mem(&alone) < mem(&both),
+            "{algo}: {} vs {}",
+            mem(&alone),
+            mem(&both)
+        );
+        let flow_size = |r: &measure::Report| {
+            r.epochs
+                .iter()
+                .map(|e| {
+                    let v = serde_json::to_value(e).unwrap();
+                    v["tasks"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|t| t["task"] == "flow_size")
+                        .cloned()
+                        .unwrap()
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flow_size(&alone), flow_size(&both), "{algo}");
+    }
+}
