@@ -62,12 +62,12 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&points)?);
     } else {
         println!(
-            "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9} {:>9} {:>9} {:>8}",
+            "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9} {:>9} {:>9} {:>8}  params",
             "figure", "algorithm", "accel", "key", "batch", "Mpps", "ns_avg", "ns_p99", "evicted"
         );
         for p in &points {
             println!(
-                "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}",
+                "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}  {}",
                 p.figure,
                 p.algorithm,
                 p.accel,
@@ -77,7 +77,8 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
                 p.ns_avg,
                 p.ns_p99,
                 p.evicted_share
-                    .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s))
+                    .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
+                p.params
             );
         }
         eprintln!(

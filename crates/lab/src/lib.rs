@@ -97,6 +97,8 @@ pub struct Point {
     pub limit_mpps: Option<f64>,
     /// Average share of distinct keys per batch (figure 2).
     pub unique_share: Option<f64>,
+    /// The algorithm's parameters when not its defaults (TOML, e.g. `candidates = 0`), else "".
+    pub params: String,
     /// Packets measured.
     pub packets: u64,
 }
@@ -107,6 +109,8 @@ pub enum LabError {
     UnknownFigure(String),
     #[error("the trace holds no IP packet")]
     EmptyTrace,
+    #[error("{0}")]
+    Config(String),
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     #[error("synthetic trace: {0}")]

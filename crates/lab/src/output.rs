@@ -186,7 +186,7 @@ fn opt(v: Option<f64>) -> String {
 }
 
 /// The CSV header: the same fields, in the same order, as [`Point`]'s JSON.
-pub const CSV_HEADER: &str = "figure,algorithm,accel,key,batch,arrays,policy,simd,skew,order,mpps,ns_avg,ns_p99,evicted_share,limit_mpps,unique_share,packets";
+pub const CSV_HEADER: &str = "figure,algorithm,accel,key,batch,arrays,policy,simd,skew,order,mpps,ns_avg,ns_p99,evicted_share,limit_mpps,unique_share,params,packets";
 
 pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), LabError> {
     let mut s = String::with_capacity(128 * (points.len() + 1));
@@ -210,6 +210,7 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), LabError> {
             opt(p.evicted_share),
             opt(p.limit_mpps),
             opt(p.unique_share),
+            csv_field(&p.params),
             p.packets.to_string(),
         ];
         s.push_str(&row.join(","));

@@ -26,6 +26,8 @@ use crate::LabError;
 #[derive(Clone, Debug)]
 pub struct RunCfg {
     pub algorithm: &'static str,
+    /// The algorithm's parameters as a TOML table body (`""`: its defaults).
+    pub params: &'static str,
     pub agg: Option<AggSpec>,
     pub key: KeyKind,
     pub batch: usize,
@@ -74,6 +76,7 @@ impl Measured {
 
 pub(crate) fn build_algorithm(
     name: &str,
+    params: &str,
     key_len: usize,
     seed: u64,
 ) -> Result<Box<dyn Algorithm>, LabError> {
@@ -82,7 +85,10 @@ pub(crate) fn build_algorithm(
         key_len,
         ..BuildCtx::default()
     };
-    Ok(measure::registry::build(name, &toml::Table::new(), &ctx)?)
+    let params: toml::Table = params.parse().map_err(|e: toml::de::Error| {
+        LabError::Config(format!("parameters `{params}` of {name}: {e}"))
+    })?;
+    Ok(measure::registry::build(name, &params, &ctx)?)
 }
 
 /// Packets `start..end` of `keys` (clamped).
@@ -143,7 +149,7 @@ pub fn measure(w: &Workload, cfg: &RunCfg, clock: &Clock, seed: u64) -> Result<M
     let batch = cfg.batch.max(1);
     let epoch = cfg.epoch.max(batch);
     let key_len = w.key_len(cfg.key);
-    let mut algo = build_algorithm(cfg.algorithm, key_len, seed)?;
+    let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
     let mut front = match &cfg.agg {
         Some(spec) => Front::agg(spec, key_len)?,
         None => Front::none(),
@@ -239,7 +245,7 @@ pub fn measure_e2e(
     let batch = cfg.batch.max(1);
     let epoch = cfg.epoch.max(batch) as u64;
     let cap = trace::Capture::open(path, None)?;
-    let mut algo = build_algorithm(cfg.algorithm, key_len, seed)?;
+    let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
     let mut front = match &cfg.agg {
         Some(spec) => Front::agg(spec, key_len)?,
         None => Front::none(),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use lab::{run_agg_evict, LabArgs, LabError};
 
-const FIELDS: [&str; 17] = [
+const FIELDS: [&str; 18] = [
     "figure",
     "algorithm",
     "accel",
@@ -22,6 +22,7 @@ const FIELDS: [&str; 17] = [
     "evicted_share",
     "limit_mpps",
     "unique_share",
+    "params",
     "packets",
 ];
 
@@ -73,8 +74,17 @@ fn check_files(out: &Path, stem: &str, n: usize) {
 fn figure5_quick_writes_all_files_and_sane_points() {
     let out = out_dir("fig5");
     let pts = run_agg_evict(&quick("5", &out)).unwrap();
-    assert_eq!(pts.len(), 18, "nine algorithms, with and without Agg-Evict");
-    check_files(&out, "fig5", 18);
+    assert_eq!(
+        pts.len(),
+        20,
+        "nine algorithms and Count-Min counters only, with and without Agg-Evict"
+    );
+    check_files(&out, "fig5", 20);
+    let counters: Vec<_> = pts.iter().filter(|p| !p.params.is_empty()).collect();
+    assert_eq!(counters.len(), 2);
+    assert!(counters
+        .iter()
+        .all(|p| p.algorithm == "count_min" && p.params == "candidates = 0"));
     for p in &pts {
         assert_eq!(p.figure, "5");
         assert_eq!(p.packets, 150_000);
@@ -143,17 +153,17 @@ fn figure5_with_a_capture_adds_end_to_end_points() {
     let pts = run_agg_evict(&args).unwrap();
     assert_eq!(
         pts.len(),
-        36,
-        "nine x (none, agg) x (preloaded, end-to-end)"
+        40,
+        "(nine + Count-Min counters only) x (none, agg) x (preloaded, end-to-end)"
     );
     let e2e: Vec<_> = pts.iter().filter(|p| p.order == "capture_e2e").collect();
-    assert_eq!(e2e.len(), 18);
+    assert_eq!(e2e.len(), 20);
     for p in pts {
         // Every generated frame is IPv4: all of them are measured, in both modes.
         assert_eq!(p.packets, 20_000, "{p:?}");
         assert!(p.mpps > 0.0 && p.skew.is_none());
         assert!(p.order == "capture" || p.order == "capture_e2e");
     }
-    check_files(&out, "fig5", 36);
+    check_files(&out, "fig5", 40);
     let _ = std::fs::remove_dir_all(&out);
 }
