@@ -154,7 +154,7 @@ macro_rules! named_enum {
                     _ => Err(AggError::Unknown {
                         field: $what,
                         value: s.to_string(),
-                        expected: concat!($($n, " "),+),
+                        expected: concat!($($n, ", "),+).trim_end_matches(", "),
                     }),
                 }
             }
