@@ -62,16 +62,26 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&points)?);
     } else {
         println!(
-            "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9} {:>9} {:>9} {:>8}  params",
-            "figure", "algorithm", "accel", "key", "batch", "Mpps", "ns_avg", "ns_p99", "evicted"
+            "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9} {:>9} {:>9} {:>8}  params",
+            "figure",
+            "algorithm",
+            "accel",
+            "key",
+            "order",
+            "batch",
+            "Mpps",
+            "ns_avg",
+            "ns_p99",
+            "evicted"
         );
         for p in &points {
             println!(
-                "{:<8} {:<16} {:<10} {:<11} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}  {}",
+                "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}  {}",
                 p.figure,
                 p.algorithm,
                 p.accel,
                 p.key,
+                p.order,
                 p.batch,
                 p.mpps,
                 p.ns_avg,

@@ -55,6 +55,8 @@ pub(crate) struct Lab<'a> {
     bar: ProgressBar,
     /// limit_mpps by algorithm name (memory size depends only on the algorithm and key).
     limits: HashMap<&'static str, f64>,
+    /// Algorithms that cannot be built for the trace's widest key (reported once each).
+    unsupported: HashMap<&'static str, String>,
 }
 
 fn gen_spec(packets: u64, flows: u64, skew: f64, order: gen::Order) -> gen::Spec {
@@ -110,6 +112,7 @@ impl<'a> Lab<'a> {
             base,
             bar,
             limits: HashMap::new(),
+            unsupported: HashMap::new(),
         })
     }
 
@@ -267,6 +270,32 @@ impl<'a> Lab<'a> {
 
     // ---------------------------------------------------------------- limit
 
+    /// Whether `algorithm` can be built for the trace's widest key of kind `key`. A capture with
+    /// IPv6 packets needs 16-byte source keys, which reverse hashing cannot decode (RevSketch):
+    /// such an algorithm's points are left out of the figure with a message on stderr naming it
+    /// and the reason, rather than failing the whole run.
+    fn supported(&mut self, algorithm: &'static str, key: KeyKind) -> Result<bool, LabError> {
+        if self.unsupported.contains_key(algorithm) {
+            return Ok(false);
+        }
+        match build_algorithm(algorithm, "", self.base.key_len(key), algo_seed()) {
+            Ok(_) => Ok(true),
+            Err(LabError::Registry(e)) => {
+                let why = e.to_string();
+                self.bar.suspend(|| {
+                    eprintln!(
+                        "netsift bench agg-evict: {algorithm} left out (the trace has {}-byte {} keys): {why}",
+                        self.base.key_len(key),
+                        key.name()
+                    )
+                });
+                self.unsupported.insert(algorithm, why);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     fn limit_of(&mut self, algorithm: &'static str, key: KeyKind) -> Result<f64, LabError> {
         if let Some(&v) = self.limits.get(algorithm) {
             return Ok(v);
@@ -283,6 +312,9 @@ impl<'a> Lab<'a> {
         self.start("limit", NINE.len());
         let mut points = Vec::new();
         for (a, key, _) in NINE {
+            if !self.supported(a, key)? {
+                continue;
+            }
             self.tick(&format!("limit: {a}"));
             let mem = build_algorithm(a, "", self.base.key_len(key), algo_seed())?.memory_bytes();
             let (mpps, avg, p99) = limit_run(&self.base, key, mem, &self.clock);
@@ -344,6 +376,9 @@ impl<'a> Lab<'a> {
         });
         self.start("5", (NINE.len() + 1) * per);
         for (a, params, key) in runs {
+            if !self.supported(a, key)? {
+                continue;
+            }
             let limit = self.limit_of(a, key)?;
             for agg in [None, Some(AggSpec::default())] {
                 let mut p = self.run_with("5", &self.base, a, params, key, agg.clone(), 32)?;

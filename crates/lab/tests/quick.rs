@@ -167,3 +167,34 @@ fn figure5_with_a_capture_adds_end_to_end_points() {
     check_files(&out, "fig5", 40);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A real capture with IPv6 packets (16-byte source keys): the algorithms that cannot decode
+/// such keys (RevSketch, TwoLevel's reverse hashing) are left out of the figure with a message,
+/// and every other algorithm is measured.
+#[test]
+fn figure5_on_a_capture_with_ipv6_leaves_out_only_what_cannot_hold_its_keys() {
+    let out = out_dir("v6");
+    let trace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces/ndpi_alexa-app.pcapng");
+    let mut args = quick("5", &out);
+    args.trace = Some(trace);
+    let pts = run_agg_evict(&args).unwrap();
+    let algos: std::collections::BTreeSet<&str> =
+        pts.iter().map(|p| p.algorithm.as_str()).collect();
+    assert!(!algos.contains("rev_sketch") && !algos.contains("two_level"));
+    for a in [
+        "count_min",
+        "flow_radar",
+        "univmon",
+        "space_saving",
+        "mrac",
+        "fm",
+        "linear_counting",
+    ] {
+        assert!(algos.contains(a), "{a} missing: {algos:?}");
+    }
+    // Each measured algorithm: without and with Agg-Evict, preloaded and end to end (Count-Min
+    // twice: defaults and counters only).
+    assert_eq!(pts.len(), 8 * 4);
+    let _ = std::fs::remove_dir_all(&out);
+}
