@@ -23,9 +23,10 @@ pub struct Packet {
 /// returns it; every record before it has been delivered.
 #[inline]
 pub fn each_packet(cap: &Capture, mut f: impl FnMut(&Packet)) -> Result<(), TraceError> {
-    // `for_each` rather than the `records()` iterator: it keeps the decoder state in registers
-    // and is measurably faster per record (trace crate's `read` bench).
-    cap.for_each(|rec| {
+    // `for_each_streamed` rather than the `records()` iterator: it keeps the decoder state in
+    // registers and is measurably faster per record (trace crate's `read` bench), and it reads
+    // stdin and pipes as they arrive instead of into memory first (a live `tcpdump -w -` feed).
+    cap.for_each_streamed(|rec| {
         let p = match rec.body {
             Body::Frame { link, data } => {
                 let v = wire::parse(link, data);

@@ -292,3 +292,100 @@ fn run_rejects_impossible_pairs_and_bad_configs_by_name() {
     let e = String::from_utf8_lossy(&out.stderr);
     assert!(e.contains("rowz") && e.contains("count_min"), "{e}");
 }
+
+/// Write `bytes` to the child's stdin through a real pipe, in pieces, from another thread (so a
+/// reader that waited for the whole input before answering would still be fed), and collect
+/// the output.
+fn piped(mut cmd: Command, bytes: Vec<u8>) -> std::process::Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        for piece in bytes.chunks(10_007) {
+            stdin.write_all(piece).unwrap();
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    out
+}
+
+#[test]
+fn run_and_stats_on_a_pipe_count_what_they_count_on_the_file() {
+    let f = tmp("pipe.pcap");
+    assert!(netsift()
+        .args(["gen", "--packets", "30000", "--flows", "300", "--seed", "3"])
+        .arg("--out")
+        .arg(&f)
+        .status()
+        .unwrap()
+        .success());
+    // Cut the last record short: the pipe must deliver every whole record, then the same error.
+    let mut bytes = std::fs::read(&f).unwrap();
+    bytes.truncate(bytes.len() - 5);
+    std::fs::write(&f, &bytes).unwrap();
+
+    let run = ["run", "--json", "--epoch-packets", "10000"];
+    let on_file = netsift().args(run).arg(&f).output().unwrap();
+    let on_pipe = piped(
+        {
+            let mut c = netsift();
+            c.args(run).arg("-");
+            c
+        },
+        bytes.clone(),
+    );
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&on_file.stdout).unwrap(),
+        serde_json::from_slice(&on_pipe.stdout).unwrap(),
+    );
+    assert_eq!(a["totals"]["packets"], 29_999, "{a}");
+    assert_eq!(a["totals"], b["totals"]);
+    assert_eq!(a["epochs"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        a["epochs"].as_array().map(|e| e.len()),
+        b["epochs"].as_array().map(|e| e.len())
+    );
+    let err = |o: &std::process::Output| {
+        let s = String::from_utf8_lossy(&o.stderr).into_owned();
+        // The same offset and reason; only the file name differs.
+        s.split_once(": offset ").map(|(_, r)| r.to_string())
+    };
+    assert!(err(&on_file).is_some(), "{on_file:?}");
+    assert_eq!(err(&on_file), err(&on_pipe));
+
+    let on_file = netsift()
+        .args(["stats", "--json"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let on_pipe = piped(
+        {
+            let mut c = netsift();
+            c.args(["stats", "--json", "-"]);
+            c
+        },
+        bytes,
+    );
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&on_file.stdout).unwrap(),
+        serde_json::from_slice(&on_pipe.stdout).unwrap(),
+    );
+    assert_eq!(a[0]["packets"], 29_999);
+    for k in [
+        "packets",
+        "bytes",
+        "flows",
+        "top",
+        "first_ts_ns",
+        "last_ts_ns",
+    ] {
+        assert_eq!(a[0][k], b[0][k], "{k}");
+    }
+    assert_eq!(err(&on_file), err(&on_pipe));
+}

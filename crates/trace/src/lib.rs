@@ -1,9 +1,17 @@
 //! Capture readers: classic pcap, pcapng and the fixed-size key traces of sketch research.
 //!
-//! A [`Capture`] owns the bytes of one trace (memory-mapped for files, read fully for stdin) and
-//! hands out [`Record`]s that borrow from them: a packet frame (`Body::Frame`, zero-copy slice of
-//! the capture) or an already-parsed flow tuple (`Body::Tuple`, from key traces). Nothing is
-//! allocated or copied per record, so the reader keeps up with a 50 Mpps pipeline.
+//! A [`Capture`] owns the bytes of one trace and hands out [`Record`]s that borrow from them: a
+//! packet frame (`Body::Frame`, zero-copy slice of the capture) or an already-parsed flow tuple
+//! (`Body::Tuple`, from key traces). Nothing is allocated or copied per record, so the reader
+//! keeps up with a 50 Mpps pipeline.
+//!
+//! Files are memory-mapped. Stdin, pipes and character devices (`tcpdump -w - | netsift run -`,
+//! `<(cmd)`) cannot be mapped, and reading them fully first would hold a live capture until it
+//! ends and grow without bound: [`Capture::for_each_streamed`] reads them in chunks and hands
+//! each buffer to the same record parsers, so memory stays at one chunk or one record and records
+//! arrive as they are captured (see `stream.rs`). The slice API ([`Capture::records`],
+//! [`Capture::for_each`], [`Capture::bytes`]) still works on such a capture, by reading the rest
+//! into memory on first use.
 //!
 //! Errors never panic and never hide: the first malformed structure stops the stream with a
 //! [`TraceError`] naming the file, the byte offset of the offending record or block, and why.
@@ -29,16 +37,18 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::Read;
+use std::io::{self, Read};
 use std::iter::FusedIterator;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 pub use key::Tuple;
 
 mod keys;
 mod pcap;
 mod pcapng;
+mod stream;
 pub mod write;
 
 /// Longest single record (pcap `incl_len`) accepted: anything larger is a corrupt header, not a
@@ -229,6 +239,7 @@ pub enum Body<'a> {
 enum Bytes {
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
+    Stream(Stream),
 }
 
 impl Bytes {
@@ -237,7 +248,47 @@ impl Bytes {
         match self {
             Bytes::Mapped(m) => m,
             Bytes::Owned(v) => v,
+            Bytes::Stream(s) => &s.whole().bytes,
         }
+    }
+}
+
+/// A trace that cannot be mapped: read as it is consumed, once.
+struct Stream {
+    /// The first bytes (up to a pcap file header), read at open to detect the format.
+    head: Vec<u8>,
+    /// The rest, until a pass takes it.
+    rest: Mutex<Option<Box<dyn Read + Send>>>,
+    /// Everything, read into memory the first time the slice API asks for it.
+    whole: OnceLock<Whole>,
+}
+
+struct Whole {
+    bytes: Vec<u8>,
+    /// Why reading stopped before the end of the stream, if it did.
+    error: Option<io::Error>,
+}
+
+impl Stream {
+    fn take(&self) -> Option<Box<dyn Read + Send>> {
+        // A poisoned lock only means another pass panicked; the Option is still consistent.
+        self.rest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+
+    fn whole(&self) -> &Whole {
+        self.whole.get_or_init(|| {
+            let mut bytes = self.head.clone();
+            let error = match self.take() {
+                Some(mut r) => r.read_to_end(&mut bytes).err(),
+                None => Some(io::Error::other(
+                    "already read by an earlier pass (a stream can be read only once)",
+                )),
+            };
+            Whole { bytes, error }
+        })
     }
 }
 
@@ -262,13 +313,21 @@ impl fmt::Debug for Capture {
         f.debug_struct("Capture")
             .field("name", &self.name)
             .field("format", &self.format)
-            .field("len", &self.bytes.as_slice().len())
+            // Not `as_slice`: formatting must not read a stream into memory.
+            .field(
+                "len",
+                &match &self.bytes {
+                    Bytes::Stream(s) => s.whole.get().map(|w| w.bytes.len()),
+                    b => Some(b.as_slice().len()),
+                },
+            )
             .finish()
     }
 }
 
 impl Capture {
-    /// Open a file (memory-mapped) or `-` for stdin (read fully into memory).
+    /// Open a file (memory-mapped) or `-` for stdin. Stdin, pipes and character devices are
+    /// streamed by [`Capture::for_each_streamed`] (only their first bytes are read here).
     ///
     /// The format is `format` if given. Otherwise a key-trace extension (`.keys4`, `.keys13`,
     /// `.keys21`, `.dat`) decides first, because key traces have no magic number and their first
@@ -281,42 +340,65 @@ impl Capture {
             offset: 0,
             kind: TraceErrorKind::Io(e),
         };
-        let bytes = if path == "-" {
-            let mut v = Vec::new();
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut v)
-                .map_err(io_err)?;
-            Bytes::Owned(v)
-        } else {
-            let mut file = File::open(path).map_err(io_err)?;
-            let meta = file.metadata().map_err(io_err)?;
-            if meta.is_file() && meta.len() > 0 {
-                // SAFETY: the map is read-only and lives as long as the Capture. Another process
-                // truncating or rewriting the file while we read it is outside Rust's model (as
-                // for every mmap-based reader, e.g. ripgrep); capture files are treated as
-                // immutable while open. Every access is bounds-checked against the map's length.
-                let mut opts = memmap2::MmapOptions::new();
-                if meta.len() <= POPULATE_LIMIT {
-                    // Pre-fault the whole mapping in one call (MAP_POPULATE): one minor fault
-                    // per 4 KiB page otherwise costs about as much as parsing the packets in it
-                    // (measured: 80 MB of 64-byte packets, 13 -> 10 ms per pass). Larger files
-                    // fault lazily so a capture bigger than memory does not thrash.
-                    opts.populate();
+        if path == "-" {
+            return Capture::from_reader(path, io::stdin(), format);
+        }
+        let file = File::open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if !meta.is_file() || meta.len() == 0 {
+            // Empty files cannot be mapped; pipes and character devices (`<(cmd)`, /dev/stdin)
+            // cannot either: stream them.
+            return Capture::from_reader(path, file, format);
+        }
+        // SAFETY: the map is read-only and lives as long as the Capture. Another process
+        // truncating or rewriting the file while we read it is outside Rust's model (as for every
+        // mmap-based reader, e.g. ripgrep); capture files are treated as immutable while open.
+        // Every access is bounds-checked against the map's length.
+        let mut opts = memmap2::MmapOptions::new();
+        if meta.len() <= POPULATE_LIMIT {
+            // Pre-fault the whole mapping in one call (MAP_POPULATE): one minor fault per 4 KiB
+            // page otherwise costs about as much as parsing the packets in it (measured: 80 MB
+            // of 64-byte packets, 13 -> 10 ms per pass). Larger files fault lazily so a capture
+            // bigger than memory does not thrash.
+            opts.populate();
+        }
+        let map = unsafe { opts.map(&file) }.map_err(io_err)?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Sequential);
+        Capture::build(path.to_string(), Bytes::Mapped(map), format)
+    }
+
+    /// A capture over a byte stream, read as [`Capture::for_each_streamed`] consumes it; `name`
+    /// is used for extension detection and in error messages. Only the first bytes are read
+    /// here, enough to detect the format and parse a pcap file header.
+    pub fn from_reader(
+        name: &str,
+        mut reader: impl Read + Send + 'static,
+        format: Option<Format>,
+    ) -> Result<Capture, TraceError> {
+        let mut head = vec![0u8; pcap::HEADER_LEN];
+        let mut len = 0;
+        while len < head.len() {
+            match reader.read(&mut head[len..]) {
+                Ok(0) => break,
+                Ok(n) => len = (len + n).min(head.len()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(TraceError {
+                        file: name.to_string(),
+                        offset: 0,
+                        kind: TraceErrorKind::Io(e),
+                    })
                 }
-                let map = unsafe { opts.map(&file) }.map_err(io_err)?;
-                #[cfg(unix)]
-                let _ = map.advise(memmap2::Advice::Sequential);
-                Bytes::Mapped(map)
-            } else {
-                // Empty files cannot be mapped; pipes and character devices (`<(cmd)`,
-                // /dev/stdin) cannot either: read them.
-                let mut v = Vec::new();
-                file.read_to_end(&mut v).map_err(io_err)?;
-                Bytes::Owned(v)
             }
+        }
+        head.truncate(len);
+        let stream = Stream {
+            head,
+            rest: Mutex::new(Some(Box::new(reader))),
+            whole: OnceLock::new(),
         };
-        Capture::build(path.to_string(), bytes, format)
+        Capture::build(name.to_string(), Bytes::Stream(stream), format)
     }
 
     /// A capture over bytes already in memory; `name` is used for extension detection and in
@@ -330,7 +412,11 @@ impl Capture {
     }
 
     fn build(name: String, bytes: Bytes, format: Option<Format>) -> Result<Capture, TraceError> {
-        let data = bytes.as_slice();
+        // Detection and the pcap header need only the first bytes: a stream's head holds them.
+        let data = match &bytes {
+            Bytes::Stream(s) => &s.head[..],
+            b => b.as_slice(),
+        };
         let detected = match format {
             Some(f) => Ok(f),
             None => detect(&name, data),
@@ -370,7 +456,7 @@ impl Capture {
         self.format
     }
 
-    /// The raw bytes of the trace.
+    /// The raw bytes of the trace (a stream is read into memory for this).
     pub fn bytes(&self) -> &[u8] {
         self.bytes.as_slice()
     }
@@ -408,7 +494,47 @@ impl Capture {
             }
             Layout::Keys(fmt) => keys::for_each(data, fmt, &mut f),
         };
-        r.map_err(|at| self.error(at))
+        let n = r.map_err(|at| self.error(at))?;
+        match self.read_error() {
+            Some(e) => Err(e),
+            None => Ok(n),
+        }
+    }
+
+    /// Like [`Capture::for_each`], but a stream (stdin, a pipe) is read in chunks as the records
+    /// are consumed instead of into memory first: records borrow only for the call to `f`. Same
+    /// records and same errors (kind, offset) as the slice API on the same bytes. A stream can be
+    /// read once: a second pass reports an I/O error.
+    pub fn for_each_streamed(&self, mut f: impl FnMut(Record<'_>)) -> Result<u64, TraceError> {
+        if let Bytes::Stream(s) = &self.bytes {
+            if s.whole.get().is_none() {
+                if let Some(mut r) = s.take() {
+                    let (parser, skip) = match self.layout {
+                        Layout::Pcap(h) => (stream::Parser::Pcap(h), pcap::HEADER_LEN),
+                        Layout::Pcapng => (stream::Parser::Pcapng(Default::default()), 0),
+                        Layout::Keys(fmt) => (stream::Parser::Keys(fmt), 0),
+                    };
+                    return stream::for_each(&mut r, &s.head, skip, parser, &mut f)
+                        .map_err(|at| self.error(at));
+                }
+            }
+        }
+        self.for_each(f)
+    }
+
+    /// The I/O error that cut short reading a stream into memory, as a trace error at the
+    /// offset where the bytes ran out (after every record before it).
+    fn read_error(&self) -> Option<TraceError> {
+        let Bytes::Stream(s) = &self.bytes else {
+            return None;
+        };
+        let w = s.whole.get()?;
+        let e = w.error.as_ref()?;
+        Some(TraceError {
+            file: self.name.clone(),
+            offset: w.bytes.len() as u64,
+            kind: TraceErrorKind::Io(io::Error::new(e.kind(), e.to_string())),
+        })
     }
 
     fn error(&self, at: At) -> TraceError {
@@ -484,7 +610,7 @@ impl<'a> Iterator for Records<'a> {
             }
             None => {
                 self.state = State::Done;
-                None
+                self.cap.read_error().map(Err)
             }
         }
     }

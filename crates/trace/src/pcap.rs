@@ -7,7 +7,7 @@
 use crate::{At, Body, Record, TraceErrorKind, MAX_RECORD_LEN};
 
 pub(crate) const HEADER_LEN: usize = 24;
-const REC_HDR_LEN: usize = 16;
+pub(crate) const REC_HDR_LEN: usize = 16;
 
 /// Magic as written by a little-endian host (bytes on disk `d4 c3 b2 a1`), read LE.
 const USEC: u32 = 0xA1B2_C3D4;
@@ -94,11 +94,13 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(data: &'a [u8], h: Header) -> Reader<'a> {
-        Reader {
-            data,
-            pos: HEADER_LEN,
-            h,
-        }
+        Reader::at(data, HEADER_LEN, h)
+    }
+
+    /// A reader whose first record starts at `pos` of `data` (the stream reader hands it each
+    /// buffer after the file header, which it has consumed already).
+    pub(crate) fn at(data: &'a [u8], pos: usize, h: Header) -> Reader<'a> {
+        Reader { data, pos, h }
     }
 
     /// Every record to `f`. The happy path is one tight loop, monomorphised on the byte order;

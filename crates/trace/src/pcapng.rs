@@ -13,6 +13,8 @@ const OPB: u32 = 2;
 const SPB: u32 = 3;
 const EPB: u32 = 6;
 const BYTE_ORDER_MAGIC: u32 = 0x1A2B_3C4D;
+/// Type, length and trailing length: the smallest block, and the bytes needed to judge one.
+pub(crate) const MIN_BLOCK_LEN: usize = 12;
 
 /// Fixed parts of block bodies (after type and length, before options).
 const SHB_FIXED: usize = 16;
@@ -38,7 +40,7 @@ pub(crate) fn check_magic(data: &[u8]) -> Result<(), At> {
         None => Err(At::new(
             0,
             TraceErrorKind::TruncatedHeader {
-                need: 12,
+                need: MIN_BLOCK_LEN as u64,
                 have: data.len() as u64,
             },
         )),
@@ -135,23 +137,35 @@ impl Iface {
     }
 }
 
-pub(crate) struct Reader<'a> {
-    data: &'a [u8],
-    pos: usize,
+/// What a reader knows from the blocks before its position: the current section's byte order
+/// and interfaces. Kept apart from the bytes so the stream reader can carry it from one buffer
+/// to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Section {
     be: bool,
     in_section: bool,
     ifaces: Vec<Iface>,
 }
 
+pub(crate) struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+    sec: Section,
+}
+
 impl<'a> Reader<'a> {
     pub(crate) fn new(data: &'a [u8]) -> Reader<'a> {
-        Reader {
-            data,
-            pos: 0,
-            be: false,
-            in_section: false,
-            ifaces: Vec::new(),
-        }
+        Reader::resume(data, Section::default())
+    }
+
+    /// A reader whose next block starts at offset 0 of `data`, after the blocks that left `sec`.
+    pub(crate) fn resume(data: &'a [u8], sec: Section) -> Reader<'a> {
+        Reader { data, pos: 0, sec }
+    }
+
+    /// The section state after the blocks read so far.
+    pub(crate) fn into_section(self) -> Section {
+        self.sec
     }
 
     /// The next packet; `None` at a clean end of file. Every block consumed advances `pos` by
@@ -165,14 +179,14 @@ impl<'a> Reader<'a> {
             }
             let off = self.pos;
             let err = |kind| Some(Err(At::new(off, kind)));
-            if rest.len() < 12 {
+            if rest.len() < MIN_BLOCK_LEN {
                 return err(TraceErrorKind::TruncatedBlockHeader {
                     have: rest.len() as u64,
                 });
             }
             // The SHB type reads the same in both orders; its byte-order magic sets the order
             // for everything that follows, its own length included.
-            let mut be = self.be;
+            let mut be = self.sec.be;
             let block_type_le = rd32(rest, 0, false).unwrap_or(0);
             if block_type_le == SHB {
                 be = match rd32(rest, 8, false) {
@@ -190,7 +204,7 @@ impl<'a> Reader<'a> {
             } else {
                 block_type_le
             };
-            if block_type != SHB && !self.in_section {
+            if block_type != SHB && !self.sec.in_section {
                 return err(TraceErrorKind::NoSection { block_type });
             }
             let len32 = rd32(rest, 4, be).unwrap_or(0);
@@ -198,7 +212,7 @@ impl<'a> Reader<'a> {
             if len & 3 != 0 {
                 return err(TraceErrorKind::BlockLenUnaligned { len: len32.into() });
             }
-            if len < 12 {
+            if len < MIN_BLOCK_LEN {
                 return err(TraceErrorKind::BlockTooShort { len: len32.into() });
             }
             let Some(block) = rest.get(..len) else {
@@ -254,7 +268,7 @@ impl<'a> Reader<'a> {
                             room: room.len() as u64,
                         });
                     };
-                    let Some(iface) = self.ifaces.get(id as usize) else {
+                    let Some(iface) = self.sec.ifaces.get(id as usize) else {
                         return err(self.no_iface(id));
                     };
                     let ts = (u64::from(hi) << 32) | u64::from(lo);
@@ -273,7 +287,7 @@ impl<'a> Reader<'a> {
                     let Some(orig) = rd32(body, 0, be) else {
                         return short(SPB_FIXED);
                     };
-                    let Some(iface) = self.ifaces.first() else {
+                    let Some(iface) = self.sec.ifaces.first() else {
                         return err(self.no_iface(0));
                     };
                     let room = &body[SPB_FIXED..];
@@ -294,9 +308,9 @@ impl<'a> Reader<'a> {
                     if body.len() < SHB_FIXED {
                         return short(SHB_FIXED);
                     }
-                    self.be = be;
-                    self.in_section = true;
-                    self.ifaces.clear();
+                    self.sec.be = be;
+                    self.sec.in_section = true;
+                    self.sec.ifaces.clear();
                 }
                 IDB => {
                     // IDB (4.2): link type u16, reserved u16, snaplen u32, options.
@@ -309,7 +323,7 @@ impl<'a> Reader<'a> {
                         Ok(o) => o,
                         Err(kind) => return err(kind),
                     };
-                    self.ifaces.push(Iface {
+                    self.sec.ifaces.push(Iface {
                         link,
                         snaplen,
                         scale,
@@ -325,7 +339,7 @@ impl<'a> Reader<'a> {
     fn no_iface(&self, id: u32) -> TraceErrorKind {
         TraceErrorKind::NoSuchInterface {
             id,
-            count: self.ifaces.len() as u64,
+            count: self.sec.ifaces.len() as u64,
         }
     }
 }

@@ -24,7 +24,36 @@ fn read_all(c: &Capture) -> (Vec<Record<'_>>, Option<TraceError>) {
         (Err(a), Some(b)) => assert_eq!(a.to_string(), b.to_string()),
         _ => panic!("for_each {fe:?} vs records() {err:?}"),
     }
+    streams_alike(c, &recs, err.as_ref());
     (recs, err)
+}
+
+/// A reader returning at most `cut` bytes per call.
+struct Short(std::io::Cursor<Vec<u8>>, usize);
+
+impl Read for Short {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.1);
+        self.0.read(&mut buf[..n])
+    }
+}
+
+/// The same bytes through the stream reader, in reads of 1, 3, 13 and 4096 bytes: the same
+/// records and the same error.
+fn streams_alike(c: &Capture, recs: &[Record<'_>], err: Option<&TraceError>) {
+    for cut in [1, 3, 13, 4096] {
+        let reader = Short(std::io::Cursor::new(c.bytes().to_vec()), cut);
+        let s = Capture::from_reader(c.name(), reader, Some(c.format())).unwrap();
+        let mut seen = Vec::new();
+        let res = s.for_each_streamed(|r| seen.push(format!("{r:?}")));
+        let want: Vec<String> = recs.iter().map(|r| format!("{r:?}")).collect();
+        assert_eq!(seen, want, "stream (reads of {cut}) and slice disagree");
+        match (&res, err) {
+            (Ok(n), None) => assert_eq!(*n, recs.len() as u64),
+            (Err(a), Some(b)) => assert_eq!(a.to_string(), b.to_string()),
+            _ => panic!("stream (reads of {cut}) {res:?} vs slice {err:?}"),
+        }
+    }
 }
 
 fn frame<'a>(r: &Record<'a>) -> (u32, &'a [u8]) {
@@ -606,4 +635,24 @@ fn open_files() {
         .to_string()
         .starts_with(&format!("{}: offset 0: cannot read", missing.display())));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stream_grows_for_a_record_larger_than_its_buffer() {
+    // A record of 2.5 buffers between small ones, in both byte orders, and cut inside it.
+    let big = vec![0x5Au8; stream::CHUNK * 5 / 2];
+    for e in [Endian::Little, Endian::Big] {
+        let bytes = pcap_bytes(e, false, 1, &[(1, 10, P1), (2, 0, &big), (3, 60, P2)]);
+        let c = Capture::from_bytes("big.pcap", bytes.clone(), None).unwrap();
+        let (recs, err) = read_all(&c);
+        assert_eq!((recs.len(), err.is_none()), (3, true));
+        assert_eq!(frame(&recs[1]).1.len(), big.len());
+        let cut = Capture::from_bytes("big.pcap", bytes[..bytes.len() / 2].to_vec(), None).unwrap();
+        let (recs, err) = read_all(&cut);
+        assert_eq!(recs.len(), 1);
+        assert!(matches!(
+            err.map(|e| e.kind),
+            Some(TraceErrorKind::TruncatedRecord { .. })
+        ));
+    }
 }
