@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use key::KeyKind;
-use measure::runner::Report;
+use measure::runner::{EpochReport, Report};
 use measure::{RunConfig, Runner};
 use trace::{Capture, Format};
 use truth::Weight;
@@ -181,7 +181,14 @@ pub fn default_spec() -> gen::Spec {
     }
 }
 
-pub fn run(cfg: RunConfig, format: Option<Format>) -> Result<(Report, Option<String>)> {
+/// Run `cfg` over its trace (or the built-in one). `on_epoch` sees the runner after every packet
+/// that closed an epoch, so a live run (`netsift run -` on a capture pipe) can print each epoch as
+/// it ends instead of at the end of the stream.
+pub fn run(
+    cfg: RunConfig,
+    format: Option<Format>,
+    on_epoch: &mut dyn FnMut(&Runner),
+) -> Result<(Report, Option<String>)> {
     let mut read_error = None;
     let report = match cfg.trace.clone() {
         None => {
@@ -193,8 +200,13 @@ pub fn run(cfg: RunConfig, format: Option<Format>) -> Result<(Report, Option<Str
             let mut runner = Runner::new(cfg, &name)?;
             let pb = progress(Some(spec.packets));
             let mut n = 0u64;
+            let mut epochs = 0;
             gen::generate(&spec, |p| {
                 runner.push(p.ts_ns, &p.tuple, p.wire_len);
+                if runner.completed_epochs().len() != epochs {
+                    epochs = runner.completed_epochs().len();
+                    pb.suspend(|| on_epoch(&runner));
+                }
                 n += 1;
                 if n.is_multiple_of(65536) {
                     pb.set_position(n);
@@ -208,10 +220,15 @@ pub fn run(cfg: RunConfig, format: Option<Format>) -> Result<(Report, Option<Str
             let mut runner = Runner::new(cfg, cap.name())?;
             let pb = progress(None);
             let mut n = 0u64;
+            let mut epochs = 0;
             let res = each_packet(&cap, |p| {
                 match p.class {
                     Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
                     c => runner.push_unkeyed(c.name(), p.wire_len),
+                }
+                if runner.completed_epochs().len() != epochs {
+                    epochs = runner.completed_epochs().len();
+                    pb.suspend(|| on_epoch(&runner));
                 }
                 n += 1;
                 if n.is_multiple_of(65536) {
@@ -244,19 +261,49 @@ fn fmt_bytes(b: usize) -> String {
     }
 }
 
-pub fn print_report(r: &Report) {
-    println!(
-        "trace {}  key {}  weight {}  epoch {}  seed {}",
-        r.trace,
-        r.key,
-        r.weight.name(),
-        r.epoch,
-        r.seed
-    );
-    for e in &r.epochs {
+fn print_header(trace: &str, key: KeyKind, weight: &str, epoch: &str, seed: u64) {
+    println!("trace {trace}  key {key}  weight {weight}  epoch {epoch}  seed {seed}");
+}
+
+/// Print the epochs `printed..` of `runner` not yet printed (the header first, before epoch 0);
+/// returns how many are printed now.
+pub fn print_new_epochs(runner: &Runner, printed: usize) -> usize {
+    let cfg = runner.config();
+    if printed == 0 {
+        print_header(
+            runner.trace_name(),
+            cfg.key,
+            cfg.weight.name(),
+            &runner.epoch_label(),
+            cfg.seed,
+        );
+    }
+    let done = runner.completed_epochs();
+    for e in done.get(printed..).unwrap_or(&[]) {
+        print_epoch(e, cfg.key);
+    }
+    // Epochs reach stdout as they close, even when it is a pipe.
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    done.len()
+}
+
+/// Print the report, skipping the header and the first `printed` epochs if a live run printed
+/// them already.
+pub fn print_report(r: &Report, printed: usize) {
+    if printed == 0 {
+        print_header(&r.trace, r.key, r.weight.name(), &r.epoch, r.seed);
+    }
+    for e in r.epochs.get(printed..).unwrap_or(&[]) {
+        print_epoch(e, r.key);
+    }
+    print_costs(r);
+}
+
+fn print_epoch(e: &EpochReport, key: KeyKind) {
+    {
         println!(
             "\nepoch {}: {} packets, {} bytes, {} flows ({})",
-            e.index, e.packets, e.bytes, e.flows, r.key
+            e.index, e.packets, e.bytes, e.flows, key
         );
         println!(
             "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -300,6 +347,9 @@ pub fn print_report(r: &Report) {
             );
         }
     }
+}
+
+fn print_costs(r: &Report) {
     println!("\ncost (update time measured per batch, same pass):");
     println!(
         "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10}",
@@ -347,11 +397,18 @@ pub fn print_report(r: &Report) {
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
 pub fn cmd_run(a: RunArgs) -> Result<bool> {
     let cfg = config(&a)?;
-    let (report, err) = run(cfg, a.format)?;
+    // The table prints each epoch as it closes; JSON is one document at the end.
+    let mut printed = 0;
+    let json = a.json;
+    let (report, err) = run(cfg, a.format, &mut |runner| {
+        if !json {
+            printed = print_new_epochs(runner, printed);
+        }
+    })?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print_report(&report);
+        print_report(&report, printed);
     }
     if let Some(e) = err {
         eprintln!("netsift: {e}");

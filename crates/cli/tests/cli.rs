@@ -389,3 +389,69 @@ fn run_and_stats_on_a_pipe_count_what_they_count_on_the_file() {
     }
     assert_eq!(err(&on_file), err(&on_pipe));
 }
+
+/// Live traffic: `netsift run -` prints each epoch's table when the epoch closes, while its
+/// input is still open (a reader or report that waited for the end of the stream would never
+/// show epoch 0 here, and the test would fail on the timeout).
+#[test]
+fn run_on_a_live_pipe_prints_each_epoch_as_it_closes() {
+    use std::io::{BufRead, Write};
+    let f = tmp("live.pcap");
+    assert!(netsift()
+        .args(["gen", "--packets", "5000", "--flows", "100", "--seed", "4"])
+        .arg("--out")
+        .arg(&f)
+        .status()
+        .unwrap()
+        .success());
+    let bytes = std::fs::read(&f).unwrap();
+    let mut child = netsift()
+        .args([
+            "run",
+            "-",
+            "--epoch-packets",
+            "1000",
+            "--task",
+            "cardinality",
+        ])
+        .args(["--algo", "hyperloglog"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // The whole capture, but the pipe stays open: epochs 0-3 are closed (the 4001st packet
+    // closes epoch 3), epoch 4 is not.
+    stdin.write_all(&bytes).unwrap();
+    stdin.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line.starts_with("epoch ") && tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait = std::time::Duration::from_secs(60);
+    for i in 0..4 {
+        let line = rx
+            .recv_timeout(wait)
+            .expect("an epoch printed while stdin is open");
+        assert!(
+            line.starts_with(&format!("epoch {i}: 1000 packets")),
+            "{line}"
+        );
+    }
+    // Closing the input ends the run: the last epoch, then the cost table.
+    drop(stdin);
+    let last = rx
+        .recv_timeout(wait)
+        .expect("the last epoch after end of input");
+    assert!(last.starts_with("epoch 4: 1000 packets"), "{last}");
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
+    let _ = std::fs::remove_file(&f);
+}

@@ -517,6 +517,28 @@ impl Runner {
         }
     }
 
+    /// The epochs completed so far (a live run reports each as it closes).
+    pub fn completed_epochs(&self) -> &[EpochReport] {
+        &self.epochs
+    }
+
+    pub fn config(&self) -> &RunConfig {
+        &self.cfg
+    }
+
+    pub fn trace_name(&self) -> &str {
+        &self.trace
+    }
+
+    /// The epoch length as the report prints it (`2000000 packets`, `1000 ms`).
+    pub fn epoch_label(&self) -> String {
+        match self.cfg.epoch() {
+            Ok(truth::EpochSpec::Packets(n)) => format!("{n} packets"),
+            Ok(truth::EpochSpec::Millis(ms)) => format!("{ms} ms"),
+            Err(_) => String::new(),
+        }
+    }
+
     pub fn finish(mut self) -> Report {
         self.end_epoch();
         let seconds = self.started.elapsed().as_secs_f64();
@@ -560,11 +582,7 @@ impl Runner {
                 }
             })
             .collect();
-        let epoch = match self.cfg.epoch() {
-            Ok(truth::EpochSpec::Packets(n)) => format!("{n} packets"),
-            Ok(truth::EpochSpec::Millis(ms)) => format!("{ms} ms"),
-            Err(_) => String::new(),
-        };
+        let epoch = self.epoch_label();
         Report {
             trace: self.trace,
             key: self.cfg.key,
