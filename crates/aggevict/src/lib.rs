@@ -329,14 +329,6 @@ impl Iterator for Runs {
     }
 }
 
-/// `f(p, q)` for every run `[p, q)` (see [`Runs`]).
-#[inline(always)]
-pub(crate) fn for_each_run(starts: u32, n: usize, mut f: impl FnMut(usize, usize)) {
-    for (p, q) in Runs::new(starts, n) {
-        f(p, q);
-    }
-}
-
 /// The weight of run `[p, q)`: `q - p` for unit weights, else a difference of prefix sums.
 trait RunWeight {
     fn weight(&self, p: usize, q: usize) -> u64;
@@ -430,11 +422,7 @@ impl Aggregator {
         if key_len > MAX_KEY_LEN {
             return Err(AggError::KeyLen(key_len));
         }
-        let simd = match cfg.simd {
-            Simd::Auto => simd::detect(),
-            s if simd::available(s) => s,
-            s => return Err(AggError::SimdUnavailable(s)),
-        };
+        let simd = simd::resolve(cfg.simd).ok_or(AggError::SimdUnavailable(cfg.simd))?;
         let k = cfg.arrays;
         let narrow = key_len == 4;
         let nbuf = if narrow { cfg.evict_batch + CHUNK } else { 0 };

@@ -68,10 +68,7 @@ pub fn run_starts_scalar(ks: &[u32; CHUNK]) -> u32 {
 
 /// Run kernel `simd`'s run-start mask (`None` if the CPU lacks it). For the equivalence tests.
 pub fn run_starts_with(simd: Simd, ks: &[u32; CHUNK]) -> Option<u32> {
-    let simd = if simd == Simd::Auto { detect() } else { simd };
-    if !available(simd) {
-        return None;
-    }
+    let simd = resolve(simd)?;
     // SAFETY: `available(simd)` confirmed the CPU feature each kernel needs.
     Some(unsafe {
         match simd {
@@ -112,10 +109,7 @@ pub fn find_scalar(line: &Line, key: u32, occ: u16) -> u32 {
 /// Run the kernel `simd` (which must be available; `Auto` means the detected best).
 /// `None` if the CPU lacks it. For tests and benches comparing kernels.
 pub fn find_with(simd: Simd, line: &Line, key: u32, occ: u16) -> Option<u32> {
-    let simd = if simd == Simd::Auto { detect() } else { simd };
-    if !available(simd) {
-        return None;
-    }
+    let simd = resolve(simd)?;
     // SAFETY: `available(simd)` confirmed the CPU feature each kernel needs.
     Some(unsafe {
         match simd {
@@ -348,6 +342,15 @@ static DETECTED: AtomicU8 = AtomicU8::new(0);
 const ORDER: [Simd; 4] = [Simd::Avx512, Simd::Avx2, Simd::Sse2, Simd::Off];
 
 /// The backend `Auto` resolves to on this CPU (detected once, then cached).
+/// The kernel `simd` stands for (`Auto`: the detected best), if this CPU has it: the one rule
+/// the aggregator and the kernel-comparing helpers share.
+pub fn resolve(simd: Simd) -> Option<Simd> {
+    match simd {
+        Simd::Auto => Some(detect()),
+        s => available(s).then_some(s),
+    }
+}
+
 pub fn detect() -> Simd {
     let d = DETECTED.load(Ordering::Relaxed);
     if let Some(s) = (d as usize).checked_sub(1).and_then(|i| ORDER.get(i)) {

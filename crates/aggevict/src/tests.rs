@@ -7,6 +7,11 @@ use super::*;
 
 const ALL_SIMD: [Simd; 4] = [Simd::Avx512, Simd::Avx2, Simd::Sse2, Simd::Off];
 
+/// The kernels this CPU can run (always including the scalar one).
+fn kernels() -> impl Iterator<Item = Simd> {
+    ALL_SIMD.into_iter().filter(|&s| simd::available(s))
+}
+
 fn cfg(arrays: usize, policy: Policy, simd: Simd) -> AggConfig {
     AggConfig {
         arrays,
@@ -115,10 +120,7 @@ fn fastmod_is_exact() {
 #[test]
 fn every_kernel_matches_scalar() {
     let mut r = Pcg64::seed_from_u64(2);
-    let avail: Vec<Simd> = ALL_SIMD
-        .into_iter()
-        .filter(|&s| simd::available(s))
-        .collect();
+    let avail: Vec<Simd> = kernels().collect();
     assert!(avail.contains(&Simd::Off));
     for round in 0..20_000 {
         // Distinct keys in the occupied slots (as the aggregator guarantees); empty slots hold
@@ -180,10 +182,7 @@ fn every_kernel_matches_scalar() {
 #[test]
 fn every_run_start_kernel_matches_scalar() {
     let mut r = Pcg64::seed_from_u64(3);
-    let avail: Vec<Simd> = ALL_SIMD
-        .into_iter()
-        .filter(|&s| simd::available(s))
-        .collect();
+    let avail: Vec<Simd> = kernels().collect();
     let check = |ks: &[u32; CHUNK]| {
         let want = simd::run_starts_scalar(ks);
         assert_eq!(want & 1, 1);
@@ -280,7 +279,7 @@ fn exact_totals_for_every_policy_index_backend_and_width() {
         let want = truth(&ks, &ws);
         for policy in [Policy::Grr, Policy::Lru] {
             for index in [Index::Modulo, Index::Hash] {
-                for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                for s in kernels() {
                     let c = AggConfig {
                         index,
                         ..cfg(16, policy, s)
@@ -308,7 +307,7 @@ fn every_backend_evicts_in_the_same_sequence_as_scalar() {
     for policy in [Policy::Grr, Policy::Lru] {
         let mut base = Aggregator::new(&cfg(32, policy, Simd::Off), 4).unwrap();
         let want = run(&mut base, &ks, &ws).seq;
-        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        for s in kernels() {
             let mut a = Aggregator::new(&cfg(32, policy, s), 4).unwrap();
             assert!(run(&mut a, &ks, &ws).seq == want, "{s} {policy}");
         }
@@ -317,7 +316,7 @@ fn every_backend_evicts_in_the_same_sequence_as_scalar() {
 
 #[test]
 fn key_zero_and_fingerprint_zero_are_keys() {
-    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+    for s in kernels() {
         // Narrow: key 0 must not match the empty slots (all stored keys are 0 initially).
         let mut a = Aggregator::new(&cfg(1, Policy::Grr, s), 4).unwrap();
         let k0 = FlowKey::from_u32(0);
@@ -425,7 +424,7 @@ fn fingerprint_collisions_evict_and_stay_exact() {
     ];
     for (len, x, y) in cases {
         assert_ne!(x, y);
-        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        for s in kernels() {
             let mut a = Aggregator::new(&cfg(4, Policy::Lru, s), len).unwrap();
             assert_eq!(a.flow_id(&x), a.flow_id(&y));
             let mut log = Log::default();
@@ -567,7 +566,7 @@ fn full_keys_are_held_compactly_and_exactly_for_every_length() {
 fn wide_trains_merge_into_one_update_and_never_wrap_a_count() {
     for len in [8usize, 13, 16] {
         let k = FlowKey::from_bytes(&vec![9u8; len]).unwrap();
-        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        for s in kernels() {
             let mut a = Aggregator::new(&cfg(4, Policy::Grr, s), len).unwrap();
             let mut log = Log::default();
             a.update_batch(&[k; 32], &[1; 32], &mut log.sink());
@@ -620,7 +619,7 @@ fn every_backend_matches_scalar_on_wide_keys_with_trains() {
                 let want = run(&mut base, &ks, &ws);
                 assert_eq!(want.totals(), truth(&ks, &ws));
                 assert!(base.stats().evicted < ks.len() as u64 / 2);
-                for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                for s in kernels() {
                     let mut a = Aggregator::new(&c(s), len).unwrap();
                     assert!(run(&mut a, &ks, &ws).seq == want.seq, "{s} {policy} {len}");
                 }
@@ -656,7 +655,7 @@ fn narrow_mode_bypasses_other_lengths() {
 #[test]
 fn u32_overflow_evicts_first() {
     let k = FlowKey::from_u32(7);
-    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+    for s in kernels() {
         let mut a = Aggregator::new(&cfg(2, Policy::Grr, s), 4).unwrap();
         let mut log = Log::default();
         let big = u64::from(u32::MAX) - 1;
@@ -778,7 +777,7 @@ fn u32_path_evicts_the_same_sequence_as_the_flowkey_path() {
             let want = truth(ks, ws);
             for policy in [Policy::Grr, Policy::Lru] {
                 for index in [Index::Modulo, Index::Hash] {
-                    for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                    for s in kernels() {
                         let c = AggConfig {
                             index,
                             ..cfg(16, policy, s)
@@ -823,7 +822,7 @@ fn branch_free_grr_evicts_the_same_sequence_as_the_branchy_path() {
     for (ks, ws) in [(&iid, &iw), (&bk, &bw), (&iid, &ones), (&iid, &near)] {
         for arrays in [3, 64, 4096] {
             for index in [Index::Modulo, Index::Hash] {
-                for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+                for s in kernels() {
                     let c = AggConfig {
                         index,
                         ..cfg(arrays, Policy::Grr, s)
@@ -849,7 +848,7 @@ fn every_backend_matches_scalar_on_the_u32_path_with_trains() {
         let mut base = Aggregator::new(&cfg(32, policy, Simd::Off), 4).unwrap();
         let want = run_u32(&mut base, &ks, &ws);
         assert_eq!(want.totals(), truth(&ks, &ws));
-        for s in ALL_SIMD.into_iter().filter(|&s| simd::available(s)) {
+        for s in kernels() {
             let mut a = Aggregator::new(&cfg(32, policy, s), 4).unwrap();
             assert!(run_u32(&mut a, &ks, &ws).seq == want.seq, "{s} {policy}");
         }

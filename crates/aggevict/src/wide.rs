@@ -315,7 +315,7 @@ impl Aggregator {
             }
             runs = n;
         } else {
-            crate::for_each_run(starts, n, |p, q| {
+            for (p, q) in crate::Runs::new(starts, n) {
                 let w = if unit {
                     (q - p) as u64
                 } else {
@@ -324,7 +324,7 @@ impl Aggregator {
                 first[runs & (CHUNK - 1)] = p as u8;
                 rw[runs & (CHUNK - 1)] = w;
                 runs += 1;
-            });
+            }
         }
         let runs = runs.min(CHUNK);
         // Pass 1: flow ID, fingerprint and array of every run; prefetch the array's key,

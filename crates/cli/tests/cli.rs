@@ -8,6 +8,21 @@ fn netsift() -> Command {
     Command::new(env!("CARGO_BIN_EXE_netsift"))
 }
 
+/// `netsift gen` into a temporary file `name` (pcap unless `extra` picks a format).
+fn gen(name: &str, packets: u32, flows: u32, seed: u32, extra: &[&str]) -> std::path::PathBuf {
+    let f = tmp(name);
+    let (p, fl, s) = (packets.to_string(), flows.to_string(), seed.to_string());
+    assert!(netsift()
+        .args(["gen", "--packets", &p, "--flows", &fl, "--seed", &s])
+        .args(extra)
+        .arg("--out")
+        .arg(&f)
+        .status()
+        .unwrap()
+        .success());
+    f
+}
+
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("netsift-cli-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -80,22 +95,7 @@ fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
 
 #[test]
 fn gen_then_stats_roundtrip_and_stdin() {
-    let f = tmp("g.pcap");
-    let st = netsift()
-        .args([
-            "gen",
-            "--packets",
-            "20000",
-            "--flows",
-            "500",
-            "--seed",
-            "7",
-            "--out",
-        ])
-        .arg(&f)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let f = gen("g.pcap", 20_000, 500, 7, &[]);
     let out = netsift()
         .args(["stats", "--json"])
         .arg(&f)
@@ -121,24 +121,7 @@ fn gen_then_stats_roundtrip_and_stdin() {
     assert_eq!(v2[0]["top"], v[0]["top"]);
 
     // Key traces of the same spec hold the same flows.
-    let k = tmp("g.keys13");
-    assert!(netsift()
-        .args([
-            "gen",
-            "--packets",
-            "20000",
-            "--flows",
-            "500",
-            "--seed",
-            "7",
-            "--format",
-            "keys13",
-            "--out"
-        ])
-        .arg(&k)
-        .status()
-        .unwrap()
-        .success());
+    let k = gen("g.keys13", 20_000, 500, 7, &["--format", "keys13"]);
     let out3 = netsift()
         .args(["stats", "--json"])
         .arg(&k)
@@ -317,14 +300,7 @@ fn piped(mut cmd: Command, bytes: Vec<u8>) -> std::process::Output {
 
 #[test]
 fn run_and_stats_on_a_pipe_count_what_they_count_on_the_file() {
-    let f = tmp("pipe.pcap");
-    assert!(netsift()
-        .args(["gen", "--packets", "30000", "--flows", "300", "--seed", "3"])
-        .arg("--out")
-        .arg(&f)
-        .status()
-        .unwrap()
-        .success());
+    let f = gen("pipe.pcap", 30_000, 300, 3, &[]);
     // Cut the last record short: the pipe must deliver every whole record, then the same error.
     let mut bytes = std::fs::read(&f).unwrap();
     bytes.truncate(bytes.len() - 5);
@@ -396,14 +372,7 @@ fn run_and_stats_on_a_pipe_count_what_they_count_on_the_file() {
 #[test]
 fn run_on_a_live_pipe_prints_each_epoch_as_it_closes() {
     use std::io::{BufRead, Write};
-    let f = tmp("live.pcap");
-    assert!(netsift()
-        .args(["gen", "--packets", "5000", "--flows", "100", "--seed", "4"])
-        .arg("--out")
-        .arg(&f)
-        .status()
-        .unwrap()
-        .success());
+    let f = gen("live.pcap", 5_000, 100, 4, &[]);
     let bytes = std::fs::read(&f).unwrap();
     let mut child = netsift()
         .args([

@@ -376,23 +376,16 @@ impl Capture {
         mut reader: impl Read + Send + 'static,
         format: Option<Format>,
     ) -> Result<Capture, TraceError> {
-        let mut head = vec![0u8; pcap::HEADER_LEN];
-        let mut len = 0;
-        while len < head.len() {
-            match reader.read(&mut head[len..]) {
-                Ok(0) => break,
-                Ok(n) => len = (len + n).min(head.len()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(TraceError {
-                        file: name.to_string(),
-                        offset: 0,
-                        kind: TraceErrorKind::Io(e),
-                    })
-                }
-            }
-        }
-        head.truncate(len);
+        // Up to the pcap file header's length, fewer only at the end of the stream.
+        let mut head = Vec::with_capacity(pcap::HEADER_LEN);
+        (&mut reader)
+            .take(pcap::HEADER_LEN as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| TraceError {
+                file: name.to_string(),
+                offset: 0,
+                kind: TraceErrorKind::Io(e),
+            })?;
         let stream = Stream {
             head,
             rest: Mutex::new(Some(Box::new(reader))),
