@@ -200,8 +200,8 @@ fn pair_via(
     (a, b)
 }
 
-fn down<T: 'static>(a: &dyn Algorithm) -> &T {
-    a.as_any().downcast_ref::<T>().expect("concrete type")
+fn down<T: Algorithm>(a: &dyn Algorithm) -> &T {
+    algo::downcast::<T>(a).expect("concrete type")
 }
 
 fn stream4() -> Stream {
@@ -465,7 +465,7 @@ fn flow_radar_identical_without_false_positives() {
 // ---- exact tables ---------------------------------------------------------------------------
 
 fn entries(a: &dyn Algorithm) -> BTreeMap<FlowKey, u64> {
-    if let Some(t) = a.as_any().downcast_ref::<table::LinearHash>() {
+    if let Some(t) = algo::downcast::<table::LinearHash>(a) {
         assert_eq!(t.dropped().updates, 0);
         return t.entries().collect();
     }

@@ -171,9 +171,6 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
     /// Bytes of state (counters, tables, heaps), the figure reported as the algorithm's memory.
     fn memory_bytes(&self) -> usize;
 
-    /// For downcasting in `heavy_changers` and `merge`.
-    fn as_any(&self) -> &dyn Any;
-
     /// Flows whose estimated size is at least `threshold` (absolute, in the weight's unit).
     fn heavy_hitters(&self, _threshold: u64) -> Option<Vec<Estimate>> {
         None
@@ -223,6 +220,24 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
     fn merge(&mut self, _other: &dyn Algorithm) -> Result<(), MergeError> {
         Err(MergeError::Unsupported(self.name()))
     }
+}
+
+/// `a` as the concrete algorithm `T`, if it is one (trait upcasting to `Any`: `heavy_changers`
+/// reads the previous epoch's state, tests read a built algorithm's fields).
+pub fn downcast<T: Algorithm>(a: &dyn Algorithm) -> Option<&T> {
+    (a as &dyn Any).downcast_ref()
+}
+
+/// The typed first step of every `merge`: `other` as a `T` that `compatible` accepts (same
+/// configuration, sizes and seeds), else `MergeError::Mismatch` naming `me`.
+pub fn merge_peer<'a, T: Algorithm>(
+    me: &T,
+    other: &'a dyn Algorithm,
+    compatible: impl FnOnce(&T) -> bool,
+) -> Result<&'a T, MergeError> {
+    downcast::<T>(other)
+        .filter(|o| compatible(o))
+        .ok_or(MergeError::Mismatch(me.name()))
 }
 
 /// Snapshotting an algorithm behind `dyn` (the runner keeps the previous epoch's state for heavy

@@ -410,10 +410,6 @@ impl Algorithm for BloomSpreader {
         self.hosts.len() * per_host + self.crossed.len() * std::mem::size_of::<u32>()
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     /// Hosts whose distinct-peer counter is above `threshold`, largest first (ties by key).
     fn spreaders(&self, threshold: u64) -> Option<Vec<Estimate>> {
         let mut out: Vec<Estimate> = self
@@ -428,11 +424,9 @@ impl Algorithm for BloomSpreader {
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<BloomSpreader>()
-            .filter(|o| o.cfg == self.cfg && o.side == self.side && o.hash == self.hash)
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| {
+            o.cfg == self.cfg && o.side == self.side && o.hash == self.hash
+        })?;
         self.skipped = self.skipped.saturating_add(o.skipped);
         self.dropped = self.dropped.saturating_add(o.dropped);
         let words = self.cfg.words();

@@ -185,20 +185,12 @@ impl Algorithm for Fm {
         self.bitmaps.len() * std::mem::size_of::<u32>()
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn cardinality(&self) -> Option<f64> {
         Some(self.estimate())
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<Fm>()
-            .filter(|o| o.cfg == self.cfg && o.hash == self.hash)
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
         for (a, b) in self.bitmaps.iter_mut().zip(&o.bitmaps) {
             *a |= b;
         }

@@ -231,20 +231,12 @@ impl Algorithm for HyperLogLog {
         self.registers.len()
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn cardinality(&self) -> Option<f64> {
         Some(self.estimate())
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<HyperLogLog>()
-            .filter(|o| o.cfg == self.cfg && o.hash == self.hash)
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
         for (a, &b) in self.registers.iter_mut().zip(&o.registers) {
             *a = (*a).max(b);
         }

@@ -181,20 +181,12 @@ impl Algorithm for KMin {
         self.cfg.k * std::mem::size_of::<u64>()
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
     fn cardinality(&self) -> Option<f64> {
         Some(self.estimate())
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<KMin>()
-            .filter(|o| o.cfg == self.cfg && o.hash == self.hash)
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
         // Merge two sorted runs, dropping duplicates, stopping at k.
         let (a, b) = (&self.mins, &o.mins);
         let mut out = Vec::with_capacity(self.cfg.k);

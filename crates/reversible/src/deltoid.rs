@@ -22,8 +22,6 @@
 //! whose total change cancels can still be dominated bit-wise), estimate = median over rows of
 //! the median bit-matching difference.
 
-use std::any::Any;
-
 use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{sub_seed, FlowKey, HashFn, KeySet, MAX_KEY_LEN};
 use serde::{Deserialize, Serialize};
@@ -340,30 +338,20 @@ impl Algorithm for Deltoid {
         4 * self.counters.len()
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         Some(self.detect_heavy_hitters(threshold).flows)
     }
 
     /// `None` if `prev` is not a `Deltoid` of the same configuration and seed.
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let prev = prev.as_any().downcast_ref::<Deltoid>()?;
+        let prev = algo::downcast::<Deltoid>(prev)?;
         self.detect_heavy_changers(prev, threshold)
             .ok()
             .map(|d| d.flows)
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<Deltoid>()
-            .ok_or(MergeError::Mismatch(NAME))?;
-        if !self.compatible(o) {
-            return Err(MergeError::Mismatch(NAME));
-        }
+        let o = algo::merge_peer(self, other, |o| self.compatible(o))?;
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
             *a = a.saturating_add(*b);
         }

@@ -24,8 +24,6 @@
 //! candidate set grow like t^(H-1)·2^(64 - 16(H-1)) for t heavy buckets per row (4 x 65536: 2^16
 //! t^3), so the automatic choice is r = 1 only for 4-byte keys with H > 2, else r = 0.
 
-use std::any::Any;
-
 use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{sub_seed, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
@@ -416,30 +414,20 @@ impl Algorithm for RevSketch {
         4 * (self.counters.len() + self.verify.len()) + rows * (4 + 1)
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         Some(self.detect_heavy_hitters(threshold).flows)
     }
 
     /// `None` if `prev` is not a `RevSketch` of the same configuration and seed.
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let prev = prev.as_any().downcast_ref::<RevSketch>()?;
+        let prev = algo::downcast::<RevSketch>(prev)?;
         self.detect_heavy_changers(prev, threshold)
             .ok()
             .map(|d| d.flows)
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<RevSketch>()
-            .ok_or(MergeError::Mismatch(NAME))?;
-        if !self.compatible(o) {
-            return Err(MergeError::Mismatch(NAME));
-        }
+        let o = algo::merge_peer(self, other, |o| self.compatible(o))?;
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
             *a = a.saturating_add(*b);
         }

@@ -34,8 +34,6 @@
 //!
 //! IPv6 pairs (32-byte keys) are refused: a 128-bit host cannot be recovered from 12-bit indices.
 
-use std::any::Any;
-
 use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Side, Task};
 use key::{sub_seed, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
@@ -410,22 +408,12 @@ impl Algorithm for TwoLevel {
         8 * (self.cm.len() + self.rev.len()) + self.cfg.rev_rows * 4 * 256 * (4 + 1)
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn spreaders(&self, threshold: u64) -> Option<Vec<Estimate>> {
         Some(self.detect(threshold).flows)
     }
 
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<TwoLevel>()
-            .ok_or(MergeError::Mismatch(NAME))?;
-        if !self.compatible(o) {
-            return Err(MergeError::Mismatch(NAME));
-        }
+        let o = algo::merge_peer(self, other, |o| self.compatible(o))?;
         for (a, b) in self.cm.iter_mut().zip(&o.cm) {
             *a |= *b;
         }

@@ -7,8 +7,6 @@
 //! Default 1,048,576 u32 counters (4 MiB), as in the Re-evaluating paper's large-table setting.
 //! Counters saturate rather than wrap (see `count_min`).
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};

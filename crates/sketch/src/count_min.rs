@@ -28,8 +28,6 @@
 //! after the counter pass for the few keys that need it ([`crate::candidates`],
 //! `CmState::chunk_split`).
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{Affine, FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -705,9 +703,6 @@ macro_rules! cm_algorithm {
             fn memory_bytes(&self) -> usize {
                 self.st.memory_bytes()
             }
-            fn as_any(&self) -> &dyn Any {
-                self
-            }
             fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
                 let on = !self.st.cand.is_disabled();
                 on.then(|| self.st.heavy_hitters(threshold))
@@ -717,7 +712,7 @@ macro_rules! cm_algorithm {
                 prev: &dyn Algorithm,
                 threshold: u64,
             ) -> Option<Vec<Estimate>> {
-                let p = prev.as_any().downcast_ref::<$t>()?;
+                let p = algo::downcast::<$t>(prev)?;
                 if self.st.cand.is_disabled() {
                     return None;
                 }
@@ -731,10 +726,7 @@ macro_rules! cm_algorithm {
                 Some(self.st.flow_size(key))
             }
             fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-                let o = other
-                    .as_any()
-                    .downcast_ref::<$t>()
-                    .ok_or(MergeError::Mismatch($name))?;
+                let o = algo::merge_peer(self, other, |_| true)?;
                 if self.st.merge(&o.st) {
                     Ok(())
                 } else {

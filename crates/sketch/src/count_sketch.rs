@@ -15,8 +15,6 @@
 //! the sign of the estimate); below saturation (2^31 units per counter per epoch) the sketch is
 //! exactly linear, so merges, differences and aggregated updates are bit-exact.
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{mix64, FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -277,9 +275,6 @@ impl Algorithm for CountSketch {
     fn memory_bytes(&self) -> usize {
         self.m.memory_bytes() + self.cand.memory_bytes()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         let mut v: Vec<Estimate> = self
             .candidate_estimates()
@@ -290,7 +285,7 @@ impl Algorithm for CountSketch {
         Some(v)
     }
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = prev.as_any().downcast_ref::<CountSketch>()?;
+        let p = algo::downcast::<CountSketch>(prev)?;
         if !self.m.same_shape(&p.m) {
             return None;
         }
@@ -316,13 +311,9 @@ impl Algorithm for CountSketch {
         Some(self.estimate(key).max(0) as u64)
     }
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<CountSketch>()
-            .ok_or(MergeError::Mismatch("count_sketch"))?;
-        if !self.m.same_shape(&o.m) || self.cand.cap() != o.cand.cap() {
-            return Err(MergeError::Mismatch("count_sketch"));
-        }
+        let o = algo::merge_peer(self, other, |o| {
+            self.m.same_shape(&o.m) && self.cand.cap() == o.cand.cap()
+        })?;
         self.m.add_all(&o.m);
         let m = &self.m;
         self.cand.merge(&o.cand, &|h| m.estimate_h(h).max(0) as u64);

@@ -25,7 +25,6 @@
 //! so `sum_s s * n_s = sum of counters` after every iteration (tested). Splits use only sizes
 //! with `n_s > 0`, which prunes the enumeration; weights are handled in log space.
 
-use std::any::Any;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
@@ -429,9 +428,6 @@ impl Algorithm for Mrac {
     fn memory_bytes(&self) -> usize {
         self.counters.len() * 4
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn flow_size_distribution(&self) -> Option<Vec<f64>> {
         Some(self.estimate().fsd.clone())
     }
@@ -439,13 +435,9 @@ impl Algorithm for Mrac {
         Some(self.estimate().flows)
     }
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<Mrac>()
-            .ok_or(MergeError::Mismatch("mrac"))?;
-        if self.cfg.arrays != o.cfg.arrays || self.cfg.width != o.cfg.width || self.hash != o.hash {
-            return Err(MergeError::Mismatch("mrac"));
-        }
+        let o = algo::merge_peer(self, other, |o| {
+            self.cfg.arrays == o.cfg.arrays && self.cfg.width == o.cfg.width && self.hash == o.hash
+        })?;
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
             *a = a.saturating_add(*b);
         }

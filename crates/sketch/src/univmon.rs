@@ -19,8 +19,6 @@
 //! get decorrelated columns, signs and sampling bits, and only keys whose 64-bit hashes are equal
 //! (probability 2^-64 per pair) collide everywhere.
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{mix64, FlowKey, HashFn, KeyMap, KeySet};
 use serde::{Deserialize, Serialize};
@@ -409,9 +407,6 @@ impl Algorithm for UnivMon {
             .map(|l| l.cs.memory_bytes() + l.heap.memory_bytes())
             .sum()
     }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         let mut v: Vec<Estimate> = self
             .level0_estimates()
@@ -424,7 +419,7 @@ impl Algorithm for UnivMon {
     /// Candidates from both epochs' level-0 heaps, scored by the difference of the two level-0
     /// Count Sketches (median of the signed row differences).
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = prev.as_any().downcast_ref::<UnivMon>()?;
+        let p = algo::downcast::<UnivMon>(prev)?;
         if self.cfg != p.cfg || self.hash != p.hash {
             return None;
         }
@@ -473,13 +468,7 @@ impl Algorithm for UnivMon {
     /// of both heaps re-estimated on the merged sketch (approximate: a key that was in neither
     /// heap cannot be recovered).
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<UnivMon>()
-            .ok_or(MergeError::Mismatch("univmon"))?;
-        if self.cfg != o.cfg || self.hash != o.hash {
-            return Err(MergeError::Mismatch("univmon"));
-        }
+        let o = algo::merge_peer(self, other, |o| self.cfg == o.cfg && self.hash == o.hash)?;
         self.total = self.total.saturating_add(o.total);
         for (j, (a, b)) in self.levels.iter_mut().zip(&o.levels).enumerate() {
             a.cs.add_all(&b.cs);

@@ -25,8 +25,6 @@
 //! 8192 entries, 500 kicks): 0.53-0.55 for cuckoo1 (the asymptotic 2-choice threshold is 1/2;
 //! asserted >= 0.45) and 0.96 for cuckoo4 (threshold about 0.976; asserted >= 0.95).
 
-use std::any::Any;
-
 use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
@@ -391,17 +389,13 @@ impl Algorithm for Cuckoo {
         self.table.len() * 8
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         Some(exact::heavy_hitters(self.entries(), threshold))
     }
 
     /// `prev` must be a `Cuckoo` table (any size or seed: counts are exact); otherwise `None`.
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = prev.as_any().downcast_ref::<Cuckoo>()?;
+        let p = algo::downcast::<Cuckoo>(prev)?;
         Some(exact::changers(
             self.entries(),
             |k| self.find(k),
@@ -434,17 +428,12 @@ impl Algorithm for Cuckoo {
     /// Adds `other`'s counts (same shape and seed); counts equal those of one table fed both
     /// streams as long as nothing is dropped.
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let name = self.slots.name();
-        let o = other
-            .as_any()
-            .downcast_ref::<Cuckoo>()
-            .filter(|o| {
-                o.slots == self.slots
-                    && o.buckets == self.buckets
-                    && o.kw == self.kw
-                    && o.hash == self.hash
-            })
-            .ok_or(MergeError::Mismatch(name))?;
+        let o = algo::merge_peer(self, other, |o| {
+            o.slots == self.slots
+                && o.buckets == self.buckets
+                && o.kw == self.kw
+                && o.hash == self.hash
+        })?;
         let entries: Vec<Estimate> = o.entries().collect();
         for (k, c) in entries {
             let h = self.hash.hash(&k);

@@ -16,8 +16,6 @@
 //! model carries its own history. Counts are exact, so `update(k, w)` equals `w` unit updates in
 //! any order.
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -154,10 +152,6 @@ impl Algorithm for EwmaChange {
         self.flows.capacity() * (std::mem::size_of::<(FlowKey, Flow)>() + 1)
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     /// Flows with `|V - P| >= threshold` in the current epoch, the estimate being
     /// `|V - P|` rounded to the nearest integer. Empty during the first epoch.
     fn heavy_changers(&self, _prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
@@ -186,11 +180,9 @@ impl Algorithm for EwmaChange {
     /// two hosts' models equals the model of their summed traffic, provided both have the same
     /// alpha and number of completed epochs (forgotten flows aside).
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<EwmaChange>()
-            .filter(|o| o.alpha == self.alpha && o.epochs == self.epochs)
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| {
+            o.alpha == self.alpha && o.epochs == self.epochs
+        })?;
         for (k, f) in &o.flows {
             let e = self.flows.entry(*k).or_default();
             e.current = e.current.saturating_add(f.current);

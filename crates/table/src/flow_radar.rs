@@ -28,7 +28,6 @@
 //! complete), cached until the next update. Tasks are answered from the decode; cardinality is
 //! `sum FlowCount / cell_hashes`, exact up to filter false positives, without decoding.
 
-use std::any::Any;
 use std::cell::OnceCell;
 
 use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
@@ -428,10 +427,6 @@ impl Algorithm for FlowRadar {
         (self.bf.len() + self.table.len()) * 8
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         Some(exact::heavy_hitters(self.decoded_entries(), threshold))
     }
@@ -439,7 +434,7 @@ impl Algorithm for FlowRadar {
     /// Union of the two epochs' decodes (a flow missing from one counts 0 there). `prev` must
     /// be a `FlowRadar`; otherwise `None`.
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = prev.as_any().downcast_ref::<FlowRadar>()?;
+        let p = algo::downcast::<FlowRadar>(prev)?;
         let (cur, old) = (self.decode(), p.decode());
         Some(exact::changers(
             self.decoded_entries(),
@@ -475,11 +470,7 @@ impl Algorithm for FlowRadar {
     /// per-core sharding by flow hash): a flow present in both is XOR-ed out of its cells and
     /// its FlowCount doubled, leaving those cells undecodable. Same shape and seed required.
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<FlowRadar>()
-            .filter(|o| self.same_shape(o))
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| self.same_shape(o))?;
         for (x, y) in self.bf.iter_mut().zip(&o.bf) {
             *x |= y;
         }

@@ -8,8 +8,6 @@
 //! is monitored. `update(k, w)` equals `w` consecutive unit updates of `k`; the state depends on
 //! the order of different keys (class C), so only these bounds survive aggregation.
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
@@ -122,10 +120,6 @@ impl Algorithm for Heap {
 
     fn memory_bytes(&self) -> usize {
         self.heap.memory_bytes()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     /// Monitored keys with `c >= threshold`: every key with `f >= threshold` is reported when

@@ -195,10 +195,10 @@ mod tests {
         let ctx = BuildCtx::default();
         let e: toml::Table = toml::Table::new();
         let fr = build("flow_radar", &e, &ctx).unwrap().unwrap();
-        let fr = fr.as_any().downcast_ref::<FlowRadar>().unwrap();
+        let fr = algo::downcast::<FlowRadar>(fr.as_ref()).unwrap();
         assert_eq!(fr.cells(), 262_144);
         let ss = build("space_saving", &e, &ctx).unwrap().unwrap();
-        let ss = ss.as_any().downcast_ref::<SpaceSaving>().unwrap();
+        let ss = algo::downcast::<SpaceSaving>(ss.as_ref()).unwrap();
         assert_eq!(ss.k(), 128);
     }
 }

@@ -14,8 +14,6 @@
 //! counted in [`LinearHash::dropped`] and every answer covers only the stored flows. Updates of
 //! stored keys are always counted. Counts are u64 and saturate (never wrap).
 
-use std::any::Any;
-
 use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
@@ -258,17 +256,13 @@ impl Algorithm for LinearHash {
         self.slots.len() * 8
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
         Some(exact::heavy_hitters(self.entries(), threshold))
     }
 
     /// `prev` must be a `LinearHash` (any size or seed: the counts are exact); otherwise `None`.
     fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = prev.as_any().downcast_ref::<LinearHash>()?;
+        let p = algo::downcast::<LinearHash>(prev)?;
         Some(exact::changers(
             self.entries(),
             |k| self.find(k),
@@ -301,11 +295,9 @@ impl Algorithm for LinearHash {
     /// Adds `other`'s counts (same capacity, key length and seed). The counts equal those of a
     /// table fed both streams; slot positions may differ (they depend on insertion order).
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<LinearHash>()
-            .filter(|o| o.capacity == self.capacity && o.kw == self.kw && o.hash == self.hash)
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| {
+            o.capacity == self.capacity && o.kw == self.kw && o.hash == self.hash
+        })?;
         for (k, c) in o.entries() {
             self.add_entry(&k, c);
         }

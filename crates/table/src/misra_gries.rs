@@ -15,8 +15,6 @@
 //! The estimate `c` is a lower bound: [`MisraGries::upper_bound`] adds [`MisraGries::slack`].
 //! Default k = 128, the same budget as Space-Saving's (Agg-Evict section 4.1).
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -170,10 +168,6 @@ impl Algorithm for MisraGries {
         self.heap.memory_bytes()
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     /// Monitored keys with `c >= threshold` (c is a lower bound: keys with
     /// `f >= threshold + slack()` are all reported, none with `f < threshold`).
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
@@ -193,11 +187,7 @@ impl Algorithm for MisraGries {
     /// from all of them and keep the positive ones. The guarantee holds for the union with
     /// N = N1 + N2. Requires the same k.
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = other
-            .as_any()
-            .downcast_ref::<MisraGries>()
-            .filter(|o| o.k() == self.k())
-            .ok_or(MergeError::Mismatch(NAME))?;
+        let o = algo::merge_peer(self, other, |o| o.k() == self.k())?;
         let mut sum: KeyMap<u64> = KeyMap::default();
         for (k, c) in self.entries().chain(o.entries()) {
             let e = sum.entry(k).or_insert(0);

@@ -9,8 +9,6 @@
 //! invariants, not the state, survive Agg-Evict. Not mergeable here: a merged summary keeps the
 //! bounds but loses `sum c = N`, which is what the other answers rely on.
 
-use std::any::Any;
-
 use algo::{Algorithm, ConfigError, Estimate, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
@@ -132,10 +130,6 @@ impl Algorithm for SpaceSaving {
 
     fn memory_bytes(&self) -> usize {
         self.heap.memory_bytes()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     /// Monitored keys with `c >= threshold`. Recall is 1 for `threshold > min_count()`; a key
