@@ -9,35 +9,21 @@ use aggevict::{AggConfig, Aggregator, KeyBatch, Simd};
 use algo::{Algorithm, BuildCtx};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use key::FlowKey;
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64;
 
 const PACKETS: usize = 4_000_000;
 const KEYS: usize = 500_000;
 const BATCH: usize = 32;
 
 fn zipf_keys() -> Vec<FlowKey> {
-    let mut cdf = Vec::with_capacity(KEYS);
-    let mut acc = 0.0;
-    for r in 1..=KEYS {
-        acc += 1.0 / (r as f64).powf(1.1);
-        cdf.push(acc);
-    }
-    let mut rng = Pcg64::seed_from_u64(0x5eed);
     // Rank -> a random-looking u32 (source IPs are not small consecutive integers).
-    (0..PACKETS)
-        .map(|_| {
-            let u = rng.gen::<f64>() * acc;
-            let r = cdf.partition_point(|&c| c < u) as u64;
-            FlowKey::from_u32(key::mix64(r) as u32)
-        })
-        .collect()
+    testkit::zipf_keys_with(PACKETS, KEYS, 1.1, 0x5eed, |r| {
+        FlowKey::from_u32(key::mix64(u64::from(r)) as u32)
+    })
 }
 
 fn count_min() -> Box<dyn Algorithm> {
-    sketch::build("count_min", &toml::Table::new(), &BuildCtx::default())
-        .ok()
-        .flatten()
+    sketch::count_min::ENTRY
+        .build(&toml::Table::new(), &BuildCtx::default())
         .expect("count_min")
 }
 

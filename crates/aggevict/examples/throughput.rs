@@ -18,8 +18,6 @@
 use aggevict::{AggConfig, Aggregator, KeyBatch, Policy, Simd};
 use algo::{Algorithm, BuildCtx};
 use key::{FlowKey, KeyKind};
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64;
 
 const BATCH: usize = 32;
 
@@ -48,26 +46,16 @@ fn time(packets: usize, reps: usize, f: &mut dyn FnMut()) -> f64 {
 }
 
 fn count_min() -> Box<dyn Algorithm> {
-    sketch::build("count_min", &toml::Table::new(), &BuildCtx::default())
-        .ok()
-        .flatten()
+    sketch::count_min::ENTRY
+        .build(&toml::Table::new(), &BuildCtx::default())
         .expect("count_min")
 }
 
+/// The bench's stream (`benches/aggregate.rs`): rank -> a random-looking u32.
 fn shuffled(packets: usize) -> Vec<u32> {
-    let keys_n = 500_000usize;
-    let mut cdf = Vec::with_capacity(keys_n);
-    let mut acc = 0.0;
-    for r in 1..=keys_n {
-        acc += 1.0 / (r as f64).powf(1.1);
-        cdf.push(acc);
-    }
-    let mut rng = Pcg64::seed_from_u64(0x5eed);
-    (0..packets)
-        .map(|_| {
-            let u = rng.gen::<f64>() * acc;
-            key::mix64(cdf.partition_point(|&c| c < u) as u64) as u32
-        })
+    testkit::zipf_ranks(packets, 500_000, 1.1, 0x5eed)
+        .into_iter()
+        .map(|r| key::mix64(u64::from(r)) as u32)
         .collect()
 }
 

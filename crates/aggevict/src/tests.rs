@@ -915,9 +915,8 @@ fn with_flow_keys_and_fan_out_convert_u32_batches() {
     // of update_batch over the same keys.
     let ctx = algo::BuildCtx::default();
     let mk = || {
-        sketch::build("count_min", &toml::Table::new(), &ctx)
-            .ok()
-            .flatten()
+        sketch::count_min::ENTRY
+            .build(&toml::Table::new(), &ctx)
             .expect("count_min")
     };
     let mut algos = vec![mk(), mk()];

@@ -294,7 +294,7 @@ impl Aggregator {
         }
         // Runs of equal keys, with the weight rules of narrow mode: unit weights need no sums;
         // a chunk holding a weight >= 2^32 is not merged (each such packet bypasses alone).
-        let (unit, mergeable) = crate::weight_rules(&pw[..n]);
+        let (unit, mergeable) = crate::runs::weight_rules(&pw[..n]);
         let all = u32::MAX >> (CHUNK - n);
         let mut starts = 1u32;
         if mergeable {
@@ -315,7 +315,7 @@ impl Aggregator {
             }
             runs = n;
         } else {
-            for (p, q) in crate::Runs::new(starts, n) {
+            for (p, q) in crate::runs::Runs::new(starts, n) {
                 let w = if unit {
                     (q - p) as u64
                 } else {

@@ -35,7 +35,8 @@ fn key_of(r: u64, len: usize) -> FlowKey {
     FlowKey::from_bytes(&b[..len]).unwrap_or_default()
 }
 
-/// `n` packets of Zipf(`s`) over `universe` ranks; `bytes`: weights 40..=1500, else 1.
+/// `n` packets of Zipf(1.1) over `universe` ranks (`testkit::Zipf`, drawn from the same RNG as
+/// the key kind and the weight); `bytes`: weights 40..=1500, else 1.
 /// `v6_share`: fraction of packets replaced by 16-byte keys (for the narrow-mode bypass).
 fn zipf(
     seed: u64,
@@ -45,18 +46,12 @@ fn zipf(
     bytes: bool,
     v6_share: f64,
 ) -> Stream {
-    let mut cdf = Vec::with_capacity(universe);
-    let mut acc = 0.0;
-    for r in 1..=universe {
-        acc += 1.0 / (r as f64).powf(1.1);
-        cdf.push(acc);
-    }
+    let zipf = testkit::Zipf::new(universe, 1.1);
     let mut rng = Pcg64::seed_from_u64(seed);
     let mut keys = Vec::with_capacity(n);
     let mut weights = Vec::with_capacity(n);
     for _ in 0..n {
-        let u = rng.gen::<f64>() * acc;
-        let r = cdf.partition_point(|&c| c < u) as u64;
+        let r = u64::from(zipf.sample(&mut rng));
         let k = if rng.gen::<f64>() < v6_share {
             key_of(r, 16)
         } else {
@@ -84,12 +79,7 @@ fn build(name: &str, params: &str, key_len: usize) -> Box<dyn Algorithm> {
         key_len,
         ..BuildCtx::default()
     };
-    let found = sketch::build(name, &t, &ctx)
-        .expect("sketch")
-        .or_else(|| reversible::build(name, &t, &ctx).expect("reversible"))
-        .or_else(|| distinct::build(name, &t, &ctx).expect("distinct"))
-        .or_else(|| table::build(name, &t, &ctx).expect("table"));
-    found.unwrap_or_else(|| panic!("unknown algorithm {name}"))
+    catalog::build(name, &t, &ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn direct(a: &mut dyn Algorithm, s: &Stream) {

@@ -10,6 +10,12 @@
 //! the others. [`Algorithm::tasks`] lists what it answers, so asking anything else is a clear
 //! error before a run starts rather than a `None` at the end.
 
+#![forbid(unsafe_code)]
+
+mod entry;
+
+pub use entry::{build_with, defaults_of, BuildFn, Entry, KeyFit};
+
 use std::any::Any;
 use std::fmt;
 use std::str::FromStr;

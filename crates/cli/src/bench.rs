@@ -4,6 +4,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use anyhow::Result;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use key::{FlowKey, KeyKind};
 use serde::Serialize;
@@ -28,9 +29,9 @@ pub struct ParseArgs {
 
 #[derive(Args)]
 pub struct AggEvictArgs {
-    /// Figure of the Agg-Evict paper: 2, 5, 6, 7, 8, share, limit or all.
-    #[arg(long, default_value = "all")]
-    figure: String,
+    /// Figure of the Agg-Evict paper (`all`: every figure, in order).
+    #[arg(long, default_value = "all", value_parser = figure_parser())]
+    figure: lab::Figure,
     /// Capture or key trace to use instead of the synthetic Zipf(1.1) trace.
     #[arg(long)]
     trace: Option<std::path::PathBuf>,
@@ -48,9 +49,15 @@ pub struct AggEvictArgs {
     json: bool,
 }
 
+/// `--figure`: one of [`lab::Figure::NAMES`] (clap lists them in `--help` and in the error for
+/// any other value), parsed into a [`lab::Figure`].
+fn figure_parser() -> impl TypedValueParser<Value = lab::Figure> {
+    PossibleValuesParser::new(lab::Figure::NAMES).try_map(|s| s.parse::<lab::Figure>())
+}
+
 pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
     let args = lab::LabArgs {
-        figure: a.figure,
+        figure: a.figure.to_string(),
         trace: a.trace,
         out: a.out.clone(),
         packets: a.packets,

@@ -1,5 +1,7 @@
 //! netsift as a library: the glue between the pipeline crates that the `netsift` binary and the
-//! integration tests share (source loop, `stats`, `bench`).
+//! integration tests share (the source loop, `run`, `stats`, `bench`).
+
+#![forbid(unsafe_code)]
 
 pub mod bench;
 pub mod run;

@@ -2,6 +2,8 @@
 //! library crates, and print tables or JSON. Errors are reported with `anyhow` and name the file,
 //! offset or flag.
 
+#![forbid(unsafe_code)]
+
 use netsift::{bench, stats};
 
 use std::io::Write;
@@ -127,9 +129,9 @@ fn main() -> ExitCode {
         Cmd::Stats(a) => cmd_stats(a),
         Cmd::Run(a) => netsift::run::cmd_run(a),
         Cmd::Algorithms => {
-            for (name, tasks) in measure::registry::ALGORITHMS {
-                let t: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
-                println!("{name:<16} {}", t.join(", "));
+            for e in catalog::ALL {
+                let t: Vec<&str> = e.tasks.iter().map(|t| t.name()).collect();
+                println!("{:<16} {}", e.name, t.join(", "));
             }
             Ok(true)
         }

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use key::KeyKind;
-use measure::runner::{EpochReport, Report};
+use measure::{EpochReport, Report};
 use measure::{RunConfig, Runner};
 use trace::{Capture, Format};
 use truth::Weight;
@@ -53,8 +53,8 @@ pub struct RunArgs {
     seed: Option<u64>,
     /// Accelerator in front of the algorithms: `none` or `agg-evict` (one aggregator per key
     /// kind, shared by every algorithm on it).
-    #[arg(long, value_parser = ["none", "agg-evict", "agg_evict"])]
-    accel: Option<String>,
+    #[arg(long)]
+    accel: Option<AccelArg>,
     /// Agg-Evict lookup kernel: auto, avx512, avx2, sse2, off (scalar linear search).
     #[arg(long)]
     simd: Option<aggevict::Simd>,
@@ -76,6 +76,13 @@ pub struct RunArgs {
     /// Write the per-epoch report as JSON to stdout.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum AccelArg {
+    None,
+    #[value(alias = "agg_evict")]
+    AggEvict,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -125,12 +132,14 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     if a.ipv6 {
         cfg.ipv6 = true;
     }
-    if let Some(acc) = &a.accel {
-        cfg.accel = if acc == "none" {
-            measure::Accel::None
-        } else {
-            measure::Accel::AggEvict
+    if let Some(acc) = a.accel {
+        cfg.accel = match acc {
+            AccelArg::None => measure::Accel::None,
+            AccelArg::AggEvict => measure::Accel::AggEvict,
         };
+    }
+    if let Some(f) = a.format {
+        cfg.format = Some(f.name().to_string());
     }
     if let Some(s) = a.simd {
         cfg.agg_evict.simd = s;
@@ -224,7 +233,7 @@ pub fn run(
             let res = each_packet(&cap, |p| {
                 match p.class {
                     Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
-                    c => runner.push_unkeyed(c.name(), p.wire_len),
+                    c => runner.push_unkeyed(c, p.wire_len),
                 }
                 if runner.completed_epochs().len() != epochs {
                     epochs = runner.completed_epochs().len();
@@ -397,10 +406,17 @@ fn print_costs(r: &Report) {
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
 pub fn cmd_run(a: RunArgs) -> Result<bool> {
     let cfg = config(&a)?;
+    // `--format`, else the config's `format`, else detection by magic number or extension.
+    let format = cfg
+        .format
+        .as_deref()
+        .map(str::parse::<Format>)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("config field `format`: {e}"))?;
     // The table prints each epoch as it closes; JSON is one document at the end.
     let mut printed = 0;
     let json = a.json;
-    let (report, err) = run(cfg, a.format, &mut |runner| {
+    let (report, err) = run(cfg, format, &mut |runner| {
         if !json {
             printed = print_new_epochs(runner, printed);
         }

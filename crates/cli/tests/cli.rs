@@ -1,7 +1,5 @@
 //! The `netsift` binary as a user runs it: exit codes, one-line errors, JSON shape.
 
-mod common;
-
 use std::process::Command;
 
 fn netsift() -> Command {
@@ -31,7 +29,9 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
-    let good = common::traces_dir().join("ndpi_synscan.pcap");
+    let Some(good) = testkit::trace("ndpi_synscan.pcap") else {
+        return;
+    };
     let full = std::fs::read(&good).unwrap();
     // Cut the file in the middle of a record: the records before it must still be counted.
     let cut = tmp("cut.pcap");
@@ -148,7 +148,9 @@ fn wrong_flags_are_clear_errors() {
 
 #[test]
 fn bench_parse_reports_throughput() {
-    let f = common::traces_dir().join("ndpi_gnutella.pcap");
+    let Some(f) = testkit::trace("ndpi_gnutella.pcap") else {
+        return;
+    };
     let out = netsift()
         .args(["bench", "parse", "--json", "--passes", "1"])
         .arg(&f)
@@ -167,7 +169,9 @@ fn bench_parse_reports_throughput() {
 
 #[test]
 fn run_on_a_real_trace_with_time_epochs_accounts_every_packet() {
-    let f = common::traces_dir().join("tcpreplay_test.pcap");
+    let Some(f) = testkit::trace("tcpreplay_test.pcap") else {
+        return;
+    };
     let out = netsift()
         .args([
             "run",

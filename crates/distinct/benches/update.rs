@@ -5,31 +5,13 @@
 use algo::{Algorithm, BuildCtx};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use key::FlowKey;
-use rand::{Rng, SeedableRng};
-use rand_pcg::Pcg64;
 
 const STREAM: usize = 1_000_000;
 const UNIVERSE: usize = 500_000;
 const BATCH: usize = 32;
 
-fn zipf_ranks(universe: usize, skew: f64, len: usize, seed: u64) -> Vec<u32> {
-    let mut cdf = Vec::with_capacity(universe);
-    let mut acc = 0.0;
-    for r in 1..=universe {
-        acc += 1.0 / (r as f64).powf(skew);
-        cdf.push(acc);
-    }
-    let mut rng = Pcg64::seed_from_u64(seed);
-    (0..len)
-        .map(|_| {
-            let u = rng.gen::<f64>() * acc;
-            cdf.partition_point(|&c| c < u).min(universe - 1) as u32
-        })
-        .collect()
-}
-
 fn bench(c: &mut Criterion) {
-    let ranks = zipf_ranks(UNIVERSE, 1.1, STREAM, 42);
+    let ranks = testkit::zipf_ranks(STREAM, UNIVERSE, 1.1, 42);
     let keys: Vec<FlowKey> = ranks
         .iter()
         .map(|&r| FlowKey::from_u32(r.wrapping_mul(0x9E37_79B1)))
@@ -50,16 +32,23 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("update");
     g.throughput(Throughput::Elements(STREAM as u64));
     g.sample_size(10);
-    for &name in distinct::NAMES {
-        let input = if name == "bloom_spreader" {
+    for e in [
+        &distinct::fm::ENTRY,
+        &distinct::linear_counting::ENTRY,
+        &distinct::hyperloglog::ENTRY,
+        &distinct::kmin::ENTRY,
+        &distinct::bloom_spreader::ENTRY,
+    ] {
+        let name = e.name;
+        // The spreader structure is fed `pair` keys, as in a run.
+        let input = if e.answers(algo::Task::Superspreaders) {
             &pairs
         } else {
             &keys
         };
-        let mut a: Box<dyn Algorithm> = distinct::build(name, &toml::Table::new(), &ctx)
-            .ok()
-            .flatten()
-            .expect("every NAMES entry builds with defaults");
+        let mut a: Box<dyn Algorithm> = e
+            .build(&toml::Table::new(), &ctx)
+            .expect("every entry builds with defaults");
         g.bench_function(name, |b| {
             b.iter(|| {
                 a.reset();

@@ -46,6 +46,8 @@ use key::{FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "bloom_spreader";
+/// Every task it can answer: superspreaders built with `Side::Src`, DDoS victims with `Side::Dst`.
+const TASKS: &[Task] = &[Task::Superspreaders, Task::Ddos];
 /// `key::sub_seed` index of this algorithm ("BSS").
 const SEED_TAG: u64 = 0x0042_5353;
 
@@ -463,6 +465,16 @@ impl Algorithm for BloomSpreader {
         Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Exact,
+    build: |p, ctx| algo::build_with(NAME, p, |c| BloomSpreader::new(c, ctx)),
+    defaults: algo::defaults_of::<BloomSpreaderConfig>,
+    flow_size_only: &[],
+};
 
 #[cfg(test)]
 mod tests {

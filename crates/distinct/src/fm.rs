@@ -28,11 +28,13 @@
 //! Idempotent (ALGORITHMS.md class B): the weight is ignored; merge is a bitwise OR and equals
 //! the sketch of the union stream bit for bit.
 
-use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn, HashInput};
+use algo::{BuildCtx, ConfigError, Task};
+use key::HashFn;
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "fm";
+/// The tasks it answers.
+const TASKS: &[Task] = &[Task::Cardinality];
 /// `key::sub_seed` index of this algorithm ("FM").
 const SEED_TAG: u64 = 0x464d_0000;
 /// Flajolet-Martin's magic constant φ.
@@ -156,52 +158,41 @@ impl Fm {
     }
 }
 
-impl Algorithm for Fm {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+crate::counter_algorithm!(Fm);
 
-    fn tasks(&self) -> &'static [Task] {
-        &[Task::Cardinality]
-    }
-
-    #[inline]
-    fn update(&mut self, key: &FlowKey, _weight: u64) {
-        let h = self.hash.hash(key);
-        self.insert_hash(h);
-    }
-
-    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
-        for k in keys {
-            self.insert_hash(k.hash_by(&self.hash));
-        }
-    }
-
-    fn reset(&mut self) {
+impl crate::Counter for Fm {
+    fn clear(&mut self) {
         self.bitmaps.fill(0);
     }
 
-    fn memory_bytes(&self) -> usize {
+    fn state_bytes(&self) -> usize {
         self.bitmaps.len() * std::mem::size_of::<u32>()
     }
 
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.estimate())
-    }
-
-    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
+    fn union(&mut self, o: &Self) {
         for (a, b) in self.bitmaps.iter_mut().zip(&o.bitmaps) {
             *a |= b;
         }
-        Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with(NAME, p, |c| Fm::new(c, ctx)),
+    defaults: algo::defaults_of::<FmConfig>,
+    flow_size_only: &[],
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::*;
+    use algo::{Algorithm, MergeError};
+    use key::FlowKey;
+    use testkit::zipf_keys;
 
     fn fm(bitmaps: usize, seed: u64) -> Fm {
         let ctx = BuildCtx {
@@ -226,7 +217,7 @@ mod tests {
 
     #[test]
     fn seeds_change_the_bitmaps() {
-        let keys = zipf_stream(5000, 1.1, 20_000, 3);
+        let keys = zipf_keys(20_000, 5000, 1.1, 3);
         let a = run(fm(64, 1), &keys);
         let b = run(fm(64, 2), &keys);
         assert_ne!(a.bitmaps(), b.bitmaps());
@@ -255,7 +246,7 @@ mod tests {
             }
         }
         // A Zipf stream (many repeats) is just its distinct set to FM.
-        let keys = zipf_stream(200_000, 1.1, 300_000, 9);
+        let keys = zipf_keys(300_000, 200_000, 1.1, 9);
         let truth = exact_distinct(&keys);
         let s = run(fm(1024, 9), &keys);
         assert_within("fm zipf", s.estimate(), truth, s.config().rse(), 4.0);

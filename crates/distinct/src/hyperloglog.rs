@@ -13,11 +13,13 @@
 //! Idempotent (class B): weight ignored; merge = register-wise max, equal to the sketch of the
 //! union stream.
 
-use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn, HashInput};
+use algo::{BuildCtx, ConfigError, Task};
+use key::{HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "hyperloglog";
+/// The tasks it answers.
+const TASKS: &[Task] = &[Task::Cardinality];
 /// `key::sub_seed` index of this algorithm ("HLL").
 const SEED_TAG: u64 = 0x0048_4c4c;
 
@@ -198,56 +200,41 @@ impl HyperLogLog {
     }
 }
 
-impl Algorithm for HyperLogLog {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+crate::counter_algorithm!(HyperLogLog, batched);
 
-    fn tasks(&self) -> &'static [Task] {
-        &[Task::Cardinality]
-    }
-
-    #[inline]
-    fn update(&mut self, key: &FlowKey, _weight: u64) {
-        let h = self.hash.hash(key);
-        self.insert_hash(h);
-    }
-
-    /// Hash a block first and prefetch its registers: at p = 18 the registers are 256 KiB, past
-    /// L2 on many cores; at the default 16 KiB the prefetch is cheap and harmless.
-    fn update_batch(&mut self, keys: &[FlowKey], _weights: &[u64]) {
-        self.insert_batch(keys);
-    }
-
-    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
-        self.insert_batch(keys);
-    }
-
-    fn reset(&mut self) {
+impl crate::Counter for HyperLogLog {
+    fn clear(&mut self) {
         self.registers.fill(0);
     }
 
-    fn memory_bytes(&self) -> usize {
+    fn state_bytes(&self) -> usize {
         self.registers.len()
     }
 
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.estimate())
-    }
-
-    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
+    fn union(&mut self, o: &Self) {
         for (a, &b) in self.registers.iter_mut().zip(&o.registers) {
             *a = (*a).max(b);
         }
-        Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with(NAME, p, |c| HyperLogLog::new(c, ctx)),
+    defaults: algo::defaults_of::<HyperLogLogConfig>,
+    flow_size_only: &[],
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::*;
+    use algo::Algorithm;
+    use key::FlowKey;
+    use testkit::zipf_keys;
 
     fn hll(precision: u8, seed: u64) -> HyperLogLog {
         let ctx = BuildCtx {
@@ -293,7 +280,7 @@ mod tests {
 
     #[test]
     fn seeds_change_the_registers() {
-        let keys = zipf_stream(5000, 1.1, 20_000, 3);
+        let keys = zipf_keys(20_000, 5000, 1.1, 3);
         assert_ne!(
             run(hll(10, 1), &keys).registers,
             run(hll(10, 2), &keys).registers
@@ -329,7 +316,7 @@ mod tests {
                 4.0,
             );
         }
-        let keys = zipf_stream(200_000, 1.1, 300_000, 9);
+        let keys = zipf_keys(300_000, 200_000, 1.1, 9);
         let truth = exact_distinct(&keys);
         let s = run(hll(12, 9), &keys);
         assert_within("hll zipf", s.estimate(), truth, s.config().rse(), 4.0);

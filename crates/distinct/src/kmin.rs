@@ -17,11 +17,13 @@
 //! Idempotent (class B): weight ignored; merge = union keeping the k smallest, equal to the
 //! sketch of the union stream.
 
-use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn, HashInput};
+use algo::{BuildCtx, ConfigError, Task};
+use key::HashFn;
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "kmin";
+/// The tasks it answers.
+const TASKS: &[Task] = &[Task::Cardinality];
 /// `key::sub_seed` index of this algorithm ("KMV").
 const SEED_TAG: u64 = 0x004b_4d56;
 
@@ -151,42 +153,19 @@ impl KMin {
     }
 }
 
-impl Algorithm for KMin {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+crate::counter_algorithm!(KMin);
 
-    fn tasks(&self) -> &'static [Task] {
-        &[Task::Cardinality]
-    }
-
-    #[inline]
-    fn update(&mut self, key: &FlowKey, _weight: u64) {
-        let h = self.hash.hash(key);
-        self.insert_hash(h);
-    }
-
-    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
-        for k in keys {
-            self.insert_hash(k.hash_by(&self.hash));
-        }
-    }
-
-    fn reset(&mut self) {
+impl crate::Counter for KMin {
+    fn clear(&mut self) {
         self.mins.clear();
     }
 
-    fn memory_bytes(&self) -> usize {
+    fn state_bytes(&self) -> usize {
         // The vector is allocated at k values up front and never grows past it.
         self.cfg.k * std::mem::size_of::<u64>()
     }
 
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.estimate())
-    }
-
-    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
+    fn union(&mut self, o: &Self) {
         // Merge two sorted runs, dropping duplicates, stopping at k.
         let (a, b) = (&self.mins, &o.mins);
         let mut out = Vec::with_capacity(self.cfg.k);
@@ -216,14 +195,26 @@ impl Algorithm for KMin {
             out.push(next);
         }
         self.mins = out;
-        Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with(NAME, p, |c| KMin::new(c, ctx)),
+    defaults: algo::defaults_of::<KMinConfig>,
+    flow_size_only: &[],
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::*;
+    use algo::Algorithm;
+    use key::FlowKey;
+    use testkit::zipf_keys;
 
     fn kmin(k: usize, seed: u64) -> KMin {
         let ctx = BuildCtx {
@@ -248,7 +239,7 @@ mod tests {
 
     #[test]
     fn seeds_change_the_values() {
-        let keys = zipf_stream(5000, 1.1, 20_000, 3);
+        let keys = zipf_keys(20_000, 5000, 1.1, 3);
         assert_ne!(run(kmin(64, 1), &keys).mins, run(kmin(64, 2), &keys).mins);
     }
 
@@ -261,7 +252,7 @@ mod tests {
             assert!(!s.is_full());
             assert_eq!(s.estimate(), n as f64);
         }
-        let keys = zipf_stream(50_000, 1.1, 1_500, 4);
+        let keys = zipf_keys(1_500, 50_000, 1.1, 4);
         let s = run(kmin(1024, 1), &keys);
         let truth = exact_distinct(&keys);
         assert!(truth < 1024);
@@ -271,7 +262,7 @@ mod tests {
     /// The kept values are exactly the k smallest distinct hashes of the stream.
     #[test]
     fn keeps_the_k_smallest_distinct_hashes() {
-        let keys = zipf_stream(20_000, 1.1, 50_000, 5);
+        let keys = zipf_keys(50_000, 20_000, 1.1, 5);
         let s = run(kmin(100, 5), &keys);
         let mut all: Vec<u64> = key_set(&keys).iter().map(|k| s.hash.hash(k)).collect();
         all.sort_unstable();
@@ -295,7 +286,7 @@ mod tests {
                 4.0,
             );
         }
-        let keys = zipf_stream(200_000, 1.1, 300_000, 9);
+        let keys = zipf_keys(300_000, 200_000, 1.1, 9);
         let truth = exact_distinct(&keys);
         let s = run(kmin(1024, 9), &keys);
         assert_within("kmin zipf", s.estimate(), truth, s.config().rse(), 4.0);

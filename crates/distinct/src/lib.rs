@@ -17,7 +17,7 @@
 //! Every structure hashes a key once with the seeded, portable [`key::HashFn`] and derives
 //! everything else from that one 64-bit value; the module docs say how and why.
 
-use algo::{BuildCtx, ConfigError};
+#![forbid(unsafe_code)]
 
 pub mod bloom_spreader;
 pub mod fm;
@@ -31,46 +31,80 @@ pub use hyperloglog::{HyperLogLog, HyperLogLogConfig};
 pub use kmin::{KMin, KMinConfig};
 pub use linear_counting::{LinearCounting, LinearCountingConfig};
 
-/// The algorithm names this crate builds (stable, snake_case).
-pub const NAMES: &[&str] = &[
-    fm::NAME,
-    linear_counting::NAME,
-    hyperloglog::NAME,
-    kmin::NAME,
-    bloom_spreader::NAME,
-];
+/// What differs between the cardinality-only counters (fm, linear_counting, hyperloglog, kmin)
+/// beyond their inherent `insert_hash(h)`, `estimate()` and, where they prefetch,
+/// `insert_batch(keys)`; [`counter_algorithm!`] writes their `Algorithm` verbs once from these.
+/// All four are idempotent: the weight is ignored.
+pub(crate) trait Counter {
+    /// Back to the empty state.
+    fn clear(&mut self);
+    /// Bytes of state.
+    fn state_bytes(&self) -> usize;
+    /// Add `o`'s state (same configuration and hash, checked by the caller): the state of the
+    /// union of both streams.
+    fn union(&mut self, o: &Self);
+}
 
-/// Build the algorithm `name` from its parameter table, or `Ok(None)` if this crate does not
-/// provide `name`.
-pub fn build(
-    name: &str,
-    params: &toml::Table,
-    ctx: &BuildCtx,
-) -> Result<Option<Box<dyn algo::Algorithm>>, ConfigError> {
-    let algo: Box<dyn algo::Algorithm> = match name {
-        fm::NAME => Box::new(Fm::new(
-            algo::parse_params::<FmConfig>(fm::NAME, params)?,
-            ctx,
-        )?),
-        linear_counting::NAME => Box::new(LinearCounting::new(
-            algo::parse_params::<LinearCountingConfig>(linear_counting::NAME, params)?,
-            ctx,
-        )?),
-        hyperloglog::NAME => Box::new(HyperLogLog::new(
-            algo::parse_params::<HyperLogLogConfig>(hyperloglog::NAME, params)?,
-            ctx,
-        )?),
-        kmin::NAME => Box::new(KMin::new(
-            algo::parse_params::<KMinConfig>(kmin::NAME, params)?,
-            ctx,
-        )?),
-        bloom_spreader::NAME => Box::new(BloomSpreader::new(
-            algo::parse_params::<BloomSpreaderConfig>(bloom_spreader::NAME, params)?,
-            ctx,
-        )?),
-        _ => return Ok(None),
+/// `impl Algorithm` for a [`Counter`] with fields `cfg` and `hash`: it answers cardinality only;
+/// `batched` routes batches through its prefetching `insert_batch`, else key by key.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! counter_algorithm {
+    ($t:ty $(, $batched:ident)?) => {
+        impl algo::Algorithm for $t {
+            fn name(&self) -> &'static str {
+                NAME
+            }
+
+            fn tasks(&self) -> &'static [algo::Task] {
+                TASKS
+            }
+
+            #[inline]
+            fn update(&mut self, key: &key::FlowKey, _weight: u64) {
+                let h = self.hash.hash(key);
+                self.insert_hash(h);
+            }
+
+            $crate::counter_algorithm!(@batch $($batched)?);
+
+            fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
+                $crate::counter_algorithm!(@u32 self keys $($batched)?);
+            }
+
+            fn reset(&mut self) {
+                $crate::Counter::clear(self);
+            }
+
+            fn memory_bytes(&self) -> usize {
+                $crate::Counter::state_bytes(self)
+            }
+
+            fn cardinality(&self) -> Option<f64> {
+                Some(self.estimate())
+            }
+
+            fn merge(&mut self, other: &dyn algo::Algorithm) -> Result<(), algo::MergeError> {
+                let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
+                $crate::Counter::union(self, o);
+                Ok(())
+            }
+        }
     };
-    Ok(Some(algo))
+    (@batch batched) => {
+        fn update_batch(&mut self, keys: &[key::FlowKey], _weights: &[u64]) {
+            self.insert_batch(keys);
+        }
+    };
+    (@batch) => {};
+    (@u32 $s:ident $keys:ident batched) => {
+        $s.insert_batch($keys)
+    };
+    (@u32 $s:ident $keys:ident) => {
+        for k in $keys {
+            $s.insert_hash(key::HashInput::hash_by(k, &$s.hash));
+        }
+    };
 }
 
 /// Keys hashed per block in the batched update paths: enough to hide a DRAM miss behind the
@@ -99,47 +133,6 @@ pub(crate) mod testutil;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn build_knows_its_names_and_only_those() {
-        let ctx = BuildCtx::default();
-        let empty = toml::Table::new();
-        for &n in NAMES {
-            let a = build(n, &empty, &ctx).unwrap().unwrap();
-            assert_eq!(a.name(), n);
-            assert!(!a.tasks().is_empty());
-        }
-        assert!(build("count_min", &empty, &ctx).unwrap().is_none());
-    }
-
-    #[test]
-    fn build_rejects_unknown_and_invalid_fields() {
-        let ctx = BuildCtx::default();
-        let mut t = toml::Table::new();
-        t.insert("bogus".into(), toml::Value::Integer(1));
-        for &n in NAMES {
-            let e = build(n, &t, &ctx).err().unwrap();
-            assert!(e.to_string().contains("bogus"), "{e}");
-        }
-        let cases = [
-            ("fm", "bitmaps", 0),
-            ("linear_counting", "rows", 0),
-            ("linear_counting", "bits", 0),
-            ("hyperloglog", "precision", 3),
-            ("hyperloglog", "precision", 19),
-            ("kmin", "k", 2),
-            ("bloom_spreader", "bits", 0),
-            ("bloom_spreader", "hashes", 0),
-        ];
-        for (name, field, v) in cases {
-            let mut t = toml::Table::new();
-            t.insert(field.into(), toml::Value::Integer(v));
-            match build(name, &t, &ctx) {
-                Err(ConfigError::Invalid { field: f, .. }) => assert_eq!(f, field),
-                other => panic!("{name}.{field} = {v}: {:?}", other.map(|a| a.is_some())),
-            }
-        }
-    }
 
     #[test]
     fn reduce32_stays_in_range() {

@@ -21,11 +21,13 @@
 //!
 //! Idempotent (class B): weight ignored, merge = bitwise OR, equal to the sketch of the union.
 
-use algo::{Algorithm, BuildCtx, ConfigError, MergeError, Task};
-use key::{FlowKey, HashFn, HashInput};
+use algo::{BuildCtx, ConfigError, Task};
+use key::{HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "linear_counting";
+/// The tasks it answers.
+const TASKS: &[Task] = &[Task::Cardinality];
 /// `key::sub_seed` index of this algorithm ("LC").
 const SEED_TAG: u64 = 0x4c43_0000;
 
@@ -229,56 +231,41 @@ impl LinearCounting {
     }
 }
 
-impl Algorithm for LinearCounting {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+crate::counter_algorithm!(LinearCounting, batched);
 
-    fn tasks(&self) -> &'static [Task] {
-        &[Task::Cardinality]
-    }
-
-    #[inline]
-    fn update(&mut self, key: &FlowKey, _weight: u64) {
-        let h = self.hash.hash(key);
-        self.insert_hash(h);
-    }
-
-    /// Hash a block of keys, prefetch every word they will touch, then set the bits: the rows
-    /// are 256 KiB each at the default size, so the scalar loop waits on a cache miss per row.
-    fn update_batch(&mut self, keys: &[FlowKey], _weights: &[u64]) {
-        self.insert_batch(keys);
-    }
-
-    fn update_batch_u32(&mut self, keys: &[u32], _weights: &[u64]) {
-        self.insert_batch(keys);
-    }
-
-    fn reset(&mut self) {
+impl crate::Counter for LinearCounting {
+    fn clear(&mut self) {
         self.words.fill(0);
     }
 
-    fn memory_bytes(&self) -> usize {
+    fn state_bytes(&self) -> usize {
         self.words.len() * std::mem::size_of::<u64>()
     }
 
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.estimate())
-    }
-
-    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
-        let o = algo::merge_peer(self, other, |o| o.cfg == self.cfg && o.hash == self.hash)?;
+    fn union(&mut self, o: &Self) {
         for (a, b) in self.words.iter_mut().zip(&o.words) {
             *a |= b;
         }
-        Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with(NAME, p, |c| LinearCounting::new(c, ctx)),
+    defaults: algo::defaults_of::<LinearCountingConfig>,
+    flow_size_only: &[],
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::*;
+    use algo::Algorithm;
+    use key::FlowKey;
+    use testkit::zipf_keys;
 
     fn lc(rows: usize, bits: usize, seed: u64) -> LinearCounting {
         let ctx = BuildCtx {
@@ -304,7 +291,7 @@ mod tests {
 
     #[test]
     fn seeds_change_the_bits() {
-        let keys = zipf_stream(5000, 1.1, 20_000, 3);
+        let keys = zipf_keys(20_000, 5000, 1.1, 3);
         assert_ne!(
             run(lc(2, 10_000, 1), &keys).words,
             run(lc(2, 10_000, 2), &keys).words

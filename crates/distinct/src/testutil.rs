@@ -1,28 +1,9 @@
-//! Test helpers: a seeded Zipf key stream and exact ground truth.
+//! Test helpers: streams of known distinct count, exact ground truth, the error check and the
+//! laws of idempotent counters. Zipf streams come from `testkit::zipf_keys`.
 
 use key::{FlowKey, KeySet};
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
-
-/// `len` keys drawn from Zipf(`skew`) over `universe` 4-byte keys (rank r has probability
-/// proportional to 1/r^skew). Ranks are mapped to scattered key values so that popular keys are
-/// not numerically adjacent.
-pub fn zipf_stream(universe: usize, skew: f64, len: usize, seed: u64) -> Vec<FlowKey> {
-    let mut cdf = Vec::with_capacity(universe);
-    let mut acc = 0.0;
-    for r in 1..=universe {
-        acc += 1.0 / (r as f64).powf(skew);
-        cdf.push(acc);
-    }
-    let mut rng = Pcg64::seed_from_u64(seed);
-    (0..len)
-        .map(|_| {
-            let u = rng.gen::<f64>() * acc;
-            let rank = cdf.partition_point(|&c| c < u).min(universe - 1) as u32;
-            FlowKey::from_u32(rank.wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995)
-        })
-        .collect()
-}
 
 /// Exactly `n` distinct 4-byte keys, each repeated 1..=3 times, in a shuffled order.
 pub fn distinct_stream(n: usize, seed: u64) -> Vec<FlowKey> {
@@ -84,7 +65,7 @@ where
         + serde::Serialize
         + serde::de::DeserializeOwned,
 {
-    let keys = zipf_stream(20_000, 1.1, 60_000, 11);
+    let keys = testkit::zipf_keys(60_000, 20_000, 1.1, 11);
     let ones = vec![1u64; keys.len()];
     let mut whole = make(1);
     let empty = whole.clone();

@@ -34,6 +34,8 @@
 //! checksums (TCP sequence numbers advance by the payload length per flow), captured length
 //! min(wire_len, snaplen), zero payload.
 
+#![forbid(unsafe_code)]
+
 mod flows;
 mod frame;
 mod sample;

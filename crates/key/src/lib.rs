@@ -19,6 +19,8 @@
 //! bytes, so the same key and seed hash to the same value on every host; snapshots taken on
 //! different hosts therefore merge.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::str::FromStr;

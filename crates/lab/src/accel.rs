@@ -1,7 +1,9 @@
-//! The front end between the trace and the algorithm: nothing, or an Agg-Evict aggregator.
+//! The Agg-Evict settings a figure varies, and the front end they make (`front::Front`, the
+//! same one the runner drives).
 
 use aggevict::{AggConfig, Aggregator, Policy, Simd};
-use algo::{Algorithm, KeyBatch};
+use algo::KeyBatch;
+use front::{Accel, Front};
 use key::{FlowKey, KeyKind};
 
 use crate::workload::Workload;
@@ -38,69 +40,12 @@ impl AggSpec {
     }
 }
 
-/// What sits in front of the algorithm.
-pub enum Front {
-    None,
-    Agg(Box<Aggregator>),
-}
-
-impl Front {
-    pub fn none() -> Front {
-        Front::None
-    }
-
-    pub fn agg(spec: &AggSpec, key_len: usize) -> Result<Front, LabError> {
-        Ok(Front::Agg(Box::new(Aggregator::new(
-            &spec.config(),
-            key_len,
-        )?)))
-    }
-
-    /// Offer one batch of packets, as full keys or (4-byte kinds) as u32 keys: the baseline
-    /// feeds the algorithm the same representation the aggregator gets, and the aggregator's
-    /// evictions reach it through the matching update (`KeyBatch::feed`).
-    #[inline]
-    pub fn update(&mut self, keys: KeyBatch<'_>, weights: &[u64], algo: &mut dyn Algorithm) {
-        if keys.is_empty() {
-            return;
-        }
-        match self {
-            Front::None => keys.feed(algo, weights),
-            Front::Agg(a) => a.update(keys, weights, &mut |k, w| k.feed(algo, w)),
-        }
-    }
-
-    /// Epoch end: hand everything held to the algorithm. The aggregator is then as new.
-    pub fn flush(&mut self, algo: &mut dyn Algorithm) {
-        if let Front::Agg(a) = self {
-            a.flush(&mut |k, w| k.feed(algo, w));
-        }
-    }
-
-    /// Nothing to do beyond `flush` (which leaves the aggregator empty); kept so the epoch-end
-    /// sequence reads the same for both front ends.
-    pub fn reset(&mut self) {}
-
-    pub fn clear_stats(&mut self) {
-        if let Front::Agg(a) = self {
-            a.reset_stats();
-        }
-    }
-
-    /// Updates reaching the algorithm per packet (evictions + flushes over packets offered).
-    pub fn evicted_share(&self) -> Option<f64> {
-        match self {
-            Front::None => None,
-            Front::Agg(a) => Some(a.stats().evicted_share()),
-        }
-    }
-
-    pub fn simd_name(&self) -> String {
-        match self {
-            Front::None => String::new(),
-            Front::Agg(a) => a.simd().name().to_string(),
-        }
-    }
+/// The front end of a run: none, or an aggregator with these settings.
+pub(crate) fn front(spec: Option<&AggSpec>, key_len: usize) -> Result<Front, LabError> {
+    Ok(match spec {
+        Some(spec) => Front::new(Accel::AggEvict, &spec.config(), key_len)?,
+        None => Front::none(),
+    })
 }
 
 /// The aggregator alone over the whole trace (flushed every `epoch` packets), untimed: the share

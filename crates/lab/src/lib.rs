@@ -2,13 +2,16 @@
 //! (papers/agg-evict.txt, sections 2 and 4) on this engine.
 //!
 //! Each figure is one call ([`run_agg_evict`] with `figure` = "2", "5", "6", "7", "8", "share",
-//! "limit" or "all") and writes `<out>/fig<N>.csv`, `.json`, `.png` and `.svg`. The measurement
-//! method is the Re-evaluating paper's (section 3.1): the trace is preloaded in memory, a warm-up
-//! epoch runs first, throughput is packets over the summed time of the measured work, and every
-//! batch is timed with the TSC so that per-packet latency (batch cycles / batch size) goes into a
-//! histogram of 2,000 buckets of 2 cycles, from which the average and 99th percentile are read.
-//! What the measured work includes is stated in [`run`]. With a capture file (`trace`), figure 5
-//! additionally reports an end-to-end mode that reads and parses the file inside the timed loop.
+//! "limit" or "all", the names of [`Figure`]) and writes `<out>/fig<N>.csv`, `.json`, `.png` and
+//! `.svg`. The measurement method is the Re-evaluating paper's (section 3.1): the trace is
+//! preloaded in memory, a warm-up epoch runs first, throughput is packets over the summed time of
+//! the measured work, and every batch is timed with the TSC so that per-packet latency (batch
+//! cycles / batch size) goes into a histogram of 2,000 buckets of 2 cycles, from which the
+//! average and 99th percentile are read. What the measured work includes is stated in [`run`].
+//! With a capture file (`trace`), figure 5 additionally reports an end-to-end mode that reads and
+//! parses the file inside the timed loop.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod accel;
 pub mod clock;
@@ -18,14 +21,17 @@ pub mod output;
 pub mod run;
 pub mod workload;
 
+use std::fmt;
 use std::path::{Path, PathBuf};
+use std::str::FromStr;
 
 use serde::Serialize;
 
 /// What to run (the CLI's `bench agg-evict` flags).
 #[derive(Clone, Debug)]
 pub struct LabArgs {
-    /// "2", "5", "6", "7", "8", "share", "limit" or "all".
+    /// "2", "5", "6", "7", "8", "share", "limit" or "all": a [`Figure`]'s name, parsed by
+    /// [`run_agg_evict`] (an unknown name is [`LabError::UnknownFigure`]).
     pub figure: String,
     /// A capture to use instead of the synthetic trace (figures 2, 5, 6, 8, share, limit; figure
     /// 7 varies the synthetic trace's skew and order, so it always generates).
@@ -59,8 +65,94 @@ pub const DEFAULT_PACKETS: u64 = 20_000_000;
 /// Packets per epoch (section 4.1: "the length of the measurement epoch to 2M packet").
 pub const EPOCH: usize = 2_000_000;
 
-/// The figures `all` runs, in order.
+/// The figures `all` runs, in order (the names of [`Figure::EACH`]).
 pub const FIGURES: [&str; 7] = ["2", "5", "6", "7", "8", "share", "limit"];
+
+/// A figure of the harness, or all of them. Parsed from and shown as its name: "2", "5", "6",
+/// "7", "8", "share", "limit", "all" (the CLI's `--figure` values, [`Figure::NAMES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Figure {
+    /// Section 2, Figure 2: the batch-size dilemma.
+    Fig2,
+    /// Section 4.2, Figure 5: the nine algorithms with and without Agg-Evict.
+    Fig5,
+    /// Section 4.3, Figure 6: flow ID kinds and batch size.
+    Fig6,
+    /// Section 4.3, Figure 7: traffic skew and packet order, aggregator size.
+    Fig7,
+    /// Section 4.4, Figure 8: eviction policy and lookup kernel.
+    Fig8,
+    /// The share of packets evicted to the algorithm, by policy and packet order.
+    Share,
+    /// The memory limit loop per algorithm size.
+    Limit,
+    /// Every figure of [`Figure::EACH`], in order.
+    All,
+}
+
+impl Figure {
+    /// The figures `all` runs, in order.
+    pub const EACH: [Figure; 7] = [
+        Figure::Fig2,
+        Figure::Fig5,
+        Figure::Fig6,
+        Figure::Fig7,
+        Figure::Fig8,
+        Figure::Share,
+        Figure::Limit,
+    ];
+
+    /// Every name, in order, `all` last.
+    pub const NAMES: [&'static str; 8] = ["2", "5", "6", "7", "8", "share", "limit", "all"];
+
+    /// The name (the output files are `fig<name>.*`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Figure::Fig2 => "2",
+            Figure::Fig5 => "5",
+            Figure::Fig6 => "6",
+            Figure::Fig7 => "7",
+            Figure::Fig8 => "8",
+            Figure::Share => "share",
+            Figure::Limit => "limit",
+            Figure::All => "all",
+        }
+    }
+
+    /// The figures this selects: `All` expands to [`Figure::EACH`], any other is itself.
+    pub fn expand(self) -> &'static [Figure] {
+        match self {
+            Figure::Fig2 => &[Figure::Fig2],
+            Figure::Fig5 => &[Figure::Fig5],
+            Figure::Fig6 => &[Figure::Fig6],
+            Figure::Fig7 => &[Figure::Fig7],
+            Figure::Fig8 => &[Figure::Fig8],
+            Figure::Share => &[Figure::Share],
+            Figure::Limit => &[Figure::Limit],
+            Figure::All => &Figure::EACH,
+        }
+    }
+}
+
+impl fmt::Display for Figure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Figure {
+    type Err = LabError;
+
+    /// A name of [`Figure::NAMES`]; anything else is [`LabError::UnknownFigure`], whose message
+    /// lists the names.
+    fn from_str(s: &str) -> Result<Figure, LabError> {
+        Figure::EACH
+            .into_iter()
+            .chain([Figure::All])
+            .find(|f| f.name() == s)
+            .ok_or_else(|| LabError::UnknownFigure(s.to_string()))
+    }
+}
 
 /// One measured point. Fields that a figure does not vary hold the default setting; `None`
 /// where a field does not apply (no aggregator, not measured). `mpps`, `ns_avg` and `ns_p99` are
@@ -116,7 +208,9 @@ pub enum LabError {
     #[error("synthetic trace: {0}")]
     Spec(#[from] gen::SpecError),
     #[error(transparent)]
-    Registry(#[from] measure::registry::RegistryError),
+    Catalog(#[from] catalog::CatalogError),
+    #[error(transparent)]
+    Front(#[from] front::FrontError),
     #[error(transparent)]
     Agg(#[from] aggevict::AggError),
     #[error("{path}: {source}")]
@@ -143,16 +237,32 @@ impl LabError {
 /// Run the figure(s) named by `args.figure`, write their files under `args.out`, and return
 /// every point measured.
 pub fn run_agg_evict(args: &LabArgs) -> Result<Vec<Point>, LabError> {
-    let figs: Vec<&str> = match args.figure.as_str() {
-        "all" => FIGURES.to_vec(),
-        f if FIGURES.contains(&f) => vec![f],
-        f => return Err(LabError::UnknownFigure(f.to_string())),
-    };
+    let figure: Figure = args.figure.parse()?;
     let mut lab = figures::Lab::new(args)?;
-    let mut points = Vec::new();
-    for f in figs {
-        points.extend(lab.figure(f)?);
-    }
+    let points = lab.figure(figure)?;
     lab.finish();
     Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figure_names_parse_back_and_all_expands_to_every_figure() {
+        let each: Vec<&str> = Figure::EACH.iter().map(|f| f.name()).collect();
+        assert_eq!(each, FIGURES);
+        assert_eq!(&Figure::NAMES[..7], &FIGURES[..]);
+        for n in Figure::NAMES {
+            let f: Figure = n.parse().unwrap();
+            assert_eq!(f.to_string(), n);
+        }
+        assert_eq!(Figure::All.expand(), &Figure::EACH[..]);
+        for f in Figure::EACH {
+            assert_eq!(f.expand(), &[f][..]);
+        }
+        let e = "9".parse::<Figure>().unwrap_err();
+        assert!(matches!(e, LabError::UnknownFigure(ref f) if f == "9"));
+        assert!(e.to_string().contains("2, 5, 6, 7, 8, share, limit, all"));
+    }
 }

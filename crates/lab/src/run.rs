@@ -17,7 +17,9 @@ use std::hint::black_box;
 use algo::{Algorithm, BuildCtx, KeyBatch};
 use key::{FlowKey, KeyKind};
 
-use crate::accel::{AggSpec, Front};
+use front::Front;
+
+use crate::accel::{self, AggSpec};
 use crate::clock::{Clock, LatencyHist};
 use crate::workload::Workload;
 use crate::LabError;
@@ -67,9 +69,9 @@ impl Measured {
             },
             ns_avg: clock.to_ns(hist.mean_cycles()),
             ns_p99: clock.to_ns(hist.quantile_cycles(0.99)),
-            evicted_share: front.evicted_share(),
+            evicted_share: front.stats().map(|s| s.passed_share),
             memory_bytes: algo.memory_bytes(),
-            simd: front.simd_name(),
+            simd: front.stats().map(|s| s.simd).unwrap_or_default(),
         }
     }
 }
@@ -88,7 +90,7 @@ pub(crate) fn build_algorithm(
     let params: toml::Table = params.parse().map_err(|e: toml::de::Error| {
         LabError::Config(format!("parameters `{params}` of {name}: {e}"))
     })?;
-    Ok(measure::registry::build(name, &params, &ctx)?)
+    Ok(catalog::build(name, &params, &ctx)?)
 }
 
 /// Packets `start..end` of `keys` (clamped).
@@ -97,6 +99,14 @@ fn sub(keys: KeyBatch<'_>, start: usize, end: usize) -> KeyBatch<'_> {
         KeyBatch::Keys(k) => KeyBatch::Keys(k.get(start..end.min(k.len())).unwrap_or(&[])),
         KeyBatch::U32(k) => KeyBatch::U32(k.get(start..end.min(k.len())).unwrap_or(&[])),
     }
+}
+
+/// The one epoch end of every mode: the front hands what it holds to the algorithm, whose
+/// state is then observed (or the updates could be optimised away) and reset.
+fn end_epoch(front: &mut Front, algo: &mut dyn Algorithm) {
+    front.flush(algo);
+    black_box(algo.memory_bytes());
+    algo.reset();
 }
 
 /// Process one epoch of keys in batches; returns nothing, records into `hist` when timing.
@@ -126,13 +136,9 @@ fn epoch_pass(
         last = (t1.wrapping_sub(t0), b.len() as u64);
         total += last.0;
     }
-    // Epoch end: flush the aggregator and reset everything, charged to the last batch.
+    // Epoch end, charged to the last batch.
     let t0 = clock.now();
-    front.flush(algo);
-    // The algorithm's state must be observable, or the updates could be optimised away.
-    black_box(algo.memory_bytes());
-    algo.reset();
-    front.reset();
+    end_epoch(front, algo);
     let t1 = clock.now();
     last.0 += t1.wrapping_sub(t0);
     total += t1.wrapping_sub(t0);
@@ -150,10 +156,7 @@ pub fn measure(w: &Workload, cfg: &RunCfg, clock: &Clock, seed: u64) -> Result<M
     let epoch = cfg.epoch.max(batch);
     let key_len = w.key_len(cfg.key);
     let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
-    let mut front = match &cfg.agg {
-        Some(spec) => Front::agg(spec, key_len)?,
-        None => Front::none(),
-    };
+    let mut front = accel::front(cfg.agg.as_ref(), key_len)?;
     let ones = vec![1u64; batch];
     // 4-byte kinds (IPv4 source or destination) go as u32 keys to both front ends (the
     // algorithm's `update_batch_u32` without Agg-Evict, the aggregator's with it), so neither
@@ -246,10 +249,7 @@ pub fn measure_e2e(
     let epoch = cfg.epoch.max(batch) as u64;
     let cap = trace::Capture::open(path, None)?;
     let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
-    let mut front = match &cfg.agg {
-        Some(spec) => Front::agg(spec, key_len)?,
-        None => Front::none(),
-    };
+    let mut front = accel::front(cfg.agg.as_ref(), key_len)?;
     let ones = vec![1u64; batch];
     let kind = cfg.key;
     let key_of = |rec: trace::Record<'_>| -> Option<FlowKey> {
@@ -274,9 +274,7 @@ pub fn measure_e2e(
         }
     })?;
     front.update(batch_of(&buf, &nb), &ones[..buf.len()], algo.as_mut());
-    front.flush(algo.as_mut());
-    algo.reset();
-    front.reset();
+    end_epoch(&mut front, algo.as_mut());
     front.clear_stats();
     buf.clear();
     nb.clear();
@@ -293,10 +291,7 @@ pub fn measure_e2e(
                 packets += batch as u64;
                 in_epoch += batch as u64;
                 if in_epoch >= epoch {
-                    front.flush(algo.as_mut());
-                    black_box(algo.memory_bytes());
-                    algo.reset();
-                    front.reset();
+                    end_epoch(&mut front, algo.as_mut());
                     in_epoch = 0;
                 }
                 let t = clock.now();
@@ -309,10 +304,7 @@ pub fn measure_e2e(
     })?;
     let n = buf.len();
     front.update(batch_of(&buf, &nb), &ones[..n], algo.as_mut());
-    front.flush(algo.as_mut());
-    black_box(algo.memory_bytes());
-    algo.reset();
-    front.reset();
+    end_epoch(&mut front, algo.as_mut());
     let t_end = clock.now();
     packets += n as u64;
     hist.add_batch(t_end.wrapping_sub(t_prev), n as u64);

@@ -101,29 +101,35 @@ fn bench(c: &mut Criterion) {
     });
     black_box(&ca);
 
-    for (name, tasks) in measure::registry::ALGORITHMS {
-        let spreads = tasks.contains(&Task::Superspreaders);
+    for e in catalog::ALL {
+        let name = e.name;
+        let spreads = e.answers(Task::Superspreaders);
         let ctx = BuildCtx {
             key_len: if spreads { 8 } else { 4 },
             ..BuildCtx::default()
         };
-        let mut a = measure::registry::build(name, &toml::Table::new(), &ctx).unwrap();
+        let mut a = e.build(&toml::Table::new(), &ctx).unwrap();
         let ks = if spreads { &pairs } else { &keys };
         g.bench_function(BenchmarkId::new("netsift", name), |b| {
             b.iter(|| feed(a.as_mut(), ks, &ones))
         });
         if !spreads {
-            let mut a = measure::registry::build(name, &toml::Table::new(), &ctx).unwrap();
+            let mut a = e.build(&toml::Table::new(), &ctx).unwrap();
             g.bench_function(BenchmarkId::new("netsift_u32", name), |b| {
                 b.iter(|| feed_u32(a.as_mut(), &raw, &ones))
             });
         }
     }
 
-    // Counters only (no heavy-hitter candidate set): the same memory accesses as the bare loops.
-    let counters_only: toml::Table = "candidates = 0".parse().unwrap();
-    for name in ["count_min", "count_array"] {
-        let mut a = measure::registry::build(name, &counters_only, &BuildCtx::default()).unwrap();
+    // Counters only (no heavy-hitter candidate set, the catalog's flow-size-only build): the
+    // same memory accesses as the bare loops.
+    for e in catalog::ALL.iter().filter(|e| !e.flow_size_only.is_empty()) {
+        let name = e.name;
+        let mut lean = toml::Table::new();
+        for &(k, v) in e.flow_size_only {
+            lean.insert(k.into(), toml::Value::Integer(v));
+        }
+        let mut a = e.build(&lean, &BuildCtx::default()).unwrap();
         g.bench_function(
             BenchmarkId::new("netsift_u32", format!("{name}_counters_only")),
             |b| b.iter(|| feed_u32(a.as_mut(), &raw, &ones)),

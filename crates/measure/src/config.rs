@@ -7,7 +7,7 @@ use key::KeyKind;
 use serde::{Deserialize, Serialize};
 use truth::{EpochSpec, Weight, DEFAULT_EPOCH_PACKETS};
 
-use crate::registry;
+pub use front::Accel;
 
 /// One algorithm answering one task.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -33,27 +33,6 @@ pub struct MeasureSpec {
     pub params: toml::Table,
 }
 
-/// What sits between the packets and the algorithms.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Accel {
-    /// Every packet is an update of every algorithm.
-    #[default]
-    None,
-    /// Agg-Evict: one aggregator per key kind, shared by every algorithm on that kind; the
-    /// algorithms see aggregated (key, count) evictions (Agg-Evict paper, section 3).
-    AggEvict,
-}
-
-impl Accel {
-    pub fn name(self) -> &'static str {
-        match self {
-            Accel::None => "none",
-            Accel::AggEvict => "agg_evict",
-        }
-    }
-}
-
 /// A whole run, as a TOML file holds it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +40,8 @@ pub struct RunConfig {
     /// Capture file; none = the built-in synthetic trace.
     #[serde(default)]
     pub trace: Option<String>,
+    /// Format of `trace` (`pcap`, `pcapng`, `keys4`, `keys13`, `keys21`; `--format` overrides
+    /// it); none = detected by magic number or extension. Checked by the CLI, which opens it.
     #[serde(default)]
     pub format: Option<String>,
     #[serde(default = "default_key")]
@@ -134,7 +115,7 @@ pub enum ConfigError {
     #[error("config field `{field}`: {reason}")]
     Field { field: &'static str, reason: String },
     #[error(transparent)]
-    Registry(#[from] registry::RegistryError),
+    Catalog(#[from] catalog::CatalogError),
 }
 
 fn field(field: &'static str, reason: impl Into<String>) -> ConfigError {
@@ -174,7 +155,7 @@ impl RunConfig {
             return Err(field("measure", "no measurement asked for"));
         }
         for m in &self.measures {
-            registry::check(&m.algorithm, m.task)?;
+            catalog::check(&m.algorithm, m.task)?;
             if let Some(t) = m.threshold {
                 if !(t > 0.0 && t.is_finite()) {
                     return Err(field("threshold", format!("{t} must be a positive number")));
@@ -203,9 +184,7 @@ impl RunConfig {
             params: toml::Table::new(),
         };
         for a in algos {
-            if registry::tasks_of(a).is_none() {
-                return Err(registry::RegistryError::Unknown(a.clone()).into());
-            }
+            catalog::lookup(a)?;
         }
         // A name listed twice means the same thing as once (each task runs on every listed
         // algorithm that answers it).
@@ -234,7 +213,7 @@ impl RunConfig {
             } else {
                 Task::ALL
                     .into_iter()
-                    .filter(|t| algos.iter().any(|a| registry::check(a, *t).is_ok()))
+                    .filter(|t| algos.iter().any(|a| catalog::check(a, *t).is_ok()))
                     .collect()
             }
         } else {
@@ -243,24 +222,24 @@ impl RunConfig {
         if algos.is_empty() {
             return Ok(tasks
                 .iter()
-                .map(|&t| spec(t, registry::default_algorithm(t)))
+                .map(|&t| spec(t, catalog::default_for(t).name))
                 .collect());
         }
         let mut out = vec![];
         for &t in &tasks {
             let able: Vec<&String> = algos
                 .iter()
-                .filter(|a| registry::check(a, t).is_ok())
+                .filter(|a| catalog::check(a, t).is_ok())
                 .collect();
             if able.is_empty() {
                 // Name the first algorithm in the error, with what can answer the task.
-                registry::check(&algos[0], t)?;
+                catalog::check(&algos[0], t)?;
             }
             out.extend(able.into_iter().map(|a| spec(t, a)));
         }
         for a in &algos {
             if !out.iter().any(|m| &m.algorithm == a) {
-                registry::check(a, tasks[0])?;
+                catalog::check(a, tasks[0])?;
             }
         }
         Ok(out)

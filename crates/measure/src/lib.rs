@@ -1,10 +1,17 @@
-//! Measurement tasks over a trace: the algorithm registry, run configuration, accuracy metrics
-//! against exact ground truth, and the one-pass runner that produces the per-epoch report.
+//! Measurement tasks over a trace: run configuration, accuracy metrics against exact ground
+//! truth, and the one-pass runner that produces the per-epoch report. Algorithms come from the
+//! `catalog`, the front end (Agg-Evict or none) from `front`.
+
+#![forbid(unsafe_code)]
 
 pub mod config;
+mod evaluate;
 pub mod metrics;
-pub mod registry;
+pub mod report;
 pub mod runner;
 
-pub use config::{Accel, ConfigError, MeasureSpec, RunConfig};
-pub use runner::{Report, Runner};
+pub use config::{ConfigError, MeasureSpec, RunConfig};
+pub use evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
+pub use front::Accel;
+pub use report::{EpochReport, Report};
+pub use runner::Runner;

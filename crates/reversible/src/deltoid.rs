@@ -30,6 +30,8 @@ use crate::modular::MAX_ROWS;
 use crate::{km_index, median_i64, prefetch, w32, Detection};
 
 const NAME: &str = "deltoid";
+/// The tasks it answers.
+const TASKS: &[Task] = &[Task::HeavyHitters, Task::HeavyChangers];
 /// Distinct sub-seed constant of this algorithm ("DELT").
 const SEED_TAG: u64 = 0x4445_4c54;
 
@@ -282,7 +284,7 @@ impl Algorithm for Deltoid {
     }
 
     fn tasks(&self) -> &'static [Task] {
-        &[Task::HeavyHitters, Task::HeavyChangers]
+        TASKS
     }
 
     fn update(&mut self, key: &FlowKey, weight: u64) {
@@ -360,10 +362,21 @@ impl Algorithm for Deltoid {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Exact,
+    build: |p, ctx| algo::build_with(NAME, p, |c| Deltoid::new(c, ctx)),
+    defaults: algo::defaults_of::<DeltoidConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{key_of, planted_stream, truth, zipf_stream};
+    use crate::testutil::{key_of, planted_stream, zipf_stream};
+    use testkit::weighted_truth;
 
     fn ctx(seed: u64, key_len: usize) -> BuildCtx {
         BuildCtx {
@@ -391,7 +404,7 @@ mod tests {
             let plant = planted(10, key_len, 0xabc);
             let stream = planted_stream(&bg, &plant, 20_000, 2);
             let t = 10_000;
-            let truth = truth(&stream);
+            let truth = weighted_truth(&stream);
             let true_hh: Vec<FlowKey> = truth
                 .iter()
                 .filter(|(_, &v)| v >= t)
@@ -427,7 +440,7 @@ mod tests {
         e1.extend(up.iter().map(|&k| (k, 1_000)));
         let mut e2 = planted_stream(&bg2, &up, 16_000, 4);
         e2.extend(down.iter().map(|&k| (k, 1_000)));
-        let (t1, t2) = (truth(&e1), truth(&e2));
+        let (t1, t2) = (weighted_truth(&e1), weighted_truth(&e2));
         let change = |k: &FlowKey| {
             (t2.get(k).copied().unwrap_or(0) as i64 - t1.get(k).copied().unwrap_or(0) as i64)
                 .unsigned_abs()
@@ -486,7 +499,7 @@ mod tests {
             serde_json::to_string(&sa).unwrap(),
             serde_json::to_string(&whole).unwrap()
         );
-        let mut pairs: Vec<(FlowKey, u64)> = truth(&stream).into_iter().collect();
+        let mut pairs: Vec<(FlowKey, u64)> = weighted_truth(&stream).into_iter().collect();
         pairs.sort_unstable();
         let mut agg = Deltoid::new(cfg.clone(), &c).unwrap();
         feed(&mut agg, &pairs);

@@ -13,6 +13,8 @@
 //! The shared machinery (mangling, word hash tables, reverse hashing with a bounded candidate
 //! set) lives in [`modular`].
 
+#![forbid(unsafe_code)]
+
 pub mod deltoid;
 pub mod modular;
 pub mod rev_sketch;
@@ -25,8 +27,6 @@ pub use deltoid::{Deltoid, DeltoidConfig};
 pub use modular::{ModularHash, Reversal};
 pub use rev_sketch::{RevSketch, RevSketchConfig};
 pub use two_level::{TwoLevel, TwoLevelConfig};
-
-use algo::{BuildCtx, ConfigError};
 
 /// What a key-recovering query found: the flows (largest estimate first, ties by key) and
 /// whether the bounded reverse-hashing search was cut short by its candidate cap (then some
@@ -42,33 +42,6 @@ impl Detection {
         flows.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         Detection { flows, truncated }
     }
-}
-
-/// The algorithm names this crate provides.
-pub const NAMES: &[&str] = &["rev_sketch", "deltoid", "two_level"];
-
-/// Build the algorithm `name` from its parameter table, or `Ok(None)` if this crate does not
-/// provide `name`.
-pub fn build(
-    name: &str,
-    params: &toml::Table,
-    ctx: &BuildCtx,
-) -> Result<Option<Box<dyn algo::Algorithm>>, ConfigError> {
-    Ok(Some(match name {
-        "rev_sketch" => {
-            let cfg: RevSketchConfig = algo::parse_params("rev_sketch", params)?;
-            Box::new(RevSketch::new(cfg, ctx)?)
-        }
-        "deltoid" => {
-            let cfg: DeltoidConfig = algo::parse_params("deltoid", params)?;
-            Box::new(Deltoid::new(cfg, ctx)?)
-        }
-        "two_level" => {
-            let cfg: TwoLevelConfig = algo::parse_params("two_level", params)?;
-            Box::new(TwoLevel::new(cfg, ctx)?)
-        }
-        _ => return Ok(None),
-    }))
 }
 
 /// Row `i`'s index in `0..n` from one 64-bit hash `h`, by Kirsch-Mitzenmacher double hashing
@@ -131,42 +104,6 @@ pub(crate) fn median_i64(v: &mut [i64]) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn build_knows_its_names_only() {
-        let ctx = BuildCtx::default();
-        let empty = toml::Table::new();
-        for n in NAMES {
-            let ctx = if *n == "two_level" {
-                BuildCtx { key_len: 8, ..ctx }
-            } else {
-                ctx
-            };
-            let a = build(n, &empty, &ctx).unwrap().unwrap();
-            assert_eq!(a.name(), *n);
-        }
-        assert!(build("count_min", &empty, &ctx).unwrap().is_none());
-    }
-
-    #[test]
-    fn build_rejects_unknown_and_bad_fields() {
-        let ctx = BuildCtx::default();
-        let t: toml::Table = toml::from_str("rowz = 3").unwrap();
-        let e = build("deltoid", &t, &ctx).err().unwrap().to_string();
-        assert!(e.contains("rowz"), "{e}");
-        let t: toml::Table = toml::from_str("width = 1000").unwrap();
-        let e = build("rev_sketch", &t, &ctx).err().unwrap().to_string();
-        assert!(e.contains("width"), "{e}");
-        let e = build(
-            "rev_sketch",
-            &toml::Table::new(),
-            &BuildCtx { key_len: 13, ..ctx },
-        )
-        .err()
-        .unwrap()
-        .to_string();
-        assert!(e.contains("key_len"), "{e}");
-    }
 
     #[test]
     fn key_integer_roundtrip_and_median() {

@@ -32,6 +32,8 @@ use crate::modular::{LayoutError, ModularHash, MAX_ROWS};
 use crate::{key_to_u64, km_index, prefetch, u64_to_key, w32, Detection};
 
 const NAME: &str = "rev_sketch";
+/// The tasks it answers.
+const TASKS: &[Task] = &[Task::HeavyHitters, Task::HeavyChangers];
 /// Distinct sub-seed constant of this algorithm ("REVS").
 const SEED_TAG: u64 = 0x5245_5653;
 
@@ -360,7 +362,7 @@ impl Algorithm for RevSketch {
     }
 
     fn tasks(&self) -> &'static [Task] {
-        &[Task::HeavyHitters, Task::HeavyChangers]
+        TASKS
     }
 
     fn update(&mut self, key: &FlowKey, weight: u64) {
@@ -439,10 +441,21 @@ impl Algorithm for RevSketch {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Exact,
+    build: |p, ctx| algo::build_with(NAME, p, |c| RevSketch::new(c, ctx)),
+    defaults: algo::defaults_of::<RevSketchConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{key_of, planted_stream, truth, zipf_stream};
+    use crate::testutil::{key_of, planted_stream, zipf_stream};
+    use testkit::weighted_truth;
 
     fn ctx(seed: u64, key_len: usize) -> BuildCtx {
         BuildCtx {
@@ -470,7 +483,7 @@ mod tests {
             let plant = planted(10, key_len, 0xabc);
             let stream = planted_stream(&bg, &plant, 20_000, 2);
             let t = 10_000;
-            let truth = truth(&stream);
+            let truth = weighted_truth(&stream);
             let true_hh: Vec<FlowKey> = truth
                 .iter()
                 .filter(|(_, &v)| v >= t)
@@ -509,7 +522,7 @@ mod tests {
         e1.extend(up.iter().map(|&k| (k, 1_000)));
         let mut e2 = planted_stream(&bg2, &up, 16_000, 4);
         e2.extend(down.iter().map(|&k| (k, 1_000)));
-        let (t1, t2) = (truth(&e1), truth(&e2));
+        let (t1, t2) = (weighted_truth(&e1), weighted_truth(&e2));
         let t = 8_000u64;
         let mut keys: Vec<FlowKey> = t1.keys().chain(t2.keys()).copied().collect();
         keys.sort_unstable();
@@ -582,7 +595,7 @@ mod tests {
             serde_json::to_string(&whole).unwrap()
         );
         // Aggregated (k, w) equals w unit updates.
-        let t = truth(&stream);
+        let t = weighted_truth(&stream);
         let mut agg = RevSketch::new(cfg.clone(), &c).unwrap();
         let mut pairs: Vec<(FlowKey, u64)> = t.into_iter().collect();
         pairs.sort_unstable();

@@ -1,31 +1,18 @@
-//! Test helpers: a seeded Zipf key stream and exact ground truth.
+//! Test helpers: this crate's key layout over testkit's Zipf sampler, and planted streams.
 
-use key::{FlowKey, KeyMap};
+use key::FlowKey;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 /// A stream of `len` keys drawn from `n` distinct keys with Zipf(`s`) popularity (rank r has
-/// probability ∝ r^-s). Keys are `key_len`-byte values spread over the key space (a splitmix of
-/// the rank, so ranks are not numerically adjacent) and the same for every `seed`: two seeds give
-/// two epochs of the same population. The draws are deterministic in `seed`.
+/// probability ∝ r^-s): `testkit::zipf_ranks`, each rank laid out as a `key_len`-byte key spread
+/// over the key space (a splitmix of the rank, so ranks are not numerically adjacent) and the
+/// same for every `seed`: two seeds give two epochs of the same population. The draws are
+/// deterministic in `seed`.
 pub fn zipf_stream(n: usize, s: f64, len: usize, key_len: usize, seed: u64) -> Vec<FlowKey> {
-    let mut cdf = Vec::with_capacity(n);
-    let mut acc = 0.0;
-    for r in 1..=n {
-        acc += (r as f64).powf(-s);
-        cdf.push(acc);
-    }
-    let keys: Vec<FlowKey> = (0..n as u64)
-        .map(|r| key_of(key::mix64(r + 0x5eed_0000_0000), key_len))
-        .collect();
-    let mut rng = Pcg64::seed_from_u64(seed);
-    (0..len)
-        .map(|_| {
-            let u: f64 = rng.gen::<f64>() * acc;
-            let i = cdf.partition_point(|&c| c < u).min(n - 1);
-            keys[i]
-        })
-        .collect()
+    testkit::zipf_keys_with(len, n, s, seed, |r| {
+        key_of(key::mix64(u64::from(r) + 0x5eed_0000_0000), key_len)
+    })
 }
 
 /// A `key_len`-byte key from `x`: the low `key_len` bytes of `x` for keys of up to 8 bytes; longer
@@ -35,15 +22,6 @@ pub fn key_of(x: u64, key_len: usize) -> FlowKey {
     b[..8].copy_from_slice(&key::mix64(x).to_be_bytes());
     b[8..].copy_from_slice(&x.to_be_bytes());
     FlowKey::from_bytes(&b[16 - key_len.min(16)..]).unwrap_or(FlowKey::EMPTY)
-}
-
-/// Exact per-key totals.
-pub fn truth(stream: &[(FlowKey, u64)]) -> KeyMap<u64> {
-    let mut m = KeyMap::default();
-    for &(k, w) in stream {
-        *m.entry(k).or_insert(0) += w;
-    }
-    m
 }
 
 /// A Zipf background of unit updates plus `planted` keys of weight `each`, split into weighted

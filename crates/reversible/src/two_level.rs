@@ -42,6 +42,8 @@ use crate::modular::{LayoutError, ModularHash, MAX_ROWS};
 use crate::{key_to_u64, km_index, prefetch, u64_to_key, Detection};
 
 const NAME: &str = "two_level";
+/// Every task it can answer: superspreaders built with `Side::Src`, DDoS victims with `Side::Dst`.
+const TASKS: &[Task] = &[Task::Superspreaders, Task::Ddos];
 /// Distinct sub-seed constant of this algorithm ("TWOL").
 const SEED_TAG: u64 = 0x5457_4f4c;
 /// Most bitmaps per bucket.
@@ -424,6 +426,16 @@ impl Algorithm for TwoLevel {
         Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Exact,
+    build: |p, ctx| algo::build_with(NAME, p, |c| TwoLevel::new(c, ctx)),
+    defaults: algo::defaults_of::<TwoLevelConfig>,
+    flow_size_only: &[],
+};
 
 #[cfg(test)]
 mod tests {

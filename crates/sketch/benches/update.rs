@@ -102,9 +102,11 @@ fn run_as(
     };
     let params: toml::Table = params.parse().expect("bench params");
     let ctx = algo::BuildCtx::default();
-    let mut a = sketch::build(name, &params, &ctx)
-        .expect("config")
+    let entry = [&sketch::count_min::ENTRY, &sketch::count_array::ENTRY]
+        .into_iter()
+        .find(|e| e.name == name)
         .expect("known name");
+    let mut a = entry.build(&params, &ctx).expect("config");
     let mut g = c.benchmark_group("update");
     g.throughput(Throughput::Elements(keys.len() as u64));
     g.bench_function(&id, |b| {
@@ -128,7 +130,7 @@ fn run_as(
 }
 
 fn benches(c: &mut Criterion) {
-    let raw = gen::zipf_u32(N, KEYS, 1.1, 11);
+    let raw = testkit::zipf_u32(N, KEYS, 1.1, 11);
     let keys: Vec<FlowKey> = raw.iter().map(|&k| FlowKey::from_u32(k)).collect();
     // Packet counts: every batch's weights are the same 32 ones (as `netsift run` passes them).
     let ones = [1u64; CHUNK];

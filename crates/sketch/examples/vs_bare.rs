@@ -62,7 +62,7 @@ fn main() {
         "ca" => (1, 20, "count_array"),
         _ => (4, 16, "count_min"),
     };
-    let keys = gen::zipf_u32(N, 500_000, 1.1, 11);
+    let keys = testkit::zipf_u32(N, 500_000, 1.1, 11);
     let ones = vec![1u64; per_call.max(1)];
     let sum: u64 = if how.starts_with("bare") {
         let mut c = vec![0u32; rows << bits];
@@ -82,9 +82,13 @@ fn main() {
         } else {
             toml::Table::new()
         };
-        let mut a = sketch::build(name, &params, &algo::BuildCtx::default())
-            .expect("config")
+        let entry = [&sketch::count_min::ENTRY, &sketch::count_array::ENTRY]
+            .into_iter()
+            .find(|e| e.name == name)
             .expect("name");
+        let mut a = entry
+            .build(&params, &algo::BuildCtx::default())
+            .expect("config");
         for i in 0..iters {
             for k in keys.chunks(per_call.max(1)) {
                 a.update_batch_u32(k, &ones[..k.len()]);

@@ -74,3 +74,13 @@ impl CountArray {
 }
 
 crate::count_min::cm_algorithm!(CountArray, "count_array");
+
+/// The count array: Count-Min's facts (one row), including the lean flow-size-only build.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: "count_array",
+    tasks: crate::count_min::CM_TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with("count_array", p, |c| CountArray::new(c, ctx.seed)),
+    defaults: algo::defaults_of::<CountArrayConfig>,
+    flow_size_only: &[("candidates", 0)],
+};

@@ -666,10 +666,10 @@ impl CountMin {
 
 /// What Count-Min and the count array (Count-Min with one row) answer.
 pub(crate) const CM_TASKS: &[Task] = &[
-    Task::FlowSize,
     Task::HeavyHitters,
     Task::HeavyChangers,
     Task::TopK,
+    Task::FlowSize,
 ];
 
 /// The `Algorithm` impl of a wrapper around [`CmState`] (a field `st`): Count-Min and the count
@@ -739,3 +739,15 @@ macro_rules! cm_algorithm {
 pub(crate) use cm_algorithm;
 
 cm_algorithm!(CountMin, "count_min");
+
+/// Count-Min: answers flow sizes from its counters and heavy hitters / top-k from its candidate
+/// set; serving flow size alone it needs no candidate set (a probe per update costs about as much
+/// as the counter updates, README "Benchmarks"), so a run builds it with `candidates = 0`.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: "count_min",
+    tasks: CM_TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with("count_min", p, |c| CountMin::new(c, ctx.seed)),
+    defaults: algo::defaults_of::<CountMinConfig>,
+    flow_size_only: &[("candidates", 0)],
+};

@@ -231,10 +231,10 @@ impl CountSketch {
 }
 
 const TASKS: &[Task] = &[
-    Task::FlowSize,
     Task::HeavyHitters,
     Task::HeavyChangers,
     Task::TopK,
+    Task::FlowSize,
 ];
 
 impl Algorithm for CountSketch {
@@ -320,3 +320,13 @@ impl Algorithm for CountSketch {
         Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: "count_sketch",
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with("count_sketch", p, |c| CountSketch::new(c, ctx.seed)),
+    defaults: algo::defaults_of::<CountSketchConfig>,
+    flow_size_only: &[],
+};

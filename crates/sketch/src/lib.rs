@@ -7,6 +7,8 @@
 //! updates, bit for bit. The heavy-hitter candidate sets and UnivMon's heaps are order-dependent
 //! (class C); their guarantees are stated where they are built.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod candidates;
 pub mod count_array;
 pub mod count_min;
@@ -24,44 +26,11 @@ pub use count_sketch::{CountSketch, CountSketchConfig, SignedMatrix};
 pub use mrac::{Em, Mrac, MracConfig};
 pub use univmon::{UnivMon, UnivMonConfig};
 
-use algo::{parse_params, Algorithm, BuildCtx, ConfigError, Estimate};
+use algo::Estimate;
 
 /// Keys hashed (and counters prefetched) ahead of the updates in `update_batch`
 /// (Agg-Evict artifact's MAX_RX_BURST).
 pub(crate) const BATCH: usize = 32;
-
-/// The algorithm names this crate provides.
-pub const NAMES: &[&str] = &[
-    "count_min",
-    "count_sketch",
-    "count_array",
-    "univmon",
-    "mrac",
-];
-
-/// Build algorithm `name` from its parameter table; `Ok(None)` if this crate does not provide
-/// `name`.
-pub fn build(
-    name: &str,
-    params: &toml::Table,
-    ctx: &BuildCtx,
-) -> Result<Option<Box<dyn Algorithm>>, ConfigError> {
-    let a: Box<dyn Algorithm> = match name {
-        "count_min" => Box::new(CountMin::new(parse_params("count_min", params)?, ctx.seed)?),
-        "count_sketch" => Box::new(CountSketch::new(
-            parse_params("count_sketch", params)?,
-            ctx.seed,
-        )?),
-        "count_array" => Box::new(CountArray::new(
-            parse_params("count_array", params)?,
-            ctx.seed,
-        )?),
-        "univmon" => Box::new(UnivMon::new(parse_params("univmon", params)?, ctx.seed)?),
-        "mrac" => Box::new(Mrac::new(parse_params("mrac", params)?, ctx.seed)?),
-        _ => return Ok(None),
-    };
-    Ok(Some(a))
-}
 
 /// Largest estimate first, ties by key, so reports are deterministic.
 pub(crate) fn sort_estimates(v: &mut [Estimate]) {

@@ -445,3 +445,13 @@ impl Algorithm for Mrac {
         Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: "mrac",
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with("mrac", p, |c| Mrac::new(c, ctx.seed)),
+    defaults: algo::defaults_of::<MracConfig>,
+    flow_size_only: &[],
+};

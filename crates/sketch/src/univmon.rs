@@ -489,3 +489,13 @@ impl Algorithm for UnivMon {
         Ok(())
     }
 }
+
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: "univmon",
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, ctx| algo::build_with("univmon", p, |c| UnivMon::new(c, ctx.seed)),
+    defaults: algo::defaults_of::<UnivMonConfig>,
+    flow_size_only: &[],
+};

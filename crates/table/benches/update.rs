@@ -6,27 +6,31 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 
-#[path = "../src/zipf_util.rs"]
-#[allow(dead_code)]
-mod zipf_util;
-
 const BURST: usize = 32;
 
 fn bench(c: &mut Criterion) {
-    let keys = zipf_util::zipf_keys(500_000, 1_000_000, 1.1, 0xbe4c);
+    let keys = testkit::zipf_keys(1_000_000, 500_000, 1.1, 0xbe4c);
     let weights = vec![1u64; keys.len()];
     let ctx = algo::BuildCtx::default();
     let mut g = c.benchmark_group("update");
     g.throughput(Throughput::Elements(keys.len() as u64));
     g.sample_size(10);
-    for &name in table::NAMES {
+    for e in [
+        &table::linear_hash::ENTRY,
+        &table::cuckoo::ENTRY_1,
+        &table::cuckoo::ENTRY_4,
+        &table::heap::ENTRY,
+        &table::space_saving::ENTRY,
+        &table::misra_gries::ENTRY,
+        &table::flow_radar::ENTRY,
+        &table::ewma_change::ENTRY,
+    ] {
+        let name = e.name;
         g.bench_function(name, |b| {
             b.iter_batched_ref(
                 || {
                     // A fresh empty structure per iteration, built outside the timing.
-                    table::build(name, &toml::Table::new(), &ctx)
-                        .expect("default config")
-                        .expect("known name")
+                    e.build(&toml::Table::new(), &ctx).expect("default config")
                 },
                 |a| {
                     for (k, w) in keys.chunks(BURST).zip(weights.chunks(BURST)) {

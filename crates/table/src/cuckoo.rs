@@ -29,7 +29,7 @@ use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
-use crate::{exact, packed, Dropped, NotState};
+use crate::{packed, Dropped, NotState};
 
 /// Distinct sub-seed constant of this algorithm ("cuckoo").
 const SEED_TAG: u64 = 0x6375_636b_6f6f_0000;
@@ -333,6 +333,20 @@ const TASKS: &[Task] = &[
     Task::Entropy,
 ];
 
+impl crate::exact::FlowSet for Cuckoo {
+    fn flows(&self) -> impl Iterator<Item = Estimate> + '_ {
+        self.entries()
+    }
+
+    fn count_of(&self, key: &FlowKey) -> Option<u64> {
+        self.find(key)
+    }
+
+    fn flow_count(&self) -> f64 {
+        self.len as f64
+    }
+}
+
 impl Algorithm for Cuckoo {
     fn name(&self) -> &'static str {
         self.slots.name()
@@ -389,41 +403,7 @@ impl Algorithm for Cuckoo {
         self.table.len() * 8
     }
 
-    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
-        Some(exact::heavy_hitters(self.entries(), threshold))
-    }
-
-    /// `prev` must be a `Cuckoo` table (any size or seed: counts are exact); otherwise `None`.
-    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = algo::downcast::<Cuckoo>(prev)?;
-        Some(exact::changers(
-            self.entries(),
-            |k| self.find(k),
-            p.entries(),
-            |k| p.find(k),
-            threshold,
-        ))
-    }
-
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.len as f64)
-    }
-
-    fn flow_size_distribution(&self) -> Option<Vec<f64>> {
-        Some(algo::size_histogram(self.entries().map(|e| e.1)))
-    }
-
-    fn entropy(&self) -> Option<f64> {
-        Some(algo::entropy_of(self.entries().map(|e| e.1)))
-    }
-
-    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
-        Some(exact::top_k(self.entries(), k))
-    }
-
-    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
-        Some(self.get(key))
-    }
+    crate::exact::flow_set_queries!(Cuckoo);
 
     /// Adds `other`'s counts (same shape and seed); counts equal those of one table fed both
     /// streams as long as nothing is dropped.
@@ -444,10 +424,30 @@ impl Algorithm for Cuckoo {
     }
 }
 
+/// Cuckoo hashing with one entry per bucket, listed in the `catalog` crate.
+pub const ENTRY_1: algo::Entry = algo::Entry {
+    name: "cuckoo1",
+    tasks: TASKS,
+    fit: algo::KeyFit::AtMost,
+    build: |p, ctx| algo::build_with("cuckoo1", p, |c| Cuckoo::new(c, Slots::One, ctx)),
+    defaults: algo::defaults_of::<CuckooConfig>,
+    flow_size_only: &[],
+};
+
+/// Cuckoo hashing with four entries per bucket (one cache line), listed in the `catalog` crate.
+pub const ENTRY_4: algo::Entry = algo::Entry {
+    name: "cuckoo4",
+    tasks: TASKS,
+    fit: algo::KeyFit::AtMost,
+    build: |p, ctx| algo::build_with("cuckoo4", p, |c| Cuckoo::new(c, Slots::Four, ctx)),
+    defaults: algo::defaults_of::<CuckooConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{rank_key, truth, zipf_keys};
+    use testkit::{rank_key, truth, zipf_keys};
 
     fn table(slots: Slots, cap: usize, seed: u64) -> Cuckoo {
         let ctx = BuildCtx {
@@ -463,7 +463,7 @@ mod tests {
 
     #[test]
     fn equals_truth_under_capacity() {
-        let keys = zipf_keys(5_000, 100_000, 1.1, 11);
+        let keys = zipf_keys(100_000, 5_000, 1.1, 11);
         let t = truth(&keys);
         for slots in [Slots::One, Slots::Four] {
             let mut a = table(slots, 1 << 14, 5);
@@ -500,7 +500,7 @@ mod tests {
             let mut a = table(slots, 1 << 13, seed);
             let mut i = 0;
             while a.dropped().is_zero() {
-                a.update(&rank_key(i), 1);
+                a.update(&rank_key(i as u32), 1);
                 i += 1;
             }
             let load = a.load_factor();
@@ -520,20 +520,24 @@ mod tests {
             );
             // Keep going past capacity: stored + dropped = everything, no panic.
             for j in i..2 * a.capacity() {
-                a.update(&rank_key(j), 2);
+                a.update(&rank_key(j as u32), 2);
             }
             let stored: u64 = a.entries().map(|e| e.1).sum();
             let total = (i as u64) + 2 * (2 * a.capacity() - i) as u64;
             assert_eq!(stored + a.dropped().weight, total);
             for k in 0..i - 1 {
-                assert_eq!(a.get(&rank_key(k)), 1, "resident flow lost its count");
+                assert_eq!(
+                    a.get(&rank_key(k as u32)),
+                    1,
+                    "resident flow lost its count"
+                );
             }
         }
     }
 
     #[test]
     fn weighted_equals_unit_updates_and_batch_equals_loop() {
-        let keys = zipf_keys(3_000, 20_000, 1.1, 12);
+        let keys = zipf_keys(20_000, 3_000, 1.1, 12);
         let w: Vec<u64> = (0..keys.len() as u64).map(|i| 1 + i % 4).collect();
         for slots in [Slots::One, Slots::Four] {
             // Loaded enough that random walks run (b = 1 at 0.37, b = 4 at 0.73) but nothing is
@@ -564,7 +568,7 @@ mod tests {
 
     #[test]
     fn seeds_merge_and_changes() {
-        let keys = zipf_keys(2_000, 20_000, 1.1, 13);
+        let keys = zipf_keys(20_000, 2_000, 1.1, 13);
         let (x, y) = keys.split_at(keys.len() / 2);
         for slots in [Slots::One, Slots::Four] {
             let (mut a, mut b, mut c) = (

@@ -192,10 +192,20 @@ impl Algorithm for EwmaChange {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, _ctx| algo::build_with(NAME, p, EwmaChange::new),
+    defaults: algo::defaults_of::<EwmaChangeConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{rank_key, zipf_keys};
+    use testkit::{rank_key, zipf_keys};
 
     fn feed(e: &mut EwmaChange, keys: &[FlowKey]) {
         for k in keys {
@@ -210,7 +220,7 @@ mod tests {
         let dummy = EwmaChange::new(EwmaChangeConfig::default()).unwrap();
         // Three steady epochs of the same Zipf traffic (different draws), planted flow at 100.
         for epoch in 0..3u64 {
-            feed(&mut e, &zipf_keys(1_000, 50_000, 1.1, 50 + epoch));
+            feed(&mut e, &zipf_keys(50_000, 1_000, 1.1, 50 + epoch));
             e.update(&planted, 100);
             if epoch == 0 {
                 assert_eq!(e.heavy_changers(&dummy, 1).unwrap(), vec![]);
@@ -221,7 +231,7 @@ mod tests {
         assert_eq!(e.epochs(), 3);
         assert_eq!(e.prediction(&planted), Some(100.0));
         // The planted flow jumps to 5000 packets; the steady flows move by sampling noise only.
-        feed(&mut e, &zipf_keys(1_000, 50_000, 1.1, 60));
+        feed(&mut e, &zipf_keys(50_000, 1_000, 1.1, 60));
         e.update(&planted, 5_000);
         let hc = e.heavy_changers(&dummy, 1_000).unwrap();
         assert_eq!(hc, vec![(planted, 4_900)]);
@@ -229,7 +239,7 @@ mod tests {
         // Next epoch it is back at 100: a change again (P = 0.5·5000 + 0.5·100 = 2550).
         e.reset();
         assert_eq!(e.prediction(&planted), Some(2_550.0));
-        feed(&mut e, &zipf_keys(1_000, 50_000, 1.1, 61));
+        feed(&mut e, &zipf_keys(50_000, 1_000, 1.1, 61));
         e.update(&planted, 100);
         let hc = e.heavy_changers(&dummy, 1_000).unwrap();
         assert_eq!(hc, vec![(planted, 2_450)]);
@@ -241,7 +251,7 @@ mod tests {
 
     #[test]
     fn aggregated_updates_merge_and_forgetting() {
-        let keys = zipf_keys(500, 10_000, 1.1, 62);
+        let keys = zipf_keys(10_000, 500, 1.1, 62);
         let cfg = EwmaChangeConfig::default();
         let (mut unit, mut agg) = (
             EwmaChange::new(cfg.clone()).unwrap(),

@@ -1,8 +1,76 @@
 //! Task answers shared by every structure that holds (key, count) pairs it can enumerate.
 //! Reports are sorted by count (largest first), then by key, so they are deterministic.
+//!
+//! The exact tables (`linear_hash`, `cuckoo1`, `cuckoo4`) and FlowRadar's decoded flow set
+//! answer every task from their pairs: they implement [`FlowSet`] and get all seven queries from
+//! [`flow_set_queries!`], written once here.
 
 use algo::Estimate;
 use key::FlowKey;
+
+/// A structure whose state is a set of (key, count) pairs it can enumerate and look up.
+pub(crate) trait FlowSet {
+    /// Every stored (or decoded) pair.
+    fn flows(&self) -> impl Iterator<Item = Estimate> + '_;
+    /// The count of `key`, if it is in the set.
+    fn count_of(&self, key: &FlowKey) -> Option<u64>;
+    /// The number of distinct keys (FlowRadar counts the flows it inserted, decoded or not).
+    fn flow_count(&self) -> f64;
+}
+
+/// The task queries of an `impl Algorithm for $t` where `$t: FlowSet`: heavy hitters, heavy
+/// changers (against the previous epoch's `$t`; any size or seed, the counts are compared),
+/// cardinality, flow-size distribution, entropy, top-k and per-flow size.
+macro_rules! flow_set_queries {
+    ($t:ty) => {
+        fn heavy_hitters(&self, threshold: u64) -> Option<Vec<algo::Estimate>> {
+            use $crate::exact::FlowSet;
+            Some($crate::exact::heavy_hitters(self.flows(), threshold))
+        }
+
+        /// `prev` must be of the same type; otherwise `None`.
+        fn heavy_changers(
+            &self,
+            prev: &dyn algo::Algorithm,
+            threshold: u64,
+        ) -> Option<Vec<algo::Estimate>> {
+            use $crate::exact::FlowSet;
+            let p = algo::downcast::<$t>(prev)?;
+            Some($crate::exact::changers(
+                self.flows(),
+                |k| self.count_of(k),
+                p.flows(),
+                |k| p.count_of(k),
+                threshold,
+            ))
+        }
+
+        fn cardinality(&self) -> Option<f64> {
+            Some($crate::exact::FlowSet::flow_count(self))
+        }
+
+        fn flow_size_distribution(&self) -> Option<Vec<f64>> {
+            use $crate::exact::FlowSet;
+            Some(algo::size_histogram(self.flows().map(|e| e.1)))
+        }
+
+        fn entropy(&self) -> Option<f64> {
+            use $crate::exact::FlowSet;
+            Some(algo::entropy_of(self.flows().map(|e| e.1)))
+        }
+
+        fn top_k(&self, k: usize) -> Option<Vec<algo::Estimate>> {
+            use $crate::exact::FlowSet;
+            Some($crate::exact::top_k(self.flows(), k))
+        }
+
+        /// 0 for a key not in the set.
+        fn flow_size(&self, key: &key::FlowKey) -> Option<u64> {
+            Some($crate::exact::FlowSet::count_of(self, key).unwrap_or(0))
+        }
+    };
+}
+pub(crate) use flow_set_queries;
 
 fn sort_desc(v: &mut [Estimate]) {
     v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

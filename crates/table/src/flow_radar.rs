@@ -34,7 +34,7 @@ use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
 
-use crate::{exact, packed, Dropped, NotState};
+use crate::{packed, Dropped, NotState};
 
 const NAME: &str = "flow_radar";
 /// Distinct sub-seed constant of this algorithm ("flowrad").
@@ -361,11 +361,25 @@ const TASKS: &[Task] = &[
     Task::FlowSize,
     Task::HeavyHitters,
     Task::HeavyChangers,
+    Task::TopK,
+    Task::Cardinality,
     Task::FlowSizeDistribution,
     Task::Entropy,
-    Task::Cardinality,
-    Task::TopK,
 ];
+
+impl crate::exact::FlowSet for FlowRadar {
+    fn flows(&self) -> impl Iterator<Item = Estimate> + '_ {
+        self.decoded_entries()
+    }
+
+    fn count_of(&self, key: &FlowKey) -> Option<u64> {
+        self.decode().flows.get(key).copied()
+    }
+
+    fn flow_count(&self) -> f64 {
+        self.flows_inserted()
+    }
+}
 
 impl Algorithm for FlowRadar {
     fn name(&self) -> &'static str {
@@ -427,44 +441,7 @@ impl Algorithm for FlowRadar {
         (self.bf.len() + self.table.len()) * 8
     }
 
-    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
-        Some(exact::heavy_hitters(self.decoded_entries(), threshold))
-    }
-
-    /// Union of the two epochs' decodes (a flow missing from one counts 0 there). `prev` must
-    /// be a `FlowRadar`; otherwise `None`.
-    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = algo::downcast::<FlowRadar>(prev)?;
-        let (cur, old) = (self.decode(), p.decode());
-        Some(exact::changers(
-            self.decoded_entries(),
-            |k| cur.flows.get(k).copied(),
-            p.decoded_entries(),
-            |k| old.flows.get(k).copied(),
-            threshold,
-        ))
-    }
-
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.flows_inserted())
-    }
-
-    fn flow_size_distribution(&self) -> Option<Vec<f64>> {
-        Some(algo::size_histogram(self.decode().flows.values().copied()))
-    }
-
-    fn entropy(&self) -> Option<f64> {
-        Some(algo::entropy_of(self.decode().flows.values().copied()))
-    }
-
-    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
-        Some(exact::top_k(self.decoded_entries(), k))
-    }
-
-    /// The decoded count, 0 for a flow the decode did not recover.
-    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
-        Some(self.decode().flows.get(key).copied().unwrap_or(0))
-    }
+    crate::exact::flow_set_queries!(FlowRadar);
 
     /// OR the filters, add the counts and XOR the keys. Exact only for disjoint flow sets (e.g.
     /// per-core sharding by flow hash): a flow present in both is XOR-ed out of its cells and
@@ -492,11 +469,20 @@ impl Algorithm for FlowRadar {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::AtMost,
+    build: |p, ctx| algo::build_with(NAME, p, |c| FlowRadar::new(c, ctx)),
+    defaults: algo::defaults_of::<FlowRadarConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{rank_key, truth, zipf_keys};
-    use std::collections::HashMap;
+    use testkit::{rank_key, truth, zipf_keys};
 
     fn radar(cells: usize, bf_bits: Option<usize>, seed: u64, key_len: usize) -> FlowRadar {
         let ctx = BuildCtx {
@@ -514,12 +500,12 @@ mod tests {
 
     /// A Zipf stream over exactly `n` distinct keys (every rank appears at least once).
     fn stream(n: usize, len: usize, seed: u64) -> Vec<FlowKey> {
-        let mut keys: Vec<FlowKey> = (0..n).map(rank_key).collect();
-        keys.extend(zipf_keys(n, len, 1.1, seed));
+        let mut keys: Vec<FlowKey> = (0..n as u32).map(rank_key).collect();
+        keys.extend(zipf_keys(len, n, 1.1, seed));
         keys
     }
 
-    fn as_map(d: &Decoded) -> HashMap<FlowKey, u64> {
+    fn as_map(d: &Decoded) -> KeyMap<u64> {
         d.flows().iter().map(|(k, &c)| (*k, c)).collect()
     }
 
@@ -561,7 +547,7 @@ mod tests {
     #[test]
     fn five_tuples_and_shorter_keys_decode_with_their_length() {
         let mut fr = radar(1_024, None, 9, 13);
-        let mut t = HashMap::new();
+        let mut t = KeyMap::default();
         for i in 0..500u32 {
             let mut b = [0u8; 13];
             b[..4].copy_from_slice(&i.to_be_bytes());

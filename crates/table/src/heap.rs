@@ -138,14 +138,24 @@ impl Algorithm for Heap {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, _ctx| algo::build_with(NAME, p, Heap::new),
+    defaults: algo::defaults_of::<HeapConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{truth, zipf_keys};
+    use testkit::{truth, zipf_keys};
 
     #[test]
     fn top_k_recall_on_zipf() {
-        let keys = zipf_keys(100_000, 200_000, 1.1, 21);
+        let keys = zipf_keys(200_000, 100_000, 1.1, 21);
         let t = truth(&keys);
         let mut h = Heap::new(HeapConfig::default()).unwrap();
         h.update_batch(&keys, &vec![1; keys.len()]);
@@ -154,7 +164,7 @@ mod tests {
         let mut sizes: Vec<(FlowKey, u64)> = t.iter().map(|(k, &c)| (*k, c)).collect();
         sizes.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         // The true top 10 are above N/k (guaranteed monitored, never under-estimated, and
-        // above any newcomer's c_min + 1): all found. Deeper ranks are best effort; 25 of the
+        // above any newcomer's c_min + 1): all found. Deeper ranks are best effort; 26 of the
         // top 32 measured with this seed.
         let top: Vec<FlowKey> = h.top_k(32).unwrap().into_iter().map(|e| e.0).collect();
         let recall = |j: usize| sizes[..j].iter().filter(|e| top.contains(&e.0)).count();
@@ -176,7 +186,7 @@ mod tests {
 
     #[test]
     fn weighted_updates_keep_the_bounds() {
-        let keys = zipf_keys(50_000, 100_000, 1.1, 22);
+        let keys = zipf_keys(100_000, 50_000, 1.1, 22);
         let t = truth(&keys);
         // Aggregated stream: each key once with its full count, in a shuffled-ish order.
         let mut agg: Vec<(FlowKey, u64)> = t.iter().map(|(k, &c)| (*k, c)).collect();

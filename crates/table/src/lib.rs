@@ -17,7 +17,9 @@
 //! [`algo::BuildCtx::key_len`] the structure was built for cannot be stored; it is counted in the
 //! structure's [`Dropped`] counter, never lost silently.
 
-use algo::{Algorithm, BuildCtx, ConfigError};
+#![forbid(unsafe_code)]
+
+use algo::ConfigError;
 use serde::{Deserialize, Serialize};
 
 pub mod cuckoo;
@@ -32,9 +34,6 @@ mod count_heap;
 mod exact;
 mod packed;
 
-#[cfg(test)]
-mod zipf_util;
-
 pub use cuckoo::{Cuckoo, CuckooConfig};
 pub use ewma_change::{EwmaChange, EwmaChangeConfig};
 pub use flow_radar::{Decoded, FlowRadar, FlowRadarConfig};
@@ -42,56 +41,6 @@ pub use heap::{Heap, HeapConfig};
 pub use linear_hash::{LinearHash, LinearHashConfig};
 pub use misra_gries::{MisraGries, MisraGriesConfig};
 pub use space_saving::{SpaceSaving, SpaceSavingConfig};
-
-/// Names of the algorithms this crate builds.
-pub const NAMES: &[&str] = &[
-    "linear_hash",
-    "cuckoo1",
-    "cuckoo4",
-    "heap",
-    "space_saving",
-    "misra_gries",
-    "flow_radar",
-    "ewma_change",
-];
-
-/// Build the algorithm `name` from its parameter table; `Ok(None)` if this crate has no such
-/// algorithm.
-pub fn build(
-    name: &str,
-    params: &toml::Table,
-    ctx: &BuildCtx,
-) -> Result<Option<Box<dyn Algorithm>>, ConfigError> {
-    let a: Box<dyn Algorithm> = match name {
-        "linear_hash" => Box::new(LinearHash::new(
-            algo::parse_params("linear_hash", params)?,
-            ctx,
-        )?),
-        "cuckoo1" => Box::new(Cuckoo::new(
-            algo::parse_params("cuckoo1", params)?,
-            cuckoo::Slots::One,
-            ctx,
-        )?),
-        "cuckoo4" => Box::new(Cuckoo::new(
-            algo::parse_params("cuckoo4", params)?,
-            cuckoo::Slots::Four,
-            ctx,
-        )?),
-        "heap" => Box::new(Heap::new(algo::parse_params("heap", params)?)?),
-        "space_saving" => Box::new(SpaceSaving::new(algo::parse_params(
-            "space_saving",
-            params,
-        )?)?),
-        "misra_gries" => Box::new(MisraGries::new(algo::parse_params("misra_gries", params)?)?),
-        "flow_radar" => Box::new(FlowRadar::new(
-            algo::parse_params("flow_radar", params)?,
-            ctx,
-        )?),
-        "ewma_change" => Box::new(EwmaChange::new(algo::parse_params("ewma_change", params)?)?),
-        _ => return Ok(None),
-    };
-    Ok(Some(a))
-}
 
 /// Updates a structure could not store: a new key arriving at a full table, a Cuckoo victim
 /// with no free place after the kick limit, or a key longer than the configured key length.
@@ -148,57 +97,5 @@ pub(crate) fn invalid(
         algo,
         field,
         reason: reason.into(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn build_knows_every_name_and_only_those() {
-        let ctx = BuildCtx::default();
-        let small: toml::Table = toml::from_str("").unwrap();
-        for &n in NAMES {
-            let mut p = small.clone();
-            // Keep the default-sized tables out of the test's memory budget.
-            match n {
-                "linear_hash" | "cuckoo1" | "cuckoo4" => {
-                    p.insert("capacity".into(), toml::Value::Integer(1024));
-                }
-                "flow_radar" => {
-                    p.insert("cells".into(), toml::Value::Integer(1024));
-                }
-                _ => {}
-            }
-            let a = build(n, &p, &ctx).unwrap().unwrap();
-            assert_eq!(a.name(), n);
-            assert!(!a.tasks().is_empty());
-        }
-        assert!(build("count_min", &small, &ctx).unwrap().is_none());
-    }
-
-    #[test]
-    fn build_rejects_unknown_fields_and_bad_values() {
-        let ctx = BuildCtx::default();
-        let p: toml::Table = toml::from_str("nope = 1").unwrap();
-        for &n in NAMES {
-            assert!(build(n, &p, &ctx).is_err(), "{n} accepted an unknown field");
-        }
-        let p: toml::Table = toml::from_str("k = 0").unwrap();
-        let e = build("space_saving", &p, &ctx).err().unwrap();
-        assert!(e.to_string().contains("`k`"), "{e}");
-    }
-
-    #[test]
-    fn default_configs_build_with_paper_sizes() {
-        let ctx = BuildCtx::default();
-        let e: toml::Table = toml::Table::new();
-        let fr = build("flow_radar", &e, &ctx).unwrap().unwrap();
-        let fr = algo::downcast::<FlowRadar>(fr.as_ref()).unwrap();
-        assert_eq!(fr.cells(), 262_144);
-        let ss = build("space_saving", &e, &ctx).unwrap().unwrap();
-        let ss = algo::downcast::<SpaceSaving>(ss.as_ref()).unwrap();
-        assert_eq!(ss.k(), 128);
     }
 }

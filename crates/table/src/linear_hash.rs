@@ -18,7 +18,7 @@ use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
-use crate::{exact, packed, Dropped};
+use crate::{packed, Dropped};
 
 const NAME: &str = "linear_hash";
 /// Distinct sub-seed constant of this algorithm ("linhash").
@@ -202,6 +202,20 @@ const TASKS: &[Task] = &[
     Task::Entropy,
 ];
 
+impl crate::exact::FlowSet for LinearHash {
+    fn flows(&self) -> impl Iterator<Item = Estimate> + '_ {
+        self.entries()
+    }
+
+    fn count_of(&self, key: &FlowKey) -> Option<u64> {
+        self.find(key)
+    }
+
+    fn flow_count(&self) -> f64 {
+        self.len as f64
+    }
+}
+
 impl Algorithm for LinearHash {
     fn name(&self) -> &'static str {
         NAME
@@ -256,41 +270,7 @@ impl Algorithm for LinearHash {
         self.slots.len() * 8
     }
 
-    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
-        Some(exact::heavy_hitters(self.entries(), threshold))
-    }
-
-    /// `prev` must be a `LinearHash` (any size or seed: the counts are exact); otherwise `None`.
-    fn heavy_changers(&self, prev: &dyn Algorithm, threshold: u64) -> Option<Vec<Estimate>> {
-        let p = algo::downcast::<LinearHash>(prev)?;
-        Some(exact::changers(
-            self.entries(),
-            |k| self.find(k),
-            p.entries(),
-            |k| p.find(k),
-            threshold,
-        ))
-    }
-
-    fn cardinality(&self) -> Option<f64> {
-        Some(self.len as f64)
-    }
-
-    fn flow_size_distribution(&self) -> Option<Vec<f64>> {
-        Some(algo::size_histogram(self.entries().map(|e| e.1)))
-    }
-
-    fn entropy(&self) -> Option<f64> {
-        Some(algo::entropy_of(self.entries().map(|e| e.1)))
-    }
-
-    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
-        Some(exact::top_k(self.entries(), k))
-    }
-
-    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
-        Some(self.get(key))
-    }
+    crate::exact::flow_set_queries!(LinearHash);
 
     /// Adds `other`'s counts (same capacity, key length and seed). The counts equal those of a
     /// table fed both streams; slot positions may differ (they depend on insertion order).
@@ -306,10 +286,20 @@ impl Algorithm for LinearHash {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::AtMost,
+    build: |p, ctx| algo::build_with(NAME, p, |c| LinearHash::new(c, ctx)),
+    defaults: algo::defaults_of::<LinearHashConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{truth, zipf_keys};
+    use testkit::{truth, zipf_keys};
 
     fn table(cap: usize, seed: u64) -> LinearHash {
         let ctx = BuildCtx {
@@ -328,7 +318,7 @@ mod tests {
 
     #[test]
     fn equals_truth_under_capacity() {
-        let keys = zipf_keys(5_000, 100_000, 1.1, 1);
+        let keys = zipf_keys(100_000, 5_000, 1.1, 1);
         let t = truth(&keys);
         let mut a = table(1 << 14, 7);
         for k in &keys {
@@ -355,7 +345,7 @@ mod tests {
 
     #[test]
     fn reports_drops_over_capacity() {
-        let keys = zipf_keys(5_000, 50_000, 1.1, 2);
+        let keys = zipf_keys(50_000, 5_000, 1.1, 2);
         let t = truth(&keys);
         let mut a = table(1024, 3);
         for k in &keys {
@@ -393,7 +383,7 @@ mod tests {
 
     #[test]
     fn weighted_equals_unit_updates_and_batch_equals_loop() {
-        let keys = zipf_keys(2_000, 20_000, 1.1, 3);
+        let keys = zipf_keys(20_000, 2_000, 1.1, 3);
         let mut unit = table(8192, 1);
         let mut agg = table(8192, 1);
         let mut batch = table(8192, 1);
@@ -411,7 +401,7 @@ mod tests {
 
     #[test]
     fn seeds_merge_changes_and_mixed_lengths() {
-        let keys = zipf_keys(2_000, 20_000, 1.1, 4);
+        let keys = zipf_keys(20_000, 2_000, 1.1, 4);
         let (mut a, mut b, mut c) = (table(8192, 1), table(8192, 1), table(8192, 2));
         for k in &keys {
             a.update(k, 1);

@@ -211,13 +211,22 @@ impl Algorithm for MisraGries {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, _ctx| algo::build_with(NAME, p, MisraGries::new),
+    defaults: algo::defaults_of::<MisraGriesConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{truth, zipf_keys};
-    use std::collections::HashMap;
+    use testkit::{truth, zipf_keys};
 
-    fn check_bound(m: &MisraGries, t: &HashMap<FlowKey, u64>, n: u64) {
+    fn check_bound(m: &MisraGries, t: &KeyMap<u64>, n: u64) {
         m.heap.check();
         assert_eq!(m.total(), n);
         let sum: u64 = m.entries().map(|e| e.1).sum();
@@ -238,7 +247,7 @@ mod tests {
     #[test]
     fn bound_on_zipf_unit_and_aggregated() {
         for (seed, skew, k) in [(41, 1.1, 128), (42, 0.9, 64), (43, 1.3, 16)] {
-            let keys = zipf_keys(50_000, 200_000, skew, seed);
+            let keys = zipf_keys(200_000, 50_000, skew, seed);
             let t = truth(&keys);
             let n = keys.len() as u64;
             let mut unit = MisraGries::new(MisraGriesConfig { k }).unwrap();
@@ -265,7 +274,7 @@ mod tests {
 
     #[test]
     fn merge_keeps_the_bound() {
-        let keys = zipf_keys(50_000, 200_000, 1.1, 44);
+        let keys = zipf_keys(200_000, 50_000, 1.1, 44);
         let (x, y) = keys.split_at(keys.len() / 3);
         let mut a = MisraGries::new(MisraGriesConfig { k: 32 }).unwrap();
         let mut b = MisraGries::new(MisraGriesConfig { k: 32 }).unwrap();

@@ -152,13 +152,23 @@ impl Algorithm for SpaceSaving {
     }
 }
 
+/// This algorithm's facts, listed in the `catalog` crate.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::Any,
+    build: |p, _ctx| algo::build_with(NAME, p, SpaceSaving::new),
+    defaults: algo::defaults_of::<SpaceSavingConfig>,
+    flow_size_only: &[],
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zipf_util::{truth, zipf_keys};
-    use std::collections::HashMap;
+    use key::KeyMap;
+    use testkit::{truth, zipf_keys};
 
-    fn check_invariants(s: &SpaceSaving, t: &HashMap<FlowKey, u64>, n: u64) {
+    fn check_invariants(s: &SpaceSaving, t: &KeyMap<u64>, n: u64) {
         s.heap.check();
         assert_eq!(s.total(), n);
         assert_eq!(s.entries().map(|e| e.1).sum::<u64>(), n, "sum c = N");
@@ -189,7 +199,7 @@ mod tests {
     #[test]
     fn invariants_on_zipf_unit_and_aggregated() {
         for (seed, skew) in [(31, 1.1), (32, 0.8), (33, 1.5)] {
-            let keys = zipf_keys(50_000, 200_000, skew, seed);
+            let keys = zipf_keys(200_000, 50_000, skew, seed);
             let t = truth(&keys);
             let n = keys.len() as u64;
             let mut unit = SpaceSaving::new(SpaceSavingConfig::default()).unwrap();

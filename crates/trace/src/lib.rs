@@ -35,6 +35,8 @@
 //!
 //! Timestamps are u64 nanoseconds since the Unix epoch, saturating at both ends.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
@@ -350,10 +352,6 @@ impl Capture {
             // cannot either: stream them.
             return Capture::from_reader(path, file, format);
         }
-        // SAFETY: the map is read-only and lives as long as the Capture. Another process
-        // truncating or rewriting the file while we read it is outside Rust's model (as for every
-        // mmap-based reader, e.g. ripgrep); capture files are treated as immutable while open.
-        // Every access is bounds-checked against the map's length.
         let mut opts = memmap2::MmapOptions::new();
         if meta.len() <= POPULATE_LIMIT {
             // Pre-fault the whole mapping in one call (MAP_POPULATE): one minor fault per 4 KiB
@@ -362,6 +360,10 @@ impl Capture {
             // bigger than memory does not thrash.
             opts.populate();
         }
+        // SAFETY: the map is read-only and lives as long as the Capture. Another process
+        // truncating or rewriting the file while we read it is outside Rust's model (as for every
+        // mmap-based reader, e.g. ripgrep); capture files are treated as immutable while open.
+        // Every access is bounds-checked against the map's length.
         let map = unsafe { opts.map(&file) }.map_err(io_err)?;
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);

@@ -1,5 +1,6 @@
-//! Writers for the formats the readers accept, so that the generator, the benches and the tests
-//! build traces with the same layout definitions the readers decode.
+//! Writers for the formats the readers accept (pcap in both byte orders, pcapng, key traces),
+//! so that this crate's benches and tests build their captures from the same layout
+//! definitions the readers decode. (The generator, `gen`, writes its own pcap and key traces.)
 
 use std::io::{self, Write};
 

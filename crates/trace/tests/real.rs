@@ -117,17 +117,16 @@ fn ours(cap: &Capture) -> (Vec<Pkt<'_>>, bool) {
     (out, true)
 }
 
-fn shared() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
-
 fn open(p: &Path) -> Capture {
     Capture::open(p.to_str().expect("utf-8 path"), None).expect("opens")
 }
 
 #[test]
 fn real_captures_match_pcap_parser() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(shared())
+    let Some(shared) = testkit::traces_dir() else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&shared)
         .expect("shared/traces")
         .map(|e| e.expect("dir entry").path())
         .filter(|p| {
@@ -159,7 +158,7 @@ fn real_captures_match_pcap_parser() {
         total += got.len();
     }
     // Several names say .pcap but hold pcapng (see the traces README): detection is by magic.
-    let fmt = |n: &str| open(&shared().join(n)).format();
+    let fmt = |n: &str| open(&shared.join(n)).format();
     assert_eq!(fmt("ndpi_zoom.pcap"), Format::Pcapng);
     assert_eq!(fmt("netshare_caida-small_raw.pcap"), Format::Pcapng);
     assert_eq!(fmt("ndpi_gnutella.pcap"), Format::Pcap);
@@ -168,7 +167,9 @@ fn real_captures_match_pcap_parser() {
 
 #[test]
 fn tcpdump_captures_match_pcap_parser_where_it_reads_them() {
-    let dir = shared().join("tcpdump-tests");
+    let Some(dir) = testkit::trace("tcpdump-tests") else {
+        return;
+    };
     let mut compared = 0;
     let mut packets = 0;
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -12,10 +12,6 @@ use std::sync::Arc;
 
 use trace::{Body, Capture, Format, Record, Tuple};
 
-fn traces() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
-
 /// How a [`Short`] reader cuts its reads.
 #[derive(Clone, Copy, Debug)]
 enum Cut {
@@ -203,7 +199,10 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn real_captures_stream_like_the_slice_parser() {
-    let paths = files(&traces());
+    let Some(traces) = testkit::traces_dir() else {
+        return;
+    };
+    let paths = files(&traces);
     assert!(paths.len() >= 8, "{paths:?}");
     let mut records = 0;
     for p in &paths {
@@ -220,7 +219,10 @@ fn real_captures_stream_like_the_slice_parser() {
 
 #[test]
 fn tcpdump_captures_stream_like_the_slice_parser() {
-    let paths = files(&traces().join("tcpdump-tests"));
+    let Some(dir) = testkit::trace("tcpdump-tests") else {
+        return;
+    };
+    let paths = files(&dir);
     assert_eq!(paths.len(), 830, "the suite holds 830 files");
     let (mut errors, mut records) = (0, 0);
     for (i, p) in paths.iter().enumerate() {
@@ -256,8 +258,11 @@ fn tcpdump_captures_stream_like_the_slice_parser() {
 fn cut_captures_stream_like_the_slice_parser() {
     // Every prefix length of a small pcap and pcapng: truncation inside the file header,
     // record headers, records and blocks, at every byte.
+    let Some(traces) = testkit::traces_dir() else {
+        return;
+    };
     for name in ["ndpi_synscan.pcap", "ndpi_alexa-app.pcapng"] {
-        let p = traces().join(name);
+        let p = traces.join(name);
         let bytes = std::fs::read(&p).expect("read trace");
         let name = p.to_str().expect("utf-8 path");
         let step = (bytes.len() / 600).max(1);
@@ -271,7 +276,9 @@ fn cut_captures_stream_like_the_slice_parser() {
 
 #[test]
 fn a_stream_is_read_once_and_the_slice_api_still_works() {
-    let p = traces().join("ndpi_synscan.pcap");
+    let Some(p) = testkit::trace("ndpi_synscan.pcap") else {
+        return;
+    };
     let bytes = std::fs::read(&p).expect("read trace");
     let name = p.to_str().expect("utf-8 path");
     let want = by_slice(name, &bytes, None).expect("opens");

@@ -12,6 +12,8 @@
 //! its index on the time axis so gaps stay visible. A timestamp earlier than the current epoch's
 //! start (captures are not always sorted) stays in the current epoch.
 
+#![forbid(unsafe_code)]
+
 use key::{FlowKey, KeyKind, KeyMap};
 use serde::{Deserialize, Serialize};
 

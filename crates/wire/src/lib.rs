@@ -61,6 +61,8 @@
 //!
 //! **Every frame gets exactly one class**; for non-IP classes the tuple is all zeros.
 
+#![forbid(unsafe_code)]
+
 use key::{FlowKey, KeyKind, Tuple};
 
 mod ip;

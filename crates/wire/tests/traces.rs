@@ -1,11 +1,11 @@
 //! Cross-check against an independent implementation on real captures.
 //!
-//! Every frame of `/work/shared/traces/*.pcap*` is read with `pcap-parser` and decoded by both
-//! `wire::parse` and `etherparse` (its lax parser, which like ours accepts frames cut by a
-//! snaplen). Wherever etherparse finds an IP header we must agree on the class and addresses;
-//! wherever it finds a TCP/UDP header we must agree on the ports and the protocol. The tcpdump
-//! regression captures (many link types, many deliberately broken packets) are only checked for
-//! panics and for every frame getting a class.
+//! Every frame of `../shared/traces/*.pcap*` (found by `testkit::traces_dir`; the tests skip
+//! without it) is read with `pcap-parser` and decoded by both `wire::parse` and `etherparse` (its
+//! lax parser, which like ours accepts frames cut by a snaplen). Wherever etherparse finds an IP
+//! header we must agree on the class and addresses; wherever it finds a TCP/UDP header we must
+//! agree on the ports and the protocol. The tcpdump regression captures (many link types, many
+//! deliberately broken packets) are only checked for panics and for every frame getting a class.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,10 +14,6 @@ use etherparse::{LaxNetSlice, LaxSlicedPacket, SlicedPacket, TransportSlice};
 use pcap_parser::traits::PcapNGPacketBlock;
 use pcap_parser::{create_reader, Block, PcapBlockOwned, PcapError};
 use wire::{linktype as lt, parse, Class, View};
-
-fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
 
 /// Call `f(linktype, captured bytes)` for every packet of a pcap or pcapng file. Stops quietly at
 /// the first unreadable block (some tcpdump test files are deliberately broken).
@@ -256,7 +252,9 @@ fn compare(link: u32, d: &[u8], ours: &View, tally: &mut Tally) {
 
 #[test]
 fn agrees_with_etherparse_on_real_traces() {
-    let dir = traces_dir();
+    let Some(dir) = testkit::traces_dir() else {
+        return;
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("traces dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -325,7 +323,9 @@ fn agrees_with_etherparse_on_real_traces() {
 
 #[test]
 fn tcpdump_regression_captures_never_panic() {
-    let dir = traces_dir().join("tcpdump-tests");
+    let Some(dir) = testkit::trace("tcpdump-tests") else {
+        return;
+    };
     let Ok(entries) = std::fs::read_dir(&dir) else {
         panic!("missing {}", dir.display());
     };

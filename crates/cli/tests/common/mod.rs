@@ -8,19 +8,16 @@ use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use key::Tuple;
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
 
-pub fn traces_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
-}
-
-/// The real captures (not the tcpdump regression set).
-pub fn real_traces() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(traces_dir())
-        .expect("../shared/traces must exist beside the repository")
+/// The real captures (not the tcpdump regression set), or `None` (the test skips) without
+/// `../shared/traces` (`testkit::traces_dir`).
+pub fn real_traces() -> Option<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(testkit::traces_dir()?)
+        .expect("readable traces directory")
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_file() && p.to_string_lossy().contains(".pcap"))
         .collect();
     v.sort();
-    v
+    Some(v)
 }
 
 /// One frame as pcap-parser reads it: (link type, original length, captured bytes).

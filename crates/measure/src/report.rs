@@ -1,0 +1,148 @@
+//! The per-epoch report: what each task answered, its accuracy against exact ground truth, and
+//! what the run cost. Everything here is serialized as `netsift run --json` prints it.
+
+use algo::Task;
+use key::KeyKind;
+use serde::Serialize;
+use truth::Weight;
+
+use crate::metrics::Accuracy;
+
+/// One reported key with its estimate.
+#[derive(Clone, Debug, Serialize)]
+pub struct Listed {
+    pub key: String,
+    pub estimate: u64,
+}
+
+/// What an algorithm answered.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Answer {
+    /// Scalar answers: cardinality, entropy, number of flows of the distribution.
+    pub estimate: Option<f64>,
+    /// Number of keys reported (set tasks) or queried (flow size).
+    pub reported: Option<u64>,
+    /// The largest reported keys, at most `listed` of them.
+    pub keys: Vec<Listed>,
+    /// Flow-size distribution: estimated number of flows of size 1..=10.
+    pub fsd_head: Vec<f64>,
+}
+
+/// The exact counterpart of an [`Answer`], from the ground truth.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Exact {
+    /// The exact value of `answer.estimate`.
+    pub value: Option<f64>,
+    /// Number of true instances (set tasks).
+    pub count: Option<u64>,
+}
+
+/// One task's answer in one epoch.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskResult {
+    pub task: Task,
+    pub algorithm: String,
+    pub key: KeyKind,
+    /// The absolute threshold used (heavy hitters / changers / spreaders) or k (top-k).
+    pub threshold: Option<f64>,
+    pub answer: Answer,
+    pub truth: Exact,
+    pub accuracy: Accuracy,
+    /// Why the task has no answer this epoch (heavy changers in the first epoch).
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochReport {
+    pub index: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub flows: u64,
+    pub tasks: Vec<TaskResult>,
+}
+
+/// Cost of one algorithm instance over the whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cost {
+    pub algorithm: String,
+    pub key: KeyKind,
+    pub memory_bytes: usize,
+    pub updates: u64,
+    pub seconds: f64,
+    /// Update time per keyed packet of the trace.
+    pub ns_per_packet: f64,
+    /// Update time per update the algorithm received (differs behind an accelerator).
+    pub ns_per_update: f64,
+    pub mpps: f64,
+    /// Keys not fed because the algorithm cannot store their length (the other address family:
+    /// see `RunConfig::ipv6`).
+    pub skipped: u64,
+}
+
+/// The aggregator of one key kind (Agg-Evict), over the whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct AccelCost {
+    pub accel: &'static str,
+    pub key: KeyKind,
+    pub simd: String,
+    pub memory_bytes: usize,
+    pub packets: u64,
+    /// Updates handed to the algorithms (evictions, epoch-end flushes, bypasses).
+    pub evicted: u64,
+    /// `evicted / packets`: the share of the per-packet work the algorithms still do.
+    pub evicted_share: f64,
+    /// Time in the aggregator itself (its time minus the algorithms' time on its evictions).
+    pub seconds: f64,
+    pub ns_per_packet: f64,
+}
+
+/// Packet accounting: every packet read is in exactly one class.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Totals {
+    pub packets: u64,
+    pub bytes: u64,
+    pub ipv4: u64,
+    pub ipv6: u64,
+    pub non_ip: u64,
+    pub truncated: u64,
+    pub malformed: u64,
+    pub unsupported: u64,
+    pub epochs: u64,
+}
+
+impl Totals {
+    /// Count one packet read, in its class.
+    #[inline]
+    pub fn add(&mut self, class: wire::Class, wire_len: u32) {
+        self.packets += 1;
+        self.bytes += u64::from(wire_len);
+        let n = match class {
+            wire::Class::Ipv4 => &mut self.ipv4,
+            wire::Class::Ipv6 => &mut self.ipv6,
+            wire::Class::NonIp => &mut self.non_ip,
+            wire::Class::Truncated => &mut self.truncated,
+            wire::Class::Malformed => &mut self.malformed,
+            wire::Class::Unsupported => &mut self.unsupported,
+        };
+        *n += 1;
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub trace: String,
+    pub key: KeyKind,
+    pub weight: Weight,
+    pub epoch: String,
+    pub seed: u64,
+    pub batch: usize,
+    pub epochs: Vec<EpochReport>,
+    pub totals: Totals,
+    /// Wall time of the whole pass (reading, parsing, ground truth and all algorithms).
+    pub seconds: f64,
+    pub mpps: f64,
+    pub throughput: Vec<Cost>,
+    pub accel: &'static str,
+    /// One entry per key kind when an accelerator is in front of the algorithms.
+    pub accelerators: Vec<AccelCost>,
+}
