@@ -92,6 +92,8 @@
 //! of a chunk, shared by both key modes; `narrow`: the u32 path (the hot path above); `wide`:
 //! fingerprint mode; [`simd`]: the lookup and run-start kernels.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 use algo::Algorithm;
 pub use algo::KeyBatch;
 use key::{FlowKey, HashFn, MAX_KEY_LEN};

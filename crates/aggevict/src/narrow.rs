@@ -97,10 +97,10 @@ impl Aggregator {
         // such a packet stays a run of its own and bypasses as before. A merged run whose sum
         // exceeds u32 bypasses in the lookup.
         let (unit, mergeable) = weight_rules(ws);
-        // SAFETY: `K`'s feature is present: `run::<K>` is instantiated for a SIMD `K` only
-        // inside the `run_*` entry point of that feature, which `update` calls only for the
-        // backend `new` checked (the same argument as every `K::find` on this path).
         let mut starts = if mergeable {
+            // SAFETY: `K`'s feature is present: `run::<K>` is instantiated for a SIMD `K` only
+            // inside the `run_*` entry point of that feature, which `update` calls only for the
+            // backend `new` checked (the same argument as every `K::find` on this path).
             unsafe { K::run_starts(ks) }
         } else {
             u32::MAX

@@ -52,9 +52,11 @@ pub struct Entry {
     pub build: BuildFn,
     /// Its default parameters, as the table `build` would read (for `netsift algorithms`).
     pub defaults: fn() -> toml::Table,
-    /// Parameters a run sets when this instance serves `flow_size` alone and the user did not
-    /// set them (Count-Min's heavy-hitter candidate set: `candidates = 0`, see the runner).
-    pub flow_size_only: &'static [(&'static str, i64)],
+    /// Parameters (a TOML table body, "" for none) a run sets when this instance serves
+    /// `flow_size` alone and the user did not set them: Count-Min's heavy-hitter candidate set
+    /// costs about as much per update as its counters and flow-size queries do not read it, so
+    /// `candidates = 0`. The Agg-Evict paper's artifact runs Count-Min this way.
+    pub flow_size_only: &'static str,
 }
 
 impl Entry {
@@ -69,6 +71,12 @@ impl Entry {
 
     pub fn answers(&self, t: Task) -> bool {
         self.tasks.contains(&t)
+    }
+
+    /// [`Entry::flow_size_only`] as a table (empty when there is no such rule; a rule that does
+    /// not parse is caught by the catalog's tests).
+    pub fn flow_size_only_params(&self) -> toml::Table {
+        self.flow_size_only.parse().unwrap_or_default()
     }
 }
 

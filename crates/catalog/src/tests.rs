@@ -44,12 +44,7 @@ fn tasks_are_exactly_the_queries_that_answer() {
     for e in ALL {
         let mut configs = vec![toml::Table::new()];
         if !e.flow_size_only.is_empty() {
-            configs.push(
-                e.flow_size_only
-                    .iter()
-                    .map(|&(k, v)| (k.to_string(), toml::Value::Integer(v)))
-                    .collect(),
-            );
+            configs.push(e.flow_size_only_params());
         }
         for p in configs {
             let ctx = ctx_for(e);
@@ -103,10 +98,11 @@ fn defaults_are_the_tables_build_reads() {
 fn flow_size_only_rules_narrow_to_flow_size() {
     for e in ALL.iter().filter(|e| !e.flow_size_only.is_empty()) {
         assert!(e.answers(Task::FlowSize), "{}", e.name);
-        let mut p = toml::Table::new();
-        for &(k, v) in e.flow_size_only {
-            p.insert(k.into(), toml::Value::Integer(v));
-        }
+        let p: toml::Table = e
+            .flow_size_only
+            .parse()
+            .expect("the rule is a TOML table body");
+        assert!(!p.is_empty(), "{}", e.name);
         let a = e.build(&p, &ctx_for(e)).unwrap();
         assert_eq!(a.tasks(), &[Task::FlowSize], "{}", e.name);
     }

@@ -57,7 +57,7 @@ fn figure_parser() -> impl TypedValueParser<Value = lab::Figure> {
 
 pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
     let args = lab::LabArgs {
-        figure: a.figure.to_string(),
+        figure: a.figure,
         trace: a.trace,
         out: a.out.clone(),
         packets: a.packets,

@@ -473,7 +473,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| BloomSpreader::new(c, ctx)),
     defaults: algo::defaults_of::<BloomSpreaderConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

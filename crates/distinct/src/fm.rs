@@ -183,7 +183,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| Fm::new(c, ctx)),
     defaults: algo::defaults_of::<FmConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

@@ -225,7 +225,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| HyperLogLog::new(c, ctx)),
     defaults: algo::defaults_of::<HyperLogLogConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

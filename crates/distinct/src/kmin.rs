@@ -205,7 +205,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| KMin::new(c, ctx)),
     defaults: algo::defaults_of::<KMinConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

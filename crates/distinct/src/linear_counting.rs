@@ -256,7 +256,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| LinearCounting::new(c, ctx)),
     defaults: algo::defaults_of::<LinearCountingConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

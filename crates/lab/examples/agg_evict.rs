@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let mut args = lab::LabArgs::new("all", "out/agg-evict");
+    let mut args = lab::LabArgs::new(lab::Figure::All, "out/agg-evict");
     args.progress = true;
     let mut pos = 0;
     let mut it = std::env::args().skip(1);
@@ -15,7 +15,13 @@ fn main() -> ExitCode {
             "--trace" => args.trace = it.next().map(PathBuf::from),
             _ => {
                 match pos {
-                    0 => args.figure = a,
+                    0 => match a.parse() {
+                        Ok(f) => args.figure = f,
+                        Err(e) => {
+                            eprintln!("{e}");
+                            return ExitCode::FAILURE;
+                        }
+                    },
                     1 => args.out = PathBuf::from(a),
                     _ => match a.parse() {
                         Ok(n) => args.packets = n,

@@ -30,9 +30,8 @@ use serde::Serialize;
 /// What to run (the CLI's `bench agg-evict` flags).
 #[derive(Clone, Debug)]
 pub struct LabArgs {
-    /// "2", "5", "6", "7", "8", "share", "limit" or "all": a [`Figure`]'s name, parsed by
-    /// [`run_agg_evict`] (an unknown name is [`LabError::UnknownFigure`]).
-    pub figure: String,
+    /// The figure to run, or all of them.
+    pub figure: Figure,
     /// A capture to use instead of the synthetic trace (figures 2, 5, 6, 8, share, limit; figure
     /// 7 varies the synthetic trace's skew and order, so it always generates).
     pub trace: Option<PathBuf>,
@@ -48,9 +47,9 @@ pub struct LabArgs {
 
 impl LabArgs {
     /// Defaults for `figure` with output under `out`.
-    pub fn new(figure: &str, out: impl Into<PathBuf>) -> LabArgs {
+    pub fn new(figure: Figure, out: impl Into<PathBuf>) -> LabArgs {
         LabArgs {
-            figure: figure.to_string(),
+            figure,
             trace: None,
             out: out.into(),
             packets: DEFAULT_PACKETS,
@@ -234,12 +233,11 @@ impl LabError {
     }
 }
 
-/// Run the figure(s) named by `args.figure`, write their files under `args.out`, and return
-/// every point measured.
+/// Run the figure(s) of `args.figure`, write their files under `args.out`, and return every
+/// point measured.
 pub fn run_agg_evict(args: &LabArgs) -> Result<Vec<Point>, LabError> {
-    let figure: Figure = args.figure.parse()?;
     let mut lab = figures::Lab::new(args)?;
-    let points = lab.figure(figure)?;
+    let points = lab.figure(args.figure)?;
     lab.finish();
     Ok(points)
 }

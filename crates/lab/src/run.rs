@@ -234,10 +234,10 @@ fn batch_of<'a>(buf: &'a [FlowKey], nb: &'a [u32]) -> KeyBatch<'a> {
 }
 
 /// End-to-end mode: read the capture file (memory-mapped, page-cached by an untimed first pass),
-/// parse every frame, build its key, and process it as [`measure`] does. A batch's time runs from
+/// parse every frame, build its key, and process it as [`measure()`] does. A batch's time runs from
 /// the end of the previous batch to the end of its own processing, so it includes reading and
 /// parsing its packets. Non-IP frames are read and parsed (timed) but reach no algorithm; they
-/// are not counted in `packets`. Batches of 4-byte keys take the u32 path, as in [`measure`].
+/// are not counted in `packets`. Batches of 4-byte keys take the u32 path, as in [`measure()`].
 pub fn measure_e2e(
     path: &str,
     key_len: usize,

@@ -33,7 +33,7 @@ fn out_dir(name: &str) -> PathBuf {
 }
 
 fn quick(figure: &str, out: &Path) -> LabArgs {
-    let mut a = LabArgs::new(figure, out);
+    let mut a = LabArgs::new(figure.parse().expect("a figure name"), out);
     a.quick = true;
     a.packets = 150_000;
     a
@@ -131,9 +131,9 @@ fn figure2_quick_unique_share_falls_with_batch_size() {
 
 #[test]
 fn unknown_figure_is_an_error() {
-    let out = out_dir("bad");
-    let e = run_agg_evict(&quick("9", &out)).unwrap_err();
+    let e = "9".parse::<lab::Figure>().unwrap_err();
     assert!(matches!(e, LabError::UnknownFigure(ref f) if f == "9"));
+    assert!(e.to_string().contains("share"), "{e}");
 }
 
 #[test]

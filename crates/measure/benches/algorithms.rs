@@ -125,11 +125,9 @@ fn bench(c: &mut Criterion) {
     // same memory accesses as the bare loops.
     for e in catalog::ALL.iter().filter(|e| !e.flow_size_only.is_empty()) {
         let name = e.name;
-        let mut lean = toml::Table::new();
-        for &(k, v) in e.flow_size_only {
-            lean.insert(k.into(), toml::Value::Integer(v));
-        }
-        let mut a = e.build(&lean, &BuildCtx::default()).unwrap();
+        let mut a = e
+            .build(&e.flow_size_only_params(), &BuildCtx::default())
+            .unwrap();
         g.bench_function(
             BenchmarkId::new("netsift_u32", format!("{name}_counters_only")),
             |b| b.iter(|| feed_u32(a.as_mut(), &raw, &ones)),

@@ -131,8 +131,8 @@ impl Runner {
                     let entry = catalog::lookup(&name)?;
                     let mut params = spec.params.clone();
                     if flow_size_only(spec) {
-                        for &(k, v) in entry.flow_size_only {
-                            params.entry(k).or_insert_with(|| toml::Value::Integer(v));
+                        for (k, v) in entry.flow_size_only_params() {
+                            params.entry(k).or_insert(v);
                         }
                     }
                     let algo = entry

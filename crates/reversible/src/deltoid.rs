@@ -369,7 +369,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| Deltoid::new(c, ctx)),
     defaults: algo::defaults_of::<DeltoidConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

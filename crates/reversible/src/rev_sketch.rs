@@ -448,7 +448,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| RevSketch::new(c, ctx)),
     defaults: algo::defaults_of::<RevSketchConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

@@ -434,7 +434,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| TwoLevel::new(c, ctx)),
     defaults: algo::defaults_of::<TwoLevelConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

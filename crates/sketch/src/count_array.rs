@@ -82,5 +82,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("count_array", p, |c| CountArray::new(c, ctx.seed)),
     defaults: algo::defaults_of::<CountArrayConfig>,
-    flow_size_only: &[("candidates", 0)],
+    flow_size_only: "candidates = 0",
 };

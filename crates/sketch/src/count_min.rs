@@ -749,5 +749,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("count_min", p, |c| CountMin::new(c, ctx.seed)),
     defaults: algo::defaults_of::<CountMinConfig>,
-    flow_size_only: &[("candidates", 0)],
+    flow_size_only: "candidates = 0",
 };

@@ -328,5 +328,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("count_sketch", p, |c| CountSketch::new(c, ctx.seed)),
     defaults: algo::defaults_of::<CountSketchConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };

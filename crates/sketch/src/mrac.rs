@@ -453,5 +453,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("mrac", p, |c| Mrac::new(c, ctx.seed)),
     defaults: algo::defaults_of::<MracConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };

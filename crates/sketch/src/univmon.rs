@@ -497,5 +497,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("univmon", p, |c| UnivMon::new(c, ctx.seed)),
     defaults: algo::defaults_of::<UnivMonConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };

@@ -431,7 +431,7 @@ pub const ENTRY_1: algo::Entry = algo::Entry {
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with("cuckoo1", p, |c| Cuckoo::new(c, Slots::One, ctx)),
     defaults: algo::defaults_of::<CuckooConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 /// Cuckoo hashing with four entries per bucket (one cache line), listed in the `catalog` crate.
@@ -441,7 +441,7 @@ pub const ENTRY_4: algo::Entry = algo::Entry {
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with("cuckoo4", p, |c| Cuckoo::new(c, Slots::Four, ctx)),
     defaults: algo::defaults_of::<CuckooConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

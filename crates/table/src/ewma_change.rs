@@ -199,7 +199,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, _ctx| algo::build_with(NAME, p, EwmaChange::new),
     defaults: algo::defaults_of::<EwmaChangeConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

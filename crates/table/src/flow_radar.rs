@@ -476,7 +476,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with(NAME, p, |c| FlowRadar::new(c, ctx)),
     defaults: algo::defaults_of::<FlowRadarConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

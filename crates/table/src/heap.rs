@@ -145,7 +145,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, _ctx| algo::build_with(NAME, p, Heap::new),
     defaults: algo::defaults_of::<HeapConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

@@ -293,7 +293,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with(NAME, p, |c| LinearHash::new(c, ctx)),
     defaults: algo::defaults_of::<LinearHashConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

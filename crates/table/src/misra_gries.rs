@@ -218,7 +218,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, _ctx| algo::build_with(NAME, p, MisraGries::new),
     defaults: algo::defaults_of::<MisraGriesConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

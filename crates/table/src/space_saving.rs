@@ -159,7 +159,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     fit: algo::KeyFit::Any,
     build: |p, _ctx| algo::build_with(NAME, p, SpaceSaving::new),
     defaults: algo::defaults_of::<SpaceSavingConfig>,
-    flow_size_only: &[],
+    flow_size_only: "",
 };
 
 #[cfg(test)]

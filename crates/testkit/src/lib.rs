@@ -42,6 +42,8 @@
 //!   `NETSIFT_TRACES=/nonexistent cargo test -p wire --test traces`. An empty value counts as
 //!   unset.
 
+#![forbid(unsafe_code)]
+
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};

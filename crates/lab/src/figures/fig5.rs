@@ -6,9 +6,6 @@ use crate::output::Panel;
 use crate::run::{measure_e2e, RunCfg};
 use crate::{Figure, LabError, Point, EPOCH};
 
-/// Count-Min's parameters for the paper's configuration: counters only, no candidate set.
-const COUNTERS_ONLY: &str = "candidates = 0";
-
 impl Lab<'_> {
     /// Section 4.2, Figure 5: the nine algorithms with and without Agg-Evict (k = 2000, GRR,
     /// batch 32), with the memory limit of each algorithm's size.
@@ -16,19 +13,25 @@ impl Lab<'_> {
         let e2e = self.args.trace.clone();
         let per = if e2e.is_some() { 4 } else { 2 };
         let mut points = Vec::new();
-        // Count-Min twice: with its defaults (the heavy-hitter candidate set, which the other
-        // figures use too) and as the paper's artifact runs it, counters only (insert and point
-        // query): the baseline a bare loop of the same memory accesses bounds (issue 3). The
-        // charts show the defaults; CSV and JSON have both.
+        // An algorithm with a flow-size-only build (Count-Min: counters only, no candidate set)
+        // runs twice: with its defaults (the candidate set, which the other figures use too)
+        // and lean, as the paper's artifact runs it (insert and point query): the baseline a
+        // bare loop of the same memory accesses bounds (issue 3). The charts show the defaults;
+        // CSV and JSON have both.
         let runs = NINE.iter().flat_map(|&(a, key, _)| {
-            let variants: &[&'static str] = if a == "count_min" {
-                &["", COUNTERS_ONLY]
+            let lean = catalog::get(a).map_or("", |e| e.flow_size_only);
+            let variants = if lean.is_empty() {
+                vec![""]
             } else {
-                &[""]
+                vec!["", lean]
             };
-            variants.iter().map(move |&params| (a, params, key))
+            variants.into_iter().map(move |params| (a, params, key))
         });
-        self.start(Figure::Fig5, (NINE.len() + 1) * per);
+        let lean = NINE
+            .iter()
+            .filter(|(a, ..)| catalog::get(a).is_some_and(|e| !e.flow_size_only.is_empty()))
+            .count();
+        self.start(Figure::Fig5, (NINE.len() + lean) * per);
         for (a, params, key) in runs {
             if !self.supported(a, key)? {
                 continue;

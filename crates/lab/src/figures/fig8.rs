@@ -43,12 +43,10 @@ impl Lab<'_> {
                 32,
             )?);
         }
-        let pcats = vec!["Count-Min".to_string(), "Space-Saving".to_string()];
-        let pidx = |p: &Point| match p.algorithm.as_str() {
-            "count_min" => Some(0),
-            "space_saving" => Some(1),
-            _ => None,
-        };
+        // The chart's categories: the algorithms this panel ran, with their labels.
+        let cats = [("count_min", "Count-Min"), ("space_saving", "Space-Saving")];
+        let pcats = cats.iter().map(|c| c.1.to_string()).collect::<Vec<_>>();
+        let pidx = |p: &Point| cats.iter().position(|c| c.0 == p.algorithm);
         let mut pser = Vec::new();
         for pol in ["grr", "lru"] {
             let sel = move |p: &Point| p.policy == pol;
