@@ -397,9 +397,17 @@ fn print_costs(r: &Report) {
         );
     }
     let t = &r.totals;
+    let classes: Vec<String> = wire::Class::ALL
+        .iter()
+        .map(|&c| format!("{} {}", t.classes.get(c), c.name()))
+        .collect();
     println!(
-        "\n{} packets ({} ipv4, {} ipv6, {} non_ip, {} truncated, {} malformed, {} unsupported), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing and ground truth)",
-        t.packets, t.ipv4, t.ipv6, t.non_ip, t.truncated, t.malformed, t.unsupported, t.epochs, r.seconds, r.mpps
+        "\n{} packets ({}), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing and ground truth)",
+        t.packets,
+        classes.join(", "),
+        t.epochs,
+        r.seconds,
+        r.mpps
     );
 }
 

@@ -34,13 +34,8 @@ pub struct FileStats {
     pub packets: u64,
     /// Sum of wire lengths (0 for key traces, which carry no length).
     pub bytes: u64,
-    pub ipv4: u64,
-    pub ipv6: u64,
-    pub non_ip: u64,
-    pub truncated: u64,
-    pub malformed: u64,
-    /// Frames of link types netsift does not decode (counted, never dropped).
-    pub unsupported: u64,
+    #[serde(flatten)]
+    pub classes: wire::Classes,
     /// IPv4/IPv6 packets whose capture ends before the 4 port bytes (ports taken as 0).
     pub l4_cut: u64,
     pub flows: Flows,
@@ -94,12 +89,7 @@ impl FileStats {
             format,
             packets: 0,
             bytes: 0,
-            ipv4: 0,
-            ipv6: 0,
-            non_ip: 0,
-            truncated: 0,
-            malformed: 0,
-            unsupported: 0,
+            classes: wire::Classes::default(),
             l4_cut: 0,
             flows: Flows::default(),
             first_ts_ns: None,
@@ -115,7 +105,7 @@ impl FileStats {
 
     /// Sum of the six classes; always equals `packets`.
     pub fn classified(&self) -> u64 {
-        self.ipv4 + self.ipv6 + self.non_ip + self.truncated + self.malformed + self.unsupported
+        self.classes.total()
     }
 }
 
@@ -135,14 +125,7 @@ pub fn file_stats(cap: &Capture, top_n: usize, top_key: KeyKind) -> FileStats {
         if let Some(l) = p.link {
             links.insert(l);
         }
-        match p.class {
-            Class::Ipv4 => st.ipv4 += 1,
-            Class::Ipv6 => st.ipv6 += 1,
-            Class::NonIp => st.non_ip += 1,
-            Class::Truncated => st.truncated += 1,
-            Class::Malformed => st.malformed += 1,
-            Class::Unsupported => st.unsupported += 1,
-        }
+        st.classes.add(p.class);
         if keyed(p.class) {
             st.l4_cut += p.l4_cut as u64;
             for (set, kind) in sets.iter_mut().zip(KeyKind::ALL) {
@@ -200,15 +183,9 @@ pub fn print_table(st: &FileStats) {
     };
     println!("  packets      {:>14}", st.packets);
     println!("  bytes        {:>14}", st.bytes);
-    for (name, n) in [
-        ("ipv4", st.ipv4),
-        ("ipv6", st.ipv6),
-        ("non_ip", st.non_ip),
-        ("truncated", st.truncated),
-        ("malformed", st.malformed),
-        ("unsupported", st.unsupported),
-    ] {
-        println!("  {name:<12} {n:>14}  {:>6.2}%", pct(n));
+    for c in Class::ALL {
+        let n = st.classes.get(c);
+        println!("  {:<12} {n:>14}  {:>6.2}%", c.name(), pct(n));
     }
     if st.l4_cut > 0 {
         println!("  (l4 cut      {:>14}  ports taken as 0)", st.l4_cut);

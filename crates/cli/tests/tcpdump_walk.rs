@@ -35,9 +35,9 @@ fn every_tcpdump_capture_is_read_or_refused_clearly() {
             Ok(cap) => {
                 let st = file_stats(&cap, 3, KeyKind::FiveTuple);
                 assert_eq!(st.classified(), st.packets, "{name}");
-                assert!(st.ipv4 + st.ipv6 <= st.packets);
+                assert!(st.classes.keyed() <= st.packets);
                 packets += st.packets;
-                keyed += st.ipv4 + st.ipv6;
+                keyed += st.classes.keyed();
                 match &st.error {
                     None => full += 1,
                     Some(msg) => {

@@ -101,12 +101,8 @@ pub struct AccelCost {
 pub struct Totals {
     pub packets: u64,
     pub bytes: u64,
-    pub ipv4: u64,
-    pub ipv6: u64,
-    pub non_ip: u64,
-    pub truncated: u64,
-    pub malformed: u64,
-    pub unsupported: u64,
+    #[serde(flatten)]
+    pub classes: wire::Classes,
     pub epochs: u64,
 }
 
@@ -116,15 +112,7 @@ impl Totals {
     pub fn add(&mut self, class: wire::Class, wire_len: u32) {
         self.packets += 1;
         self.bytes += u64::from(wire_len);
-        let n = match class {
-            wire::Class::Ipv4 => &mut self.ipv4,
-            wire::Class::Ipv6 => &mut self.ipv6,
-            wire::Class::NonIp => &mut self.non_ip,
-            wire::Class::Truncated => &mut self.truncated,
-            wire::Class::Malformed => &mut self.malformed,
-            wire::Class::Unsupported => &mut self.unsupported,
-        };
-        *n += 1;
+        self.classes.add(class);
     }
 }
 

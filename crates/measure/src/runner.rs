@@ -359,7 +359,7 @@ impl Runner {
     pub fn finish(mut self) -> Report {
         self.end_epoch();
         let seconds = self.started.elapsed().as_secs_f64();
-        let keyed = self.totals.ipv4 + self.totals.ipv6;
+        let keyed = self.totals.classes.keyed();
         let throughput = self
             .instances
             .iter()

@@ -47,7 +47,7 @@ fn same_trace_config_and_seed_give_the_same_report() {
         serde_json::to_value(&b.epochs).unwrap()
     );
     assert_eq!(a.totals.packets, 300_000);
-    assert_eq!(a.totals.ipv4, 300_000);
+    assert_eq!(a.totals.classes.ipv4, 300_000);
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn u32_and_flow_key_batches_both_count_every_source() {
         })
         .unwrap();
         let rep = r.finish();
-        assert_eq!(rep.totals.ipv6, 300_000 / 40);
+        assert_eq!(rep.totals.classes.ipv6, 300_000 / 40);
         for e in &rep.epochs {
             for t in &e.tasks {
                 match (t.algorithm.as_str(), t.task) {

@@ -375,27 +375,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::{key_of, planted_stream, zipf_stream};
+    use crate::testutil::{ctx, feed, key_of, planted, planted_stream, zipf_stream};
     use testkit::weighted_truth;
-
-    fn ctx(seed: u64, key_len: usize) -> BuildCtx {
-        BuildCtx {
-            seed,
-            key_len,
-            ..BuildCtx::default()
-        }
-    }
-
-    fn feed(s: &mut Deltoid, stream: &[(FlowKey, u64)]) {
-        let (k, w): (Vec<FlowKey>, Vec<u64>) = stream.iter().copied().unzip();
-        s.update_batch(&k, &w);
-    }
-
-    fn planted(n: usize, key_len: usize, tag: u64) -> Vec<FlowKey> {
-        (0..n as u64)
-            .map(|i| key_of(key::mix64(tag + i), key_len))
-            .collect()
-    }
 
     #[test]
     fn recovers_planted_heavy_hitters() {

@@ -1,5 +1,6 @@
 //! Test helpers: this crate's key layout over testkit's Zipf sampler, and planted streams.
 
+use algo::{Algorithm, BuildCtx};
 use key::FlowKey;
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
@@ -48,4 +49,26 @@ pub fn planted_stream(
         out.swap(i, j);
     }
     out
+}
+
+/// A build context with this seed and key length (source side).
+pub fn ctx(seed: u64, key_len: usize) -> BuildCtx {
+    BuildCtx {
+        seed,
+        key_len,
+        ..BuildCtx::default()
+    }
+}
+
+/// Feed a weighted stream as one batch.
+pub fn feed(s: &mut impl Algorithm, stream: &[(FlowKey, u64)]) {
+    let (k, w): (Vec<FlowKey>, Vec<u64>) = stream.iter().copied().unzip();
+    s.update_batch(&k, &w);
+}
+
+/// `n` distinct `key_len`-byte keys to plant, derived from `tag`.
+pub fn planted(n: usize, key_len: usize, tag: u64) -> Vec<FlowKey> {
+    (0..n as u64)
+        .map(|i| key_of(key::mix64(tag + i), key_len))
+        .collect()
 }

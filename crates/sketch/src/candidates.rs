@@ -22,7 +22,8 @@
 //! For Count Sketch (non-monotone estimates) the same mechanics give a best-effort set: a key's
 //! estimate can fall below `theta` by the time of a compaction and be dropped.
 
-use key::FlowKey;
+use algo::Estimate;
+use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
 
 /// The probe-table entry of a member with code `h`: `h + 1`, so that `0` can mark an empty slot.
@@ -312,6 +313,28 @@ impl Candidates {
         }
         self.compact(requery);
     }
+}
+
+/// Heavy changers of a sketch with candidate sets (Count-Min, the count array, Count Sketch):
+/// every key in either epoch's set, with the absolute change its counters show (`change(code)`,
+/// the current minus the previous epoch's estimate), kept when at least `threshold`.
+pub(crate) fn changers(
+    cur: &Candidates,
+    prev: &Candidates,
+    threshold: u64,
+    change: impl Fn(u64) -> i64,
+) -> Vec<Estimate> {
+    let mut union: KeyMap<u64> = KeyMap::default();
+    for (k, h) in cur.iter().chain(prev.iter()) {
+        union.insert(*k, h);
+    }
+    let mut v: Vec<Estimate> = union
+        .into_iter()
+        .map(|(k, h)| (k, change(h).unsigned_abs()))
+        .filter(|&(_, d)| d >= threshold)
+        .collect();
+    crate::sort_estimates(&mut v);
+    v
 }
 
 #[cfg(test)]

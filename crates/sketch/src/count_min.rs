@@ -29,7 +29,7 @@
 //! `CmState::chunk_split`).
 
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
-use key::{Affine, FlowKey, HashFn, KeyMap};
+use key::{Affine, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
 use crate::candidates::Candidates;
@@ -591,17 +591,12 @@ impl CmState {
         if !self.m.same_shape(&prev.m) {
             return None;
         }
-        let mut union: KeyMap<u64> = KeyMap::default();
-        for (k, h) in self.cand.iter().chain(prev.cand.iter()) {
-            union.insert(*k, h);
-        }
-        let mut v: Vec<Estimate> = union
-            .into_iter()
-            .map(|(k, h)| (k, self.m.change_h(&prev.m, h).unsigned_abs()))
-            .filter(|&(_, d)| d >= threshold)
-            .collect();
-        sort_estimates(&mut v);
-        Some(v)
+        Some(crate::candidates::changers(
+            &self.cand,
+            &prev.cand,
+            threshold,
+            |h| self.m.change_h(&prev.m, h),
+        ))
     }
 
     pub(crate) fn merge(&mut self, o: &CmState) -> bool {

@@ -16,7 +16,7 @@
 //! exactly linear, so merges, differences and aggregated updates are bit-exact.
 
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
-use key::{mix64, FlowKey, HashFn, KeyMap};
+use key::{mix64, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
 use crate::candidates::Candidates;
@@ -289,17 +289,12 @@ impl Algorithm for CountSketch {
         if !self.m.same_shape(&p.m) {
             return None;
         }
-        let mut union: KeyMap<u64> = KeyMap::default();
-        for (k, h) in self.cand.iter().chain(p.cand.iter()) {
-            union.insert(*k, h);
-        }
-        let mut v: Vec<Estimate> = union
-            .into_iter()
-            .map(|(k, h)| (k, self.m.change_h(&p.m, h).unsigned_abs()))
-            .filter(|&(_, d)| d >= threshold)
-            .collect();
-        sort_estimates(&mut v);
-        Some(v)
+        Some(crate::candidates::changers(
+            &self.cand,
+            &p.cand,
+            threshold,
+            |h| self.m.change_h(&p.m, h),
+        ))
     }
     fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
         let mut v = self.candidate_estimates();

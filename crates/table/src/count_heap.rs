@@ -103,6 +103,30 @@ impl<X: Copy> CountHeap<X> {
         Some(out)
     }
 
+    /// The Space-Saving step (Metwally et al.; ALGORITHMS.md 10), shared by `space_saving` and
+    /// the Re-evaluating paper's `heap` (which keeps no ε): a monitored key adds `w`; a new key
+    /// takes a free slot with count `w`, or else replaces the minimum with count `min + w`.
+    /// `extra(m)` is the new entry's extra field given the count `m` it inherits (0 for a free
+    /// slot).
+    pub fn offer(&mut self, key: &FlowKey, w: u64, extra: impl FnOnce(u64) -> X) {
+        if let Some(p) = self.position(key) {
+            self.add(p, w);
+        } else if !self.is_full() {
+            self.push(Entry {
+                count: w,
+                key: *key,
+                extra: extra(0),
+            });
+        } else {
+            let min = self.min().map_or(0, |e| e.count);
+            self.replace_min(Entry {
+                count: min.saturating_add(w),
+                key: *key,
+                extra: extra(min),
+            });
+        }
+    }
+
     pub fn clear(&mut self) {
         self.heap.clear();
         self.index.clear();

@@ -323,15 +323,8 @@ impl Cuckoo {
     }
 }
 
-const TASKS: &[Task] = &[
-    Task::FlowSize,
-    Task::HeavyHitters,
-    Task::HeavyChangers,
-    Task::TopK,
-    Task::Cardinality,
-    Task::FlowSizeDistribution,
-    Task::Entropy,
-];
+/// Everything a flow set answers.
+const TASKS: &[Task] = crate::exact::TASKS;
 
 impl crate::exact::FlowSet for Cuckoo {
     fn flows(&self) -> impl Iterator<Item = Estimate> + '_ {

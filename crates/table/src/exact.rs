@@ -5,8 +5,19 @@
 //! answer every task from their pairs: they implement [`FlowSet`] and get all seven queries from
 //! [`flow_set_queries!`], written once here.
 
-use algo::Estimate;
+use algo::{Estimate, Task};
 use key::FlowKey;
+
+/// The tasks a flow set answers: all but the spreader tasks.
+pub(crate) const TASKS: &[Task] = &[
+    Task::FlowSize,
+    Task::HeavyHitters,
+    Task::HeavyChangers,
+    Task::TopK,
+    Task::Cardinality,
+    Task::FlowSizeDistribution,
+    Task::Entropy,
+];
 
 /// A structure whose state is a set of (key, count) pairs it can enumerate and look up.
 pub(crate) trait FlowSet {

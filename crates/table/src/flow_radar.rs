@@ -357,15 +357,8 @@ impl FlowRadar {
     }
 }
 
-const TASKS: &[Task] = &[
-    Task::FlowSize,
-    Task::HeavyHitters,
-    Task::HeavyChangers,
-    Task::TopK,
-    Task::Cardinality,
-    Task::FlowSizeDistribution,
-    Task::Entropy,
-];
+/// Everything a flow set answers.
+const TASKS: &[Task] = crate::exact::TASKS;
 
 impl crate::exact::FlowSet for FlowRadar {
     fn flows(&self) -> impl Iterator<Item = Estimate> + '_ {

@@ -12,7 +12,7 @@ use algo::{Algorithm, ConfigError, Estimate, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
 
-use crate::count_heap::{CountHeap, Entry};
+use crate::count_heap::CountHeap;
 use crate::exact;
 
 const NAME: &str = "heap";
@@ -95,22 +95,7 @@ impl Algorithm for Heap {
             return;
         }
         self.total = self.total.saturating_add(weight);
-        if let Some(p) = self.heap.position(key) {
-            self.heap.add(p, weight);
-        } else if !self.heap.is_full() {
-            self.heap.push(Entry {
-                count: weight,
-                key: *key,
-                extra: (),
-            });
-        } else {
-            let min = self.heap.min().map_or(0, |e| e.count);
-            self.heap.replace_min(Entry {
-                count: min.saturating_add(weight),
-                key: *key,
-                extra: (),
-            });
-        }
+        self.heap.offer(key, weight, |_| ());
     }
 
     fn reset(&mut self) {

@@ -192,15 +192,8 @@ impl LinearHash {
     }
 }
 
-const TASKS: &[Task] = &[
-    Task::FlowSize,
-    Task::HeavyHitters,
-    Task::HeavyChangers,
-    Task::TopK,
-    Task::Cardinality,
-    Task::FlowSizeDistribution,
-    Task::Entropy,
-];
+/// Everything a flow set answers.
+const TASKS: &[Task] = crate::exact::TASKS;
 
 impl crate::exact::FlowSet for LinearHash {
     fn flows(&self) -> impl Iterator<Item = Estimate> + '_ {

@@ -13,7 +13,7 @@ use algo::{Algorithm, ConfigError, Estimate, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
 
-use crate::count_heap::{CountHeap, Entry};
+use crate::count_heap::CountHeap;
 use crate::exact;
 
 const NAME: &str = "space_saving";
@@ -105,22 +105,8 @@ impl Algorithm for SpaceSaving {
             return;
         }
         self.total = self.total.saturating_add(weight);
-        if let Some(p) = self.heap.position(key) {
-            self.heap.add(p, weight);
-        } else if !self.heap.is_full() {
-            self.heap.push(Entry {
-                count: weight,
-                key: *key,
-                extra: 0,
-            });
-        } else {
-            let min = self.heap.min().map_or(0, |e| e.count);
-            self.heap.replace_min(Entry {
-                count: min.saturating_add(weight),
-                key: *key,
-                extra: min,
-            });
-        }
+        // ε of a new entry: the count it inherits from the evicted minimum.
+        self.heap.offer(key, weight, |min| min);
     }
 
     fn reset(&mut self) {

@@ -128,6 +128,56 @@ impl Class {
     }
 }
 
+/// Packets counted per [`Class`]: the one accounting `stats` and `run` report (serialized as six
+/// fields, flattened into their reports). Every packet read is in exactly one class.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Classes {
+    pub ipv4: u64,
+    pub ipv6: u64,
+    pub non_ip: u64,
+    pub truncated: u64,
+    pub malformed: u64,
+    /// Frames of link types netsift does not decode (counted, never dropped).
+    pub unsupported: u64,
+}
+
+impl Classes {
+    /// Count one packet of class `c`.
+    #[inline]
+    pub fn add(&mut self, c: Class) {
+        *match c {
+            Class::Ipv4 => &mut self.ipv4,
+            Class::Ipv6 => &mut self.ipv6,
+            Class::NonIp => &mut self.non_ip,
+            Class::Truncated => &mut self.truncated,
+            Class::Malformed => &mut self.malformed,
+            Class::Unsupported => &mut self.unsupported,
+        } += 1;
+    }
+
+    /// The count of class `c`.
+    pub fn get(&self, c: Class) -> u64 {
+        match c {
+            Class::Ipv4 => self.ipv4,
+            Class::Ipv6 => self.ipv6,
+            Class::NonIp => self.non_ip,
+            Class::Truncated => self.truncated,
+            Class::Malformed => self.malformed,
+            Class::Unsupported => self.unsupported,
+        }
+    }
+
+    /// Packets with a flow key (IPv4 and IPv6).
+    pub fn keyed(&self) -> u64 {
+        self.ipv4 + self.ipv6
+    }
+
+    /// All six classes: every packet counted.
+    pub fn total(&self) -> u64 {
+        Class::ALL.iter().map(|&c| self.get(c)).sum()
+    }
+}
+
 impl std::fmt::Display for Class {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
