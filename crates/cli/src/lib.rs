@@ -27,3 +27,35 @@ pub fn default_capture() -> Result<Capture> {
     );
     Ok(Capture::from_bytes(&name, buf, Some(Format::Pcap))?)
 }
+
+/// `netsift algorithms`: the catalog, one line per algorithm with the tasks it answers, or
+/// (`json`) one object per algorithm with its facts.
+pub fn algorithms(json: bool) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let all: Vec<serde_json::Value> = catalog::ALL
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "name": e.name,
+                    "tasks": e.tasks,
+                    "keys": match e.fit {
+                        algo::KeyFit::Any => "any length",
+                        algo::KeyFit::Exact => "exactly the configured length",
+                        algo::KeyFit::AtMost => "up to the configured length",
+                    },
+                    "defaults": (e.defaults)(),
+                    "flow_size_only": e.flow_size_only_params(),
+                })
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+    } else {
+        for e in catalog::ALL {
+            let t: Vec<&str> = e.tasks.iter().map(|t| t.name()).collect();
+            writeln!(out, "{:<16} {}", e.name, t.join(", "))?;
+        }
+    }
+    Ok(())
+}

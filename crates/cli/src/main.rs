@@ -36,8 +36,12 @@ enum Cmd {
     /// Measurement tasks over a trace (default: every task on a built-in synthetic trace), with
     /// accuracy against exact ground truth and each algorithm's cost.
     Run(netsift::run::RunArgs),
-    /// List the algorithms and the tasks each answers.
-    Algorithms,
+    /// List the algorithms and the tasks each answers (`--json`: also the key lengths each
+    /// holds and its default parameters).
+    Algorithms {
+        #[arg(long)]
+        json: bool,
+    },
     /// Write a synthetic trace (Zipf flow sizes, realistic 5-tuples).
     Gen(GenArgs),
     /// Benchmarks.
@@ -128,13 +132,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Stats(a) => cmd_stats(a),
         Cmd::Run(a) => netsift::run::cmd_run(a),
-        Cmd::Algorithms => {
-            for e in catalog::ALL {
-                let t: Vec<&str> = e.tasks.iter().map(|t| t.name()).collect();
-                println!("{:<16} {}", e.name, t.join(", "));
-            }
-            Ok(true)
-        }
+        Cmd::Algorithms { json } => netsift::algorithms(json).map(|_| true),
         Cmd::Gen(a) => cmd_gen(a).map(|_| true),
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a).map(|_| true),

@@ -428,3 +428,56 @@ fn run_on_a_live_pipe_prints_each_epoch_as_it_closes() {
     reader.join().unwrap();
     let _ = std::fs::remove_file(&f);
 }
+
+/// `algorithms --json` is the catalog: every algorithm the text listing names, with its tasks and
+/// its default parameters (the papers' sizes), which `run` accepts back as `params`.
+#[test]
+fn algorithms_json_lists_the_catalog_with_defaults() {
+    let text = netsift().arg("algorithms").output().unwrap();
+    assert!(text.status.success());
+    let names: Vec<String> = String::from_utf8(text.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    let out = netsift().args(["algorithms", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = v.as_array().unwrap();
+    let json_names: Vec<&str> = all.iter().map(|a| a["name"].as_str().unwrap()).collect();
+    assert_eq!(json_names, names);
+    assert_eq!(all.len(), 21);
+    let cm = &all[0];
+    assert_eq!(cm["name"], "count_min");
+    assert_eq!(cm["defaults"]["rows"], 4);
+    assert_eq!(cm["defaults"]["width"], 65536);
+    assert_eq!(cm["flow_size_only"]["candidates"], 0);
+    let ss = all.iter().find(|a| a["name"] == "space_saving").unwrap();
+    assert_eq!(ss["defaults"]["k"], 128);
+    // The defaults of an algorithm, given back as its params, run.
+    let cfg = tmp("defaults.toml");
+    let params: Vec<String> = cm["defaults"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    let toml = format!(
+        "[[measure]]\ntask = \"heavy_hitters\"\nalgo = \"count_min\"\nparams = {{ {} }}\n",
+        params.join(", ")
+    );
+    std::fs::write(&cfg, toml).unwrap();
+    let f = gen("defaults.pcap", 5_000, 100, 1, &[]);
+    let st = netsift()
+        .arg("run")
+        .arg(&f)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+}
