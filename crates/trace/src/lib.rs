@@ -20,11 +20,14 @@
 //! Formats and the choices made where the specifications leave room:
 //!
 //! * **pcap** (draft-ietf-opsawg-pcap): magics `a1b2c3d4` (µs) and `a1b23c4d` (ns), both byte
-//!   orders, any snaplen. The link type is the low 16 bits of the header's LinkType field (the
-//!   upper bits carry FCS information, ignored). `wire_len = max(orig_len, incl_len)`: the wire
-//!   length cannot be smaller than what was captured, and some writers leave `orig_len` zero; we
-//!   count bytes as they were on the wire, never fewer than we hold. A record longer than
-//!   [`MAX_RECORD_LEN`] is rejected as corrupt before looking further.
+//!   orders, any snaplen; versions 2.0 to 2.4 (and DG/UX's 543.0), as libpcap, with the length
+//!   fields of versions before 2.3 swapped back; Kuznetzov's modified format (`a1b2cd34`, 8 more
+//!   bytes per record header). Other versions are refused, naming the version. The link type is
+//!   the low 16 bits of the header's LinkType field (the upper bits carry FCS information,
+//!   ignored). `wire_len = orig_len`, even where `incl_len` is larger (a corrupt header; some
+//!   writers leave `orig_len` zero): tshark's `frame.len`, so byte counts match it; the frame
+//!   holds the `incl_len` captured bytes. A record longer than [`MAX_RECORD_LEN`] is rejected as
+//!   corrupt before looking further.
 //! * **pcapng** (draft-ietf-opsawg-pcapng): sections in either byte order, each resetting the
 //!   interface list; Interface Description Blocks with `if_tsresol` and `if_tsoffset`; Enhanced,
 //!   Simple and (obsolete) Packet Blocks. Simple Packet Blocks carry no timestamp: `ts_ns = 0`.
@@ -34,6 +37,10 @@
 //!   must count packets instead for these traces.
 //!
 //! Timestamps are u64 nanoseconds since the Unix epoch, saturating at both ends.
+//!
+//! Inputs that are no trace get a reason rather than "unknown format": an empty file; a gzip,
+//! zstd, xz, bzip2 or lz4 file (with the command that decompresses it into `netsift run -`; we
+//! do not decompress); a second `-` in one process (stdin can be read only once).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -43,6 +50,7 @@ use std::io::{self, Read};
 use std::iter::FusedIterator;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 pub use key::Tuple;
@@ -61,6 +69,9 @@ const POPULATE_LIMIT: u64 = 4 << 30;
 pub const MAX_RECORD_LEN: u32 = 256 << 20;
 
 const FORMAT_NAMES: &str = "pcap, pcapng, keys4, keys13, keys21";
+
+/// Set when `-` is first opened: stdin can back one capture per process.
+static STDIN_TAKEN: AtomicBool = AtomicBool::new(false);
 
 /// Trace formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -164,10 +175,31 @@ pub enum TraceErrorKind {
     UnknownFormat,
     #[error("not a {format} file: magic number {found:#010x}")]
     BadMagic { format: Format, found: u32 },
+    #[error("empty file (0 bytes)")]
+    EmptyFile,
+    #[error("empty input: stdin ended before its first byte")]
+    EmptyStdin,
+    #[error(
+        "{method}-compressed; netsift reads uncompressed captures: decompress it first, \
+         e.g. `{tool} {file} | netsift run -`"
+    )]
+    Compressed {
+        method: &'static str,
+        tool: &'static str,
+        /// The file, quoted for a POSIX shell; `FILE` for stdin.
+        file: String,
+    },
+    #[error("stdin was already read by an earlier `-`; it can be read only once")]
+    StdinTaken,
+    #[error(
+        "unsupported pcap version {major}.{minor} (2.0 to 2.4 and DG/UX's 543.0 are read, as by \
+         libpcap)"
+    )]
+    UnsupportedVersion { major: u16, minor: u16 },
     #[error("file header truncated: {need} bytes needed, {have} present")]
     TruncatedHeader { need: u64, have: u64 },
-    #[error("record header truncated: 16 bytes needed, {have} present")]
-    TruncatedRecordHeader { have: u64 },
+    #[error("record header truncated: {need} bytes needed, {have} present")]
+    TruncatedRecordHeader { need: u64, have: u64 },
     #[error("record truncated: {need} captured bytes announced, {have} present")]
     TruncatedRecord { need: u64, have: u64 },
     #[error("record length {len} exceeds the {MAX_RECORD_LEN}-byte limit (corrupt header?)")]
@@ -194,12 +226,22 @@ pub enum TraceErrorKind {
     BadByteOrder { found: u32 },
     #[error("block type {block_type:#x} appears before any section header")]
     NoSection { block_type: u32 },
-    #[error("packet names interface {id}, but the section defines {count}")]
+    #[error("packet names interface {id}, but the section defines {}", defined(.count))]
     NoSuchInterface { id: u32, count: u64 },
     #[error("captured length {cap} does not fit in the block's {room} data bytes")]
     CapLenPastBlock { cap: u64, room: u64 },
     #[error("option {code} of {len} bytes runs past the end of its block")]
     OptionPastBlock { code: u16, len: u16 },
+}
+
+/// The interfaces a pcapng section defines, for [`TraceErrorKind::NoSuchInterface`] (ids count
+/// from 0, so "defines 1" would read as naming interface 1).
+fn defined(count: &u64) -> String {
+    match count {
+        0 => "no interface".to_string(),
+        1 => "only interface 0".to_string(),
+        n => format!("interfaces 0..={}", n - 1),
+    }
 }
 
 /// An error before it is given the file name (the name is attached once, off the hot path).
@@ -335,7 +377,8 @@ impl Capture {
     /// `.keys21`, `.dat`) decides first, because key traces have no magic number and their first
     /// address may happen to spell a pcap magic; then the magic number (pcap in both byte orders,
     /// µs or ns; pcapng's Section Header Block). Anything else is an error naming the file and
-    /// the `--format` values.
+    /// why: empty, compressed (and how to decompress it), or of unknown format (with the
+    /// `--format` values). `-` can be opened once per process: stdin is one stream.
     pub fn open(path: &str, format: Option<Format>) -> Result<Capture, TraceError> {
         let io_err = |e: std::io::Error| TraceError {
             file: path.to_string(),
@@ -343,6 +386,14 @@ impl Capture {
             kind: TraceErrorKind::Io(e),
         };
         if path == "-" {
+            // What is left of a stream an earlier capture holds is no trace of its own.
+            if STDIN_TAKEN.swap(true, Ordering::Relaxed) {
+                return Err(TraceError {
+                    file: path.to_string(),
+                    offset: 0,
+                    kind: TraceErrorKind::StdinTaken,
+                });
+            }
             return Capture::from_reader(path, io::stdin(), format);
         }
         let file = File::open(path).map_err(io_err)?;
@@ -417,8 +468,12 @@ impl Capture {
             None => detect(&name, data),
         };
         let layout = detected.and_then(|f| match f {
-            Format::Pcap => pcap::Header::parse(data).map(Layout::Pcap),
-            Format::Pcapng => pcapng::check_magic(data).map(|()| Layout::Pcapng),
+            // A forced packet format on an empty or compressed input: say that, not "bad magic".
+            Format::Pcap | Format::Pcapng => match not_a_capture(&name, data) {
+                Some(at) => Err(at),
+                None if f == Format::Pcap => pcap::Header::parse(data).map(Layout::Pcap),
+                None => pcapng::check_magic(data).map(|()| Layout::Pcapng),
+            },
             Format::Keys4 | Format::Keys13 | Format::Keys21 => Ok(Layout::Keys(f)),
         });
         match layout {
@@ -570,7 +625,49 @@ fn detect(name: &str, data: &[u8]) -> Result<Format, At> {
             return Ok(Format::Pcapng);
         }
     }
-    Err(At::new(0, TraceErrorKind::UnknownFormat))
+    Err(not_a_capture(name, data).unwrap_or(At::new(0, TraceErrorKind::UnknownFormat)))
+}
+
+/// Why `data` (the first bytes of a trace) is no capture at all, when that can be told: it is
+/// empty, or it starts with a compressor's magic number.
+fn not_a_capture(name: &str, data: &[u8]) -> Option<At> {
+    let stdin = name == "-";
+    if data.is_empty() {
+        let kind = if stdin {
+            TraceErrorKind::EmptyStdin
+        } else {
+            TraceErrorKind::EmptyFile
+        };
+        return Some(At::new(0, kind));
+    }
+    let (method, tool) = match data {
+        [0x1f, 0x8b, ..] => ("gzip", "zcat"),
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => ("zstd", "zstdcat"),
+        [0xfd, b'7', b'z', b'X', b'Z', 0, ..] => ("xz", "xzcat"),
+        [b'B', b'Z', b'h', b'1'..=b'9', ..] => ("bzip2", "bzcat"),
+        [0x04, 0x22, 0x4d, 0x18, ..] => ("lz4", "lz4cat"),
+        _ => return None,
+    };
+    let file = if stdin {
+        "FILE".to_string()
+    } else {
+        shell_quote(name)
+    };
+    Some(At::new(
+        0,
+        TraceErrorKind::Compressed { method, tool, file },
+    ))
+}
+
+/// `s` as one word of a POSIX shell command line: as is when it holds only characters no shell
+/// treats specially, else single-quoted (a `'` inside written `'\''`).
+fn shell_quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./+,:=@%".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 enum State<'a> {

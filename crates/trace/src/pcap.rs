@@ -3,25 +3,74 @@
 //! File header (24 bytes): magic, version major/minor (u16 each), reserved1, reserved2 (the old
 //! thiszone/sigfigs), snaplen, LinkType-and-FCS. Record header (16 bytes): ts seconds, ts
 //! fraction (µs or ns by the magic), captured length, original length.
+//!
+//! Variants read as libpcap reads them (`sf-pcap.c`, `pcap_check_header` and
+//! `pcap_next_packet`): versions 2.0 to 2.4 and DG/UX's 543.0, anything else refused; before 2.3
+//! (and in 543.0) the two length fields are stored the other way round (original length first)
+//! and are always swapped back; in 2.3 they are swapped back only where the captured length
+//! exceeds the original one (some 2.3 writers kept the old order). The modified format of
+//! Alexey Kuznetzov's patched libpcap (magic `a1b2cd34`, µs) appends 8 bytes to each record
+//! header (ifindex u32, protocol u16, pkt_type u8, pad u8), which we skip.
 
 use crate::{At, Body, Record, TraceErrorKind, MAX_RECORD_LEN};
 
 pub(crate) const HEADER_LEN: usize = 24;
 pub(crate) const REC_HDR_LEN: usize = 16;
+/// Record header of the modified (Kuznetzov) format: 8 bytes more.
+const MODIFIED_REC_HDR_LEN: usize = 24;
 
 /// Magic as written by a little-endian host (bytes on disk `d4 c3 b2 a1`), read LE.
 const USEC: u32 = 0xA1B2_C3D4;
 const NSEC: u32 = 0xA1B2_3C4D;
+/// Kuznetzov's modified format (libpcap's `KUZNETZOV_TCPDUMP_MAGIC`), µs timestamps.
+const MODIFIED: u32 = 0xA1B2_CD34;
 
-/// Decode the magic: `Some((big_endian, nanosecond))` for the four pcap magics.
+/// What the magic number says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Magic {
+    pub be: bool,
+    pub nsec: bool,
+    /// Kuznetzov's modified format: 24-byte record headers.
+    pub modified: bool,
+}
+
+/// Decode the magic: `Some` for the six pcap magics (three values, both byte orders).
 #[inline]
-pub(crate) fn magic(m: [u8; 4]) -> Option<(bool, bool)> {
-    match (u32::from_le_bytes(m), u32::from_be_bytes(m)) {
-        (USEC, _) => Some((false, false)),
-        (NSEC, _) => Some((false, true)),
-        (_, USEC) => Some((true, false)),
-        (_, NSEC) => Some((true, true)),
+pub(crate) fn magic(m: [u8; 4]) -> Option<Magic> {
+    let kind = |v: u32| match v {
+        USEC => Some((false, false)),
+        NSEC => Some((true, false)),
+        MODIFIED => Some((false, true)),
         _ => None,
+    };
+    let (be, (nsec, modified)) = match kind(u32::from_le_bytes(m)) {
+        Some(k) => (false, k),
+        None => (true, kind(u32::from_be_bytes(m))?),
+    };
+    Some(Magic { be, nsec, modified })
+}
+
+/// Order of the two length fields of a record header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lengths {
+    /// Captured, then original (2.4; 2.3 where captured <= original).
+    CapFirst,
+    /// Original, then captured (before 2.3, and DG/UX's 543.0).
+    LenFirst,
+    /// 2.3: either; swapped where the first exceeds the second (libpcap's `MAYBE_SWAPPED`).
+    Either,
+}
+
+impl Lengths {
+    /// `(captured, original)` from the fields in file order.
+    #[inline]
+    fn order(self, first: u32, second: u32) -> (u32, u32) {
+        match self {
+            Lengths::CapFirst => (first, second),
+            Lengths::LenFirst => (second, first),
+            Lengths::Either if first > second => (second, first),
+            Lengths::Either => (first, second),
+        }
     }
 }
 
@@ -33,6 +82,9 @@ pub(crate) struct Header {
     /// LinkType: the low 16 bits of the last header field. Bits 16-27 are reserved and bits
     /// 28-31 carry the FCS length (spec section 4), which we do not need.
     pub link: u32,
+    /// Record header length: [`REC_HDR_LEN`], or 24 in the modified format.
+    pub rec_hdr: usize,
+    pub lengths: Lengths,
 }
 
 impl Header {
@@ -52,15 +104,40 @@ impl Header {
             ));
         };
         let m = [h[0], h[1], h[2], h[3]];
-        let Some((be, nsec)) = magic(m) else {
+        let Some(Magic { be, nsec, modified }) = magic(m) else {
             return Err(bad_magic(m));
+        };
+        let (major, minor) = (rd16(h, 4, be), rd16(h, 6, be));
+        // libpcap's versions (sf-pcap.c): 2.0-2.4, and 543.0 (DG/UX tcpdump); "archaic" below 2.
+        let lengths = match (major, minor) {
+            (2, 0..=2) | (543, 0) => Lengths::LenFirst,
+            (2, 3) => Lengths::Either,
+            (2, 4) => Lengths::CapFirst,
+            _ => {
+                return Err(At::new(
+                    0,
+                    TraceErrorKind::UnsupportedVersion { major, minor },
+                ))
+            }
         };
         let link = rd32(h, 20, be) & 0xFFFF;
         Ok(Header {
             be,
             frac_ns: if nsec { 1 } else { 1000 },
             link,
+            rec_hdr: if modified {
+                MODIFIED_REC_HDR_LEN
+            } else {
+                REC_HDR_LEN
+            },
+            lengths,
         })
+    }
+
+    /// The common layout, read by the fast loop: 16-byte record headers, captured length first.
+    #[inline]
+    fn plain(&self) -> bool {
+        self.rec_hdr == REC_HDR_LEN && self.lengths == Lengths::CapFirst
     }
 }
 
@@ -72,6 +149,17 @@ fn bad_magic(m: [u8; 4]) -> At {
             found: u32::from_be_bytes(m),
         },
     )
+}
+
+#[inline(always)]
+fn rd16<const N: usize>(b: &[u8; N], at: usize, be: bool) -> u16 {
+    // Constant offsets inside the fixed-size array, as for `rd32`.
+    let v = [b[at], b[at + 1]];
+    if be {
+        u16::from_be_bytes(v)
+    } else {
+        u16::from_le_bytes(v)
+    }
 }
 
 #[inline(always)]
@@ -106,9 +194,13 @@ impl<'a> Reader<'a> {
     /// Every record to `f`. The happy path is one tight loop, monomorphised on the byte order;
     /// anything unusual (end of data, a bad record) goes through [`Reader::next_record`], which
     /// delivers or reports it at the same position, so the two give identical results (the
-    /// unit tests compare `records()` and `for_each` on every file they build).
+    /// unit tests compare `records()` and `for_each` on every file they build). The rare
+    /// layouts (old versions, the modified format) take `next_record` throughout.
     #[inline(always)]
     pub(crate) fn for_each(&mut self, f: &mut impl FnMut(Record<'a>)) -> Result<u64, At> {
+        if !self.h.plain() {
+            return crate::drive(|| self.next_record(), f);
+        }
         if self.h.be {
             self.for_each_order::<true>(f)
         } else {
@@ -138,7 +230,7 @@ impl<'a> Reader<'a> {
                         self.pos += REC_HDR_LEN + incl as usize;
                         f(Record {
                             ts_ns: sec as u64 * 1_000_000_000 + frac as u64 * frac_ns,
-                            wire_len: orig.max(incl),
+                            wire_len: orig,
                             body: Body::Frame { link, data: frame },
                         });
                         n += 1;
@@ -165,10 +257,12 @@ impl<'a> Reader<'a> {
         if rest.is_empty() {
             return None;
         }
-        let Some(hdr) = rest.first_chunk::<REC_HDR_LEN>() else {
+        let hdr_len = self.h.rec_hdr;
+        let (Some(hdr), true) = (rest.first_chunk::<REC_HDR_LEN>(), rest.len() >= hdr_len) else {
             return Some(Err(At::new(
                 self.pos,
                 TraceErrorKind::TruncatedRecordHeader {
+                    need: hdr_len as u64,
                     have: rest.len() as u64,
                 },
             )));
@@ -176,15 +270,14 @@ impl<'a> Reader<'a> {
         let be = self.h.be;
         let sec = rd32(hdr, 0, be);
         let frac = rd32(hdr, 4, be);
-        let incl = rd32(hdr, 8, be);
-        let orig = rd32(hdr, 12, be);
+        let (incl, orig) = self.h.lengths.order(rd32(hdr, 8, be), rd32(hdr, 12, be));
         if incl > MAX_RECORD_LEN {
             return Some(Err(At::new(
                 self.pos,
                 TraceErrorKind::RecordTooLarge { len: incl as u64 },
             )));
         }
-        let body = &rest[REC_HDR_LEN..];
+        let body = &rest[hdr_len..];
         let Some(data) = body.get(..incl as usize) else {
             return Some(Err(At::new(
                 self.pos,
@@ -194,13 +287,15 @@ impl<'a> Reader<'a> {
                 },
             )));
         };
-        self.pos += REC_HDR_LEN + incl as usize;
+        self.pos += hdr_len + incl as usize;
         // No overflow: sec < 2^32 so sec * 1e9 < 4.3e18, frac * 1000 < 4.3e12, sum < 2^64.
         // An unnormalised fraction (>= 1 s) is added as is, like libpcap does.
         let ts_ns = sec as u64 * 1_000_000_000 + frac as u64 * self.h.frac_ns;
         Some(Ok(Record {
             ts_ns,
-            wire_len: orig.max(incl),
+            // The original length, even below the captured one (a corrupt header): as tshark's
+            // frame.len, so byte counts agree with it.
+            wire_len: orig,
             body: Body::Frame {
                 link: self.h.link,
                 data,

@@ -43,16 +43,24 @@ impl Parser {
             Parser::Keys(fmt) => keys::for_each(data, *fmt, f).map(drop),
         }
     }
+
+    /// Length of a pcap record header (16, or 24 in the modified format); unused otherwise.
+    fn rec_hdr(&self) -> u64 {
+        match self {
+            Parser::Pcap(h) => h.rec_hdr as u64,
+            _ => pcap::REC_HDR_LEN as u64,
+        }
+    }
 }
 
 /// Bytes, counted from the record or block the error names, that would have let the parser
 /// finish it; `None` for errors that no further bytes can cure. The slice parsers report these
 /// errors at the start of the record, before changing any state, so resuming there is exact.
-fn wants(kind: &TraceErrorKind) -> Option<u64> {
-    const REC_HDR: u64 = pcap::REC_HDR_LEN as u64;
+/// `rec_hdr` is the pcap record header length.
+fn wants(kind: &TraceErrorKind, rec_hdr: u64) -> Option<u64> {
     match *kind {
-        TraceErrorKind::TruncatedRecordHeader { .. } => Some(REC_HDR),
-        TraceErrorKind::TruncatedRecord { need, .. } => Some(REC_HDR + need),
+        TraceErrorKind::TruncatedRecordHeader { need, .. } => Some(need),
+        TraceErrorKind::TruncatedRecord { need, .. } => Some(rec_hdr + need),
         TraceErrorKind::PartialKeyRecord { size, .. } => Some(size),
         TraceErrorKind::TruncatedBlockHeader { .. } => Some(pcapng::MIN_BLOCK_LEN as u64),
         TraceErrorKind::BlockPastEnd { len, .. } => Some(len),
@@ -135,7 +143,7 @@ pub(crate) fn for_each(
             }
             Err(at) => {
                 let avail = (buf.end - buf.start) as u64;
-                match wants(&at.kind) {
+                match wants(&at.kind, parser.rec_hdr()) {
                     // The record needs more than was buffered: read on, then resume at it.
                     Some(w) if !eof && at.offset.saturating_add(w) > avail => {
                         buf.start += at.offset as usize;

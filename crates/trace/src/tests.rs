@@ -107,14 +107,191 @@ fn pcap_all_magics() {
 }
 
 #[test]
-fn pcap_orig_smaller_than_incl_counts_incl() {
-    let mut w = PcapWriter::new(Vec::new(), 1, 65535, Endian::Little, false).unwrap();
-    w.write_raw(1, 2, 10, 0, P1).unwrap();
-    let c = Capture::from_bytes("x", w.into_inner(), None).unwrap();
-    let (recs, err) = read_all(&c);
-    assert!(err.is_none());
-    assert_eq!(recs[0].wire_len, 10);
-    assert_eq!(recs[0].ts_ns, 1_000_002_000);
+fn pcap_incl_above_orig_reports_orig_as_wire_length() {
+    // tshark reports frame.len = orig_len whatever incl_len says; the captured bytes are
+    // incl_len's. Both byte orders (two fast paths), and orig_len 0 as some writers leave it.
+    for e in [Endian::Little, Endian::Big] {
+        let mut w = PcapWriter::new(Vec::new(), 1, 65535, e, false).unwrap();
+        w.write_raw(1, 2, 10, 4, P1).unwrap();
+        w.write_raw(1, 3, 10, 0, P1).unwrap();
+        w.write_raw(1, 4, 60, 60, P2).unwrap();
+        let c = Capture::from_bytes("x", w.into_inner(), None).unwrap();
+        let (recs, err) = read_all(&c);
+        assert!(err.is_none(), "{err:?}");
+        let got: Vec<_> = recs.iter().map(|r| (r.wire_len, frame(r).1)).collect();
+        assert_eq!(got, [(4, P1), (0, P1), (60, P2)], "{e:?}");
+        assert_eq!(recs[0].ts_ns, 1_000_002_000);
+    }
+}
+
+/// A pcap file whose header says `magic` (written in byte order `e`, so that it reads back as
+/// `magic` in that order) and version `major.minor`, followed by `recs`: raw record headers
+/// `(sec, frac, first length field, second length field)` and the bytes after each header.
+fn pcap_variant(
+    e: Endian,
+    magic: u32,
+    (major, minor): (u16, u16),
+    recs: &[(u32, u32, u32, u32, &[u8])],
+) -> Vec<u8> {
+    let mut w = PcapWriter::new(Vec::new(), 1, 65535, e, false).unwrap();
+    for &(sec, frac, a, b, data) in recs {
+        w.write_raw(sec, frac, a, b, data).unwrap();
+    }
+    let mut v = w.into_inner();
+    let (m, ma, mi) = match e {
+        Endian::Little => (
+            magic.to_le_bytes(),
+            major.to_le_bytes(),
+            minor.to_le_bytes(),
+        ),
+        Endian::Big => (
+            magic.to_be_bytes(),
+            major.to_be_bytes(),
+            minor.to_be_bytes(),
+        ),
+    };
+    v[0..4].copy_from_slice(&m);
+    v[4..6].copy_from_slice(&ma);
+    v[6..8].copy_from_slice(&mi);
+    v
+}
+
+const USEC_MAGIC: u32 = 0xA1B2_C3D4;
+
+#[test]
+fn pcap_before_2_3_stores_len_before_caplen() {
+    // libpcap (sf-pcap.c) and Wireshark: versions 2.0-2.2 and DG/UX's 543.0 always swap the two
+    // fields back, even where that makes caplen > len (third record).
+    for e in [Endian::Little, Endian::Big] {
+        for v in [(2, 0), (2, 1), (2, 2), (543, 0)] {
+            let b = pcap_variant(
+                e,
+                USEC_MAGIC,
+                v,
+                &[(1, 0, 64, 10, P1), (2, 0, 60, 60, P2), (3, 0, 4, 10, P1)],
+            );
+            let c = Capture::from_bytes("old.pcap", b, None)
+                .unwrap_or_else(|err| panic!("{v:?} {e:?}: {err}"));
+            let (recs, err) = read_all(&c);
+            assert!(err.is_none(), "{v:?} {e:?}: {err:?}");
+            let got: Vec<_> = recs
+                .iter()
+                .map(|r| (r.ts_ns, r.wire_len, frame(r).1))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    (1_000_000_000, 64, P1),
+                    (2_000_000_000, 60, P2),
+                    (3_000_000_000, 4, P1)
+                ],
+                "{v:?} {e:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn pcap_2_3_swaps_only_when_caplen_exceeds_len() {
+    // Some 2.3 files were written in the old order: libpcap swaps when caplen > len.
+    for e in [Endian::Little, Endian::Big] {
+        let b = pcap_variant(
+            e,
+            USEC_MAGIC,
+            (2, 3),
+            &[(1, 0, 10, 64, P1), (2, 0, 64, 10, P1), (3, 0, 60, 60, P2)],
+        );
+        let c = Capture::from_bytes("v23.pcap", b, None).unwrap();
+        let (recs, err) = read_all(&c);
+        assert!(err.is_none(), "{e:?}: {err:?}");
+        let got: Vec<_> = recs.iter().map(|r| (r.wire_len, frame(r).1)).collect();
+        assert_eq!(got, [(64, P1), (64, P1), (60, P2)], "{e:?}");
+    }
+}
+
+#[test]
+fn pcap_versions_outside_2_0_to_2_4_are_refused() {
+    for e in [Endian::Little, Endian::Big] {
+        for (major, minor) in [(1, 0), (0, 0), (2, 5), (3, 0), (543, 1), (65535, 65535)] {
+            let b = pcap_variant(e, USEC_MAGIC, (major, minor), &[(0, 0, 10, 10, P1)]);
+            for format in [None, Some(Format::Pcap)] {
+                let err = Capture::from_bytes("v.pcap", b.clone(), format).unwrap_err();
+                assert_eq!(err.offset, 0);
+                let msg = err.to_string();
+                assert!(
+                    msg.starts_with(&format!(
+                        "v.pcap: offset 0: unsupported pcap version {major}.{minor} "
+                    )),
+                    "{msg}"
+                );
+                // The same through the stream reader.
+                let r = std::io::Cursor::new(b.clone());
+                let err = Capture::from_reader("v.pcap", r, format).unwrap_err();
+                assert_eq!(err.to_string(), msg);
+            }
+        }
+        // 2.4 and the others libpcap reads open.
+        for v in [(2, 0), (2, 3), (2, 4), (543, 0)] {
+            let b = pcap_variant(e, USEC_MAGIC, v, &[(0, 0, 10, 10, P1)]);
+            let c = Capture::from_bytes("v.pcap", b, None).unwrap();
+            assert_eq!(read_all(&c).0.len(), 1);
+        }
+    }
+}
+
+#[test]
+fn pcap_modified_magic_has_24_byte_record_headers() {
+    // Kuznetzov's patched libpcap (magic a1b2cd34, µs): each record header adds ifindex u32,
+    // protocol u16, pkt_type u8, pad u8 (libpcap's pcap_sf_patched_pkthdr).
+    for e in [Endian::Little, Endian::Big] {
+        let extra = |ifindex: u32, proto: u16, ty: u8| {
+            let mut x = Vec::new();
+            match e {
+                Endian::Little => {
+                    x.extend_from_slice(&ifindex.to_le_bytes());
+                    x.extend_from_slice(&proto.to_le_bytes());
+                }
+                Endian::Big => {
+                    x.extend_from_slice(&ifindex.to_be_bytes());
+                    x.extend_from_slice(&proto.to_be_bytes());
+                }
+            }
+            x.extend_from_slice(&[ty, 0]);
+            x
+        };
+        let r1 = [extra(2, 0x0800, 0), P1.to_vec()].concat();
+        let r2 = [extra(3, 0x86DD, 4), P2.to_vec()].concat();
+        let mut b = pcap_variant(
+            e,
+            0xA1B2_CD34,
+            (2, 4),
+            &[(7, 5, 10, 64, &r1), (8, 6, 60, 60, &r2)],
+        );
+        let c = Capture::from_bytes("kuz.pcap", b.clone(), None).unwrap();
+        assert_eq!(c.format(), Format::Pcap);
+        assert_eq!(c.pcap_link(), Some(1));
+        let (recs, err) = read_all(&c);
+        assert!(err.is_none(), "{e:?}: {err:?}");
+        let got: Vec<_> = recs
+            .iter()
+            .map(|r| (r.ts_ns, r.wire_len, frame(r).1))
+            .collect();
+        assert_eq!(
+            got,
+            [(7_000_005_000, 64, P1), (8_000_006_000, 60, P2)],
+            "{e:?}"
+        );
+        // A record header cut inside its 8 extra bytes.
+        let off = b.len() as u64;
+        b.extend_from_slice(&[0; 20]);
+        let c = Capture::from_bytes("kuz.pcap", b, None).unwrap();
+        let (recs, err) = read_all(&c);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(
+            err.unwrap().to_string(),
+            format!("kuz.pcap: offset {off}: record header truncated: 24 bytes needed, 20 present")
+        );
+    }
 }
 
 #[test]
@@ -163,7 +340,7 @@ fn pcap_truncated_record_header() {
     assert_eq!(e.offset, (24 + 16 + 10) as u64);
     assert!(matches!(
         e.kind,
-        TraceErrorKind::TruncatedRecordHeader { have: 7 }
+        TraceErrorKind::TruncatedRecordHeader { need: 16, have: 7 }
     ));
 }
 
@@ -358,7 +535,7 @@ fn pcapng_packet_errors() {
     );
     assert!(e
         .to_string()
-        .ends_with("packet names interface 3, but the section defines 1"));
+        .ends_with("packet names interface 3, but the section defines only interface 0"));
     // EPB whose captured length exceeds the block.
     let mut body = Vec::new();
     for v in [0u32, 0, 0, 9, 9] {
@@ -438,6 +615,32 @@ fn pcapng_new_section_resets_interfaces() {
         e.kind,
         TraceErrorKind::NoSuchInterface { id: 0, count: 0 }
     ));
+    assert!(
+        e.to_string()
+            .ends_with("packet names interface 0, but the section defines no interface"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pcapng_unknown_interface_names_the_defined_range() {
+    let mut w = PcapngWriter::new(Vec::new(), Endian::Big).unwrap();
+    for _ in 0..3 {
+        w.interface(1, 0, None, None).unwrap();
+    }
+    w.enhanced_packet(2, 0, 10, P1).unwrap();
+    let off = w.get_ref().len();
+    w.enhanced_packet(5, 0, 10, P1).unwrap();
+    let c = Capture::from_bytes("i.pcapng", w.into_inner(), None).unwrap();
+    let (recs, err) = read_all(&c);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        err.unwrap().to_string(),
+        format!(
+            "i.pcapng: offset {off}: packet names interface 5, but the section defines \
+             interfaces 0..=2"
+        )
+    );
 }
 
 #[test]
@@ -451,6 +654,8 @@ fn pcapng_magic_checks() {
         }
     ));
     let e = Capture::from_bytes("x", vec![], Some(Format::Pcapng)).unwrap_err();
+    assert!(matches!(e.kind, TraceErrorKind::EmptyFile));
+    let e = Capture::from_bytes("x", vec![0x0a, 0x0d], Some(Format::Pcapng)).unwrap_err();
     assert!(matches!(e.kind, TraceErrorKind::TruncatedHeader { .. }));
 }
 
@@ -594,6 +799,65 @@ fn detection() {
         assert!(msg.contains(f.name()), "{msg}");
     }
     assert!(Capture::from_bytes("empty", vec![], None).is_err());
+}
+
+#[test]
+fn empty_inputs_say_they_are_empty() {
+    for format in [None, Some(Format::Pcap), Some(Format::Pcapng)] {
+        let e = Capture::from_bytes("e.pcap", vec![], format).unwrap_err();
+        assert_eq!(e.to_string(), "e.pcap: offset 0: empty file (0 bytes)");
+        let e = Capture::from_reader("-", std::io::empty(), format).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "-: offset 0: empty input: stdin ended before its first byte"
+        );
+    }
+    // A key trace may hold no record.
+    assert!(Capture::from_bytes("e.keys13", vec![], None).is_ok());
+}
+
+#[test]
+fn compressed_inputs_say_how_to_decompress() {
+    let kinds: [(&[u8], &str, &str); 5] = [
+        (&[0x1f, 0x8b, 8, 0], "gzip", "zcat"),
+        (&[0x28, 0xb5, 0x2f, 0xfd], "zstd", "zstdcat"),
+        (&[0xfd, b'7', b'z', b'X', b'Z', 0], "xz", "xzcat"),
+        (b"BZh9", "bzip2", "bzcat"),
+        (&[0x04, 0x22, 0x4d, 0x18], "lz4", "lz4cat"),
+    ];
+    for (magic, method, tool) in kinds {
+        let mut b = magic.to_vec();
+        b.resize(100, 0);
+        for format in [None, Some(Format::Pcap), Some(Format::Pcapng)] {
+            let e = Capture::from_bytes("dir/t.pcap.gz", b.clone(), format).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "dir/t.pcap.gz: offset 0: {method}-compressed; netsift reads uncompressed \
+                     captures: decompress it first, e.g. `{tool} dir/t.pcap.gz | netsift run -`"
+                )
+            );
+            let r = std::io::Cursor::new(b.clone());
+            let e = Capture::from_reader("-", r, format).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "-: offset 0: {method}-compressed; netsift reads uncompressed captures: \
+                     decompress it first, e.g. `{tool} FILE | netsift run -`"
+                )
+            );
+        }
+        // A name the shell would split is quoted in the hint.
+        let e = Capture::from_bytes("my trace's.gz", b.clone(), None).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with(&format!("`{tool} 'my trace'\\''s.gz' | netsift run -`")),
+            "{e}"
+        );
+    }
+    // "BZh" alone is not bzip2 (a block size digit follows); such bytes stay unknown.
+    let e = Capture::from_bytes("b", b"BZhx and more".to_vec(), None).unwrap_err();
+    assert!(e.to_string().contains("unknown trace format"), "{e}");
 }
 
 #[test]

@@ -34,7 +34,8 @@ fn reference(data: &[u8]) -> (Vec<Pkt<'_>>, bool) {
             };
             out.push(Pkt {
                 ts_ns: b.ts_sec as u64 * 1_000_000_000 + b.ts_usec as u64 * frac_ns,
-                wire_len: b.origlen.max(b.caplen),
+                // orig_len as written, even below caplen (tshark's frame.len).
+                wire_len: b.origlen,
                 link,
                 data: b.data,
             });
