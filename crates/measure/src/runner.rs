@@ -334,9 +334,17 @@ impl Runner {
         }
     }
 
-    /// The epochs completed so far (a live run reports each as it closes).
+    /// The epochs completed and not yet taken (a live run reports each as it closes).
     pub fn completed_epochs(&self) -> &[EpochReport] {
         &self.epochs
+    }
+
+    /// Take the completed epochs out of the runner: a caller that prints each epoch as it
+    /// closes takes them, so a run over an endless stream holds no past epoch (the final
+    /// [`Report`] then lists only the epochs not taken). One that wants them all at the end
+    /// (`--json`) leaves them.
+    pub fn take_completed(&mut self) -> Vec<EpochReport> {
+        std::mem::take(&mut self.epochs)
     }
 
     pub fn config(&self) -> &RunConfig {
