@@ -10,6 +10,12 @@ use key::{FlowKey, KeyKind};
 use serde::Serialize;
 use trace::{Body, Capture, Format};
 
+use crate::flags;
+use crate::out::Out;
+
+/// Most timed passes of `bench parse` (the median of more says nothing new).
+pub const MAX_PASSES: usize = 1000;
+
 #[derive(Args)]
 pub struct ParseArgs {
     /// Capture file (`-` for standard input). It is read once before timing so that timed passes
@@ -20,8 +26,9 @@ pub struct ParseArgs {
     key: KeyKind,
     #[arg(long)]
     format: Option<Format>,
-    /// Timed passes over the file; the median is reported.
-    #[arg(long, default_value_t = 5)]
+    /// Timed passes over the file (1..=1000); the median is reported.
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=MAX_PASSES as u64))]
     passes: usize,
     #[arg(long)]
     json: bool,
@@ -55,7 +62,7 @@ fn figure_parser() -> impl TypedValueParser<Value = lab::Figure> {
     PossibleValuesParser::new(lab::Figure::NAMES).try_map(|s| s.parse::<lab::Figure>())
 }
 
-pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
+pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
     let args = lab::LabArgs {
         figure: a.figure,
         trace: a.trace,
@@ -66,9 +73,10 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
     };
     let points = lab::run_agg_evict(&args)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&points)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&points)?)?;
     } else {
-        println!(
+        writeln!(
+            out,
             "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9} {:>9} {:>9} {:>8}  params",
             "figure",
             "algorithm",
@@ -80,9 +88,10 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
             "ns_avg",
             "ns_p99",
             "evicted"
-        );
+        )?;
         for p in &points {
-            println!(
+            writeln!(
+                out,
                 "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}  {}",
                 p.figure,
                 p.algorithm,
@@ -96,7 +105,7 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
                 p.evicted_share
                     .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
                 p.params
-            );
+            )?;
         }
         eprintln!(
             "netsift bench agg-evict: {} points written under {}",
@@ -107,6 +116,8 @@ pub fn cmd_agg_evict(a: AggEvictArgs) -> Result<()> {
     Ok(())
 }
 
+/// What `bench parse` prints. The timings are `None` (JSON `null`) for a capture without
+/// packets: there is nothing to time.
 #[derive(Serialize)]
 struct ParseReport {
     file: String,
@@ -114,10 +125,10 @@ struct ParseReport {
     packets: u64,
     keyed: u64,
     passes: usize,
-    seconds: f64,
-    mpps: f64,
-    ns_per_packet: f64,
-    best_mpps: f64,
+    seconds: Option<f64>,
+    mpps: Option<f64>,
+    ns_per_packet: Option<f64>,
+    best_mpps: Option<f64>,
 }
 
 /// One pass: read, classify and extract the key of every record. Returns (packets, keyed).
@@ -144,37 +155,50 @@ fn pass(cap: &Capture, kind: KeyKind) -> Result<(u64, u64)> {
     Ok((n, keyed))
 }
 
-pub fn cmd_parse(a: ParseArgs) -> Result<()> {
+pub fn cmd_parse(a: ParseArgs, out: &mut Out) -> Result<()> {
     let cap = Capture::open(&a.file, a.format)?;
     // Warm-up pass: faults every page of the mapping in.
     let (packets, keyed) = pass(&cap, a.key)?;
-    let mut secs = Vec::with_capacity(a.passes.max(1));
-    for _ in 0..a.passes.max(1) {
-        let t = Instant::now();
-        let (n, _) = pass(&cap, a.key)?;
-        secs.push(t.elapsed().as_secs_f64());
-        debug_assert_eq!(n, packets);
-    }
-    secs.sort_by(f64::total_cmp);
-    let med = secs[secs.len() / 2];
-    let r = ParseReport {
+    let mut r = ParseReport {
         file: cap.name().to_string(),
         key: a.key,
         packets,
         keyed,
-        passes: secs.len(),
-        seconds: med,
-        mpps: packets as f64 / med / 1e6,
-        ns_per_packet: med * 1e9 / packets.max(1) as f64,
-        best_mpps: packets as f64 / secs[0] / 1e6,
+        passes: 0,
+        seconds: None,
+        mpps: None,
+        ns_per_packet: None,
+        best_mpps: None,
     };
+    if packets > 0 {
+        // `passes` is in 1..=MAX_PASSES (clap checks it), so this is a small allocation.
+        let mut secs = Vec::with_capacity(a.passes);
+        for _ in 0..a.passes {
+            let t = Instant::now();
+            let (n, _) = pass(&cap, a.key)?;
+            secs.push(t.elapsed().as_secs_f64());
+            debug_assert_eq!(n, packets);
+        }
+        secs.sort_by(f64::total_cmp);
+        let med = secs[secs.len() / 2];
+        r.passes = secs.len();
+        r.seconds = Some(med);
+        r.mpps = Some(packets as f64 / med / 1e6);
+        r.ns_per_packet = Some(med * 1e9 / packets as f64);
+        r.best_mpps = Some(packets as f64 / secs[0] / 1e6);
+    }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&r)?)?;
+    } else if let (Some(seconds), Some(mpps), Some(ns), Some(best)) =
+        (r.seconds, r.mpps, r.ns_per_packet, r.best_mpps)
+    {
+        writeln!(
+            out,
+            "{}: {} packets ({} keyed), key {}, median of {} passes: {seconds:.4} s, {mpps:.1} Mpps, {ns:.2} ns/packet (best {best:.1} Mpps)",
+            r.file, r.packets, r.keyed, r.key, r.passes
+        )?;
     } else {
-        println!(
-            "{}: {} packets ({} keyed), key {}, median of {} passes: {:.4} s, {:.1} Mpps, {:.2} ns/packet (best {:.1} Mpps)",
-            r.file, r.packets, r.keyed, r.key, r.passes, r.seconds, r.mpps, r.ns_per_packet, r.best_mpps
-        );
+        writeln!(out, "{}: no packets, nothing to time", r.file)?;
     }
     Ok(())
 }

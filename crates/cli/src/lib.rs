@@ -1,9 +1,12 @@
 //! netsift as a library: the glue between the pipeline crates that the `netsift` binary and the
-//! integration tests share (the source loop, `run`, `stats`, `bench`).
+//! integration tests share (the source loop, `run`, `stats`, `bench`, standard output and the
+//! process's error rule in `out`, flag value parsers in `flags`).
 
 #![forbid(unsafe_code)]
 
 pub mod bench;
+pub mod flags;
+pub mod out;
 pub mod run;
 pub mod source;
 pub mod stats;
@@ -30,9 +33,7 @@ pub fn default_capture() -> Result<Capture> {
 
 /// `netsift algorithms`: the catalog, one line per algorithm with the tasks it answers, or
 /// (`json`) one object per algorithm with its facts.
-pub fn algorithms(json: bool) -> Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
+pub fn algorithms(json: bool, out: &mut out::Out) -> Result<()> {
     if json {
         let all: Vec<serde_json::Value> = catalog::ALL
             .iter()

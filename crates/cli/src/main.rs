@@ -4,10 +4,10 @@
 
 #![forbid(unsafe_code)]
 
-use netsift::{bench, stats};
+use netsift::out::{self, Out};
+use netsift::{bench, flags, stats};
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -60,26 +60,35 @@ struct StatsArgs {
     #[arg(long)]
     json: bool,
     /// How many of the largest flows to list.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(0..=u64::MAX))]
     top: usize,
     /// Key kind for the top flows and the Zipf estimate.
     #[arg(long, default_value = "five_tuple")]
     key: KeyKind,
 }
 
+/// The ranges of `gen`'s parameters are the generator's (`gen::Spec::validate`, which names the
+/// parameter; its errors are reworded with the flag's name); the unsigned ones are also checked
+/// by clap, so that a negative value says the range too.
 #[derive(Args)]
 struct GenArgs {
-    #[arg(long, default_value_t = 2_000_000)]
+    #[arg(long, default_value_t = 2_000_000, allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(0..=u64::MAX))]
     packets: u64,
-    #[arg(long, default_value_t = 100_000)]
+    /// Number of flows (1..=2^25).
+    #[arg(long, default_value_t = 100_000, allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=gen::MAX_FLOWS))]
     flows: u64,
-    /// Size of the source-address pool (default: flows / 4).
-    #[arg(long)]
+    /// Size of the source-address pool (default: flows / 4; 1..=2^28).
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=gen::MAX_SOURCES))]
     sources: Option<u64>,
-    /// Zipf skew of flow sizes.
-    #[arg(long, default_value_t = 1.1)]
+    /// Zipf skew of flow sizes (0..=10).
+    #[arg(long, default_value_t = 1.1, allow_negative_numbers = true)]
     skew: f64,
-    #[arg(long, default_value_t = 1)]
+    /// Seed (unsigned 64-bit).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = flags::seed)]
     seed: u64,
     /// Packet size in bytes on the wire, or `mix` for a realistic mix.
     #[arg(long, default_value = "mix")]
@@ -91,12 +100,14 @@ struct GenArgs {
     #[arg(long, default_value = "pcap")]
     format: gen::OutFormat,
     /// Packets per second of capture time.
-    #[arg(long, default_value_t = 1_000_000.0)]
+    #[arg(long, default_value_t = 1_000_000.0, allow_negative_numbers = true)]
     rate: f64,
-    /// Bytes of each packet written to a pcap (the wire length is kept in the record).
-    #[arg(long, default_value_t = 128)]
+    /// Bytes of each packet written to a pcap (the wire length is kept in the record; 54..=262144).
+    #[arg(long, default_value_t = 128, allow_negative_numbers = true,
+          value_parser = flags::whole::<u32>(gen::MIN_SNAPLEN as u64..=gen::MAX_SNAPLEN as u64))]
     snaplen: u32,
-    /// Output file, `-` for standard output.
+    /// Output file, `-` for standard output. A file is written under a temporary name beside it
+    /// and renamed at the end: an existing file stays as it was until the new one is complete.
     #[arg(long, short)]
     out: PathBuf,
 }
@@ -127,77 +138,107 @@ enum BenchCmd {
     AggEvict(bench::AggEvictArgs),
 }
 
+/// Every command writes to `out`; its error, or a failure to flush what it wrote, goes to
+/// [`out::report`]: a broken pipe exits quietly with status 0, any other error is one line on
+/// stderr and status 1.
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut out = Out::new();
     let res = match cli.cmd {
-        Cmd::Stats(a) => cmd_stats(a),
-        Cmd::Run(a) => netsift::run::cmd_run(a),
-        Cmd::Algorithms { json } => netsift::algorithms(json).map(|_| true),
-        Cmd::Gen(a) => cmd_gen(a).map(|_| true),
-        Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a).map(|_| true),
-        Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a).map(|_| true),
+        Cmd::Stats(a) => cmd_stats(a, &mut out),
+        Cmd::Run(a) => netsift::run::cmd_run(a, &mut out),
+        Cmd::Algorithms { json } => netsift::algorithms(json, &mut out).map(|_| true),
+        Cmd::Gen(a) => cmd_gen(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
     };
+    let res = res.and_then(|ok| {
+        out.flush()?;
+        Ok(ok)
+    });
     match res {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("netsift: error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(e) => ExitCode::from(out::report(&e)),
     }
 }
 
 /// Returns Ok(false) if any file could not be read completely (reported on stderr).
-fn cmd_stats(a: StatsArgs) -> Result<bool> {
+fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
     let mut all = vec![];
     let mut ok = true;
-    let mut run = |file: &str, cap: Result<Capture>| match cap {
-        Ok(cap) => {
-            let st = stats::file_stats(&cap, a.top, a.key);
-            if let Some(e) = &st.error {
-                eprintln!("netsift: {e}");
-                ok = false;
-            }
-            if !a.json {
-                stats::print_table(&st);
-                println!();
-            }
-            all.push(st);
-        }
-        Err(e) => {
-            let msg = format!("{e:#}");
-            eprintln!("netsift: {msg}");
-            ok = false;
-            all.push(stats::FileStats::failed(file, msg));
-        }
+    // No file: the built-in trace.
+    let files: Vec<Option<&str>> = if a.files.is_empty() {
+        vec![None]
+    } else {
+        a.files.iter().map(|f| Some(f.as_str())).collect()
     };
-    if a.files.is_empty() {
-        run("<built-in>", netsift::default_capture());
-    }
-    for f in &a.files {
-        run(f, Capture::open(f, a.format).map_err(anyhow::Error::from));
+    for file in files {
+        let (file, cap) = match file {
+            None => ("<built-in>", netsift::default_capture()),
+            Some(f) => (f, Capture::open(f, a.format).map_err(anyhow::Error::from)),
+        };
+        match cap {
+            Ok(cap) => {
+                let st = stats::file_stats(&cap, a.top, a.key);
+                if let Some(e) = &st.error {
+                    eprintln!("netsift: {e}");
+                    ok = false;
+                }
+                if !a.json {
+                    stats::print_table(&st, out)?;
+                    writeln!(out)?;
+                }
+                all.push(st);
+            }
+            Err(e) => {
+                let msg = out::render(&e);
+                eprintln!("netsift: {msg}");
+                ok = false;
+                all.push(stats::FileStats::failed(file, msg));
+            }
+        }
     }
     if !a.json && !ok {
         eprintln!("netsift: some files could not be read completely (see above)");
     }
     if a.json {
-        let out = std::io::stdout();
-        let mut out = out.lock();
-        serde_json::to_writer_pretty(&mut out, &all)?;
-        writeln!(out)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
     }
     Ok(ok)
 }
 
-fn cmd_gen(a: GenArgs) -> Result<()> {
-    let spec = a.spec();
+/// `gen`'s parameters as the command line names them: a [`gen::SpecError`] names the spec's
+/// field (`` `rate_pps` ``), the user typed a flag (`--rate`).
+fn gen_param_error(e: gen::SpecError) -> anyhow::Error {
+    const FLAGS: [(&str, &str); 7] = [
+        ("packets", "--packets"),
+        ("flows", "--flows"),
+        ("sources", "--sources"),
+        ("skew", "--skew"),
+        ("size", "--size"),
+        ("rate_pps", "--rate"),
+        ("snaplen", "--snaplen"),
+    ];
+    let mut msg = e.to_string();
+    for (field, flag) in FLAGS {
+        msg = msg.replace(&format!("`{field}`"), flag);
+    }
+    anyhow::anyhow!(msg)
+}
+
+/// `gen`: the spec is validated before the output is touched; a file is written to a temporary
+/// file in the same directory (`.NAME.tmp-PID`) and renamed over the target at the end, so an
+/// error or an interrupt leaves an existing file as it was (an error also removes the temporary
+/// file; an interrupt, which kills the process, may leave it). Anything but a regular file (a
+/// device such as `/dev/null`, a FIFO) is written in place.
+fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
+    let g = gen::Generator::new(&a.spec()).map_err(gen_param_error)?;
     let t = Instant::now();
     let n = if a.out.as_os_str() == "-" {
-        gen::write(&spec, a.format, std::io::stdout().lock())?
+        out.write_with(|w| g.write_to(a.format, w))?
     } else {
-        let f = std::fs::File::create(&a.out)
-            .with_context(|| format!("cannot create {}", a.out.display()))?;
-        gen::write(&spec, a.format, f).with_context(|| format!("writing {}", a.out.display()))?
+        write_replacing(&a.out, |f| g.write_to(a.format, f))?
     };
     let s = t.elapsed().as_secs_f64();
     eprintln!(
@@ -206,4 +247,74 @@ fn cmd_gen(a: GenArgs) -> Result<()> {
         n as f64 / s / 1e6
     );
     Ok(())
+}
+
+/// Write `path` through `write`, replacing a regular file only once the new content is complete
+/// (temporary file beside it, then rename; a symlink's target is what gets replaced). A special
+/// file (device, FIFO) is opened and written in place.
+fn write_replacing<T>(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+) -> Result<T> {
+    let shown = path.display();
+    let existing = match std::fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot write {shown}")),
+    };
+    if let Some(m) = existing.as_ref().filter(|m| !m.is_file()) {
+        if m.is_dir() {
+            anyhow::bail!("cannot write {shown}: is a directory");
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {shown}"))?;
+        return write(&mut f).with_context(|| format!("writing {shown}"));
+    }
+    // Replace what a symlink points to, not the link.
+    let target = match &existing {
+        Some(_) => std::fs::canonicalize(path).with_context(|| format!("cannot write {shown}"))?,
+        None => path.to_path_buf(),
+    };
+    let name = target
+        .file_name()
+        .with_context(|| format!("cannot write {shown}: not a file name"))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let mut tmp = TempFile {
+        path: target.with_file_name(tmp_name),
+        keep: false,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp.path)
+        .with_context(|| format!("cannot create {}", tmp.path.display()))?;
+    let n = write(&mut f).with_context(|| format!("writing {shown}"))?;
+    f.sync_all().with_context(|| format!("writing {shown}"))?;
+    if let Some(m) = &existing {
+        // The new file keeps the old one's permissions.
+        std::fs::set_permissions(&tmp.path, m.permissions())
+            .with_context(|| format!("writing {shown}"))?;
+    }
+    std::fs::rename(&tmp.path, &target).with_context(|| format!("cannot replace {shown}"))?;
+    tmp.keep = true;
+    Ok(n)
+}
+
+/// A temporary file removed when dropped unless kept (on every early return of
+/// [`write_replacing`]).
+struct TempFile {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }

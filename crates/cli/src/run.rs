@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 
 use anyhow::{bail, Context, Result};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use key::KeyKind;
@@ -13,6 +14,8 @@ use trace::{Capture, Format};
 use truth::Weight;
 use wire::Class;
 
+use crate::flags;
+use crate::out::{self, Out, StdoutError};
 use crate::source::each_packet;
 
 #[derive(Args)]
@@ -27,7 +30,7 @@ pub struct RunArgs {
     /// Tasks, comma-separated: heavy_hitters, heavy_changers, superspreaders, ddos, cardinality,
     /// flow_size_distribution, entropy, top_k, flow_size. Default: all (or all the algorithms
     /// answer).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = task_parser())]
     task: Vec<algo::Task>,
     /// Algorithms, comma-separated (see `netsift algorithms`). Default: one per task.
     #[arg(long, value_delimiter = ',')]
@@ -37,31 +40,36 @@ pub struct RunArgs {
     /// Count packets or bytes.
     #[arg(long)]
     weight: Option<WeightArg>,
-    /// Epoch length in packets (default 2,000,000).
-    #[arg(long, conflicts_with = "epoch_ms")]
+    /// Epoch length in packets (default 2,000,000; at least 1).
+    #[arg(long, conflicts_with = "epoch_ms", allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=u64::MAX))]
     epoch_packets: Option<u64>,
-    /// Epoch length in milliseconds of capture time.
-    #[arg(long)]
+    /// Epoch length in milliseconds of capture time (at least 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<u64>(1..=u64::MAX))]
     epoch_ms: Option<u64>,
-    /// Threshold of the heavy-hitter / changer / spreader tasks: below 1 a fraction, else absolute.
-    #[arg(long)]
+    /// Threshold of the heavy-hitter / changer / spreader tasks, a positive number: below 1 a
+    /// fraction, else absolute.
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::threshold)]
     threshold: Option<f64>,
-    /// k of top-k.
-    #[arg(long)]
+    /// k of top-k (at least 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=u64::MAX))]
     k: Option<usize>,
-    #[arg(long)]
+    /// Seed of every hash function (unsigned 64-bit).
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
     seed: Option<u64>,
     /// Accelerator in front of the algorithms: `none` or `agg-evict` (one aggregator per key
     /// kind, shared by every algorithm on it).
     #[arg(long)]
     accel: Option<AccelArg>,
-    /// Agg-Evict lookup kernel: auto, avx512, avx2, sse2, off (scalar linear search).
+    /// Agg-Evict lookup kernel: auto, avx512, avx2, sse2, off (scalar linear search). Only with
+    /// `--accel agg-evict` (else ignored, with a warning).
     #[arg(long)]
     simd: Option<aggevict::Simd>,
-    /// Agg-Evict arrays (k; 16 slots each).
-    #[arg(long)]
+    /// Agg-Evict arrays (k, at least 1; 16 slots each). Only with `--accel agg-evict`.
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=aggevict::MAX_ARRAYS as u64))]
     agg_arrays: Option<usize>,
-    /// Agg-Evict eviction policy: grr or lru.
+    /// Agg-Evict eviction policy: grr or lru. Only with `--accel agg-evict`.
     #[arg(long)]
     agg_policy: Option<aggevict::Policy>,
     /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6
@@ -69,13 +77,20 @@ pub struct RunArgs {
     #[arg(long)]
     ipv6: bool,
     /// Packets per batch handed to the algorithms (1..=8192).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=8192))]
     batch: Option<usize>,
     #[arg(long)]
     format: Option<Format>,
     /// Write the per-epoch report as JSON to stdout.
     #[arg(long)]
     json: bool,
+}
+
+/// `--task`: one of the task names (clap lists them in `--help` and in the error for any other
+/// value), parsed into an [`algo::Task`].
+fn task_parser() -> impl TypedValueParser<Value = algo::Task> {
+    PossibleValuesParser::new(algo::Task::ALL.map(|t| t.name()))
+        .try_map(|s| s.parse::<algo::Task>())
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -162,6 +177,24 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
         }
     }
     cfg.validate()?;
+    // The aggregator's flags configure nothing without the aggregator: say so once.
+    if matches!(cfg.accel, measure::Accel::None) {
+        let ignored: Vec<&str> = [
+            (a.simd.is_some(), "--simd"),
+            (a.agg_arrays.is_some(), "--agg-arrays"),
+            (a.agg_policy.is_some(), "--agg-policy"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
+        if !ignored.is_empty() {
+            eprintln!(
+                "netsift: warning: ignoring {}: Agg-Evict settings take effect only with \
+                 --accel agg-evict",
+                ignored.join(", ")
+            );
+        }
+    }
     Ok(cfg)
 }
 
@@ -192,11 +225,13 @@ pub fn default_spec() -> gen::Spec {
 
 /// Run `cfg` over its trace (or the built-in one). `on_epoch` sees the runner after every packet
 /// that closed an epoch, so a live run (`netsift run -` on a capture pipe) can print each epoch as
-/// it ends instead of at the end of the stream.
+/// it ends instead of at the end of the stream. The readers have no early exit, so an error of
+/// `on_epoch` (standard output closed or full) ends the process there, by [`out::exit`]: quietly
+/// for a broken pipe, else with the one-line error.
 pub fn run(
     cfg: RunConfig,
     format: Option<Format>,
-    on_epoch: &mut dyn FnMut(&Runner),
+    on_epoch: &mut dyn FnMut(&Runner) -> Result<()>,
 ) -> Result<(Report, Option<String>)> {
     let mut read_error = None;
     let report = match cfg.trace.clone() {
@@ -214,7 +249,10 @@ pub fn run(
                 runner.push(p.ts_ns, &p.tuple, p.wire_len);
                 if runner.completed_epochs().len() != epochs {
                     epochs = runner.completed_epochs().len();
-                    pb.suspend(|| on_epoch(&runner));
+                    if let Err(e) = pb.suspend(|| on_epoch(&runner)) {
+                        pb.finish_and_clear();
+                        out::exit(&e);
+                    }
                 }
                 n += 1;
                 if n.is_multiple_of(65536) {
@@ -237,7 +275,10 @@ pub fn run(
                 }
                 if runner.completed_epochs().len() != epochs {
                     epochs = runner.completed_epochs().len();
-                    pb.suspend(|| on_epoch(&runner));
+                    if let Err(e) = pb.suspend(|| on_epoch(&runner)) {
+                        pb.finish_and_clear();
+                        out::exit(&e);
+                    }
                 }
                 n += 1;
                 if n.is_multiple_of(65536) {
@@ -270,102 +311,112 @@ fn fmt_bytes(b: usize) -> String {
     }
 }
 
-fn print_header(trace: &str, key: KeyKind, weight: &str, epoch: &str, seed: u64) {
-    println!("trace {trace}  key {key}  weight {weight}  epoch {epoch}  seed {seed}");
+fn print_header(
+    out: &mut Out,
+    trace: &str,
+    key: KeyKind,
+    weight: &str,
+    epoch: &str,
+    seed: u64,
+) -> Result<(), StdoutError> {
+    writeln!(
+        out,
+        "trace {trace}  key {key}  weight {weight}  epoch {epoch}  seed {seed}"
+    )
 }
 
 /// Print the epochs `printed..` of `runner` not yet printed (the header first, before epoch 0);
 /// returns how many are printed now.
-pub fn print_new_epochs(runner: &Runner, printed: usize) -> usize {
+pub fn print_new_epochs(
+    runner: &Runner,
+    printed: usize,
+    out: &mut Out,
+) -> Result<usize, StdoutError> {
     let cfg = runner.config();
     if printed == 0 {
         print_header(
+            out,
             runner.trace_name(),
             cfg.key,
             cfg.weight.name(),
             &runner.epoch_label(),
             cfg.seed,
-        );
+        )?;
     }
     let done = runner.completed_epochs();
     for e in done.get(printed..).unwrap_or(&[]) {
-        print_epoch(e, cfg.key);
+        print_epoch(out, e, cfg.key)?;
     }
     // Epochs reach stdout as they close, even when it is a pipe.
-    let _ = std::io::Write::flush(&mut std::io::stdout());
-    done.len()
+    out.flush()?;
+    Ok(done.len())
 }
 
 /// Print the report, skipping the header and the first `printed` epochs if a live run printed
 /// them already.
-pub fn print_report(r: &Report, printed: usize) {
+pub fn print_report(r: &Report, printed: usize, out: &mut Out) -> Result<(), StdoutError> {
     if printed == 0 {
-        print_header(&r.trace, r.key, r.weight.name(), &r.epoch, r.seed);
+        print_header(out, &r.trace, r.key, r.weight.name(), &r.epoch, r.seed)?;
     }
     for e in r.epochs.get(printed..).unwrap_or(&[]) {
-        print_epoch(e, r.key);
+        print_epoch(out, e, r.key)?;
     }
-    print_costs(r);
+    print_costs(out, r)
 }
 
-fn print_epoch(e: &EpochReport, key: KeyKind) {
-    {
-        println!(
-            "\nepoch {}: {} packets, {} bytes, {} flows ({})",
-            e.index, e.packets, e.bytes, e.flows, key
-        );
-        println!(
+fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), StdoutError> {
+    writeln!(
+        out,
+        "\nepoch {}: {} packets, {} bytes, {} flows ({})",
+        e.index, e.packets, e.bytes, e.flows, key
+    )?;
+    writeln!(
+        out,
+        "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "task", "algorithm", "key", "answer", "precision", "recall", "f1", "rel.err", "ARE", "MRD"
+    )?;
+    for t in &e.tasks {
+        let answer = if let Some(n) = &t.note {
+            n.split(':').next().unwrap_or("").to_string()
+        } else if let Some(est) = t.answer.estimate {
+            format!("{est:.1} (true {:.1})", t.truth.value.unwrap_or(0.0))
+        } else if let Some(rep) = t.answer.reported {
+            match t.truth.count {
+                Some(tc) => format!("{rep} reported / {tc} true"),
+                None => format!("{rep} flows"),
+            }
+        } else {
+            "-".into()
+        };
+        let a = &t.accuracy;
+        writeln!(
+            out,
             "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "task",
-            "algorithm",
-            "key",
-            "answer",
-            "precision",
-            "recall",
-            "f1",
-            "rel.err",
-            "ARE",
-            "MRD"
-        );
-        for t in &e.tasks {
-            let answer = if let Some(n) = &t.note {
-                n.split(':').next().unwrap_or("").to_string()
-            } else if let Some(est) = t.answer.estimate {
-                format!("{est:.1} (true {:.1})", t.truth.value.unwrap_or(0.0))
-            } else if let Some(rep) = t.answer.reported {
-                match t.truth.count {
-                    Some(tc) => format!("{rep} reported / {tc} true"),
-                    None => format!("{rep} flows"),
-                }
-            } else {
-                "-".into()
-            };
-            let a = &t.accuracy;
-            println!(
-                "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                t.task.name(),
-                t.algorithm,
-                t.key.name(),
-                answer,
-                fmt_opt(a.precision),
-                fmt_opt(a.recall),
-                fmt_opt(a.f1),
-                fmt_opt(a.relative_error),
-                fmt_opt(a.are),
-                fmt_opt(a.mrd)
-            );
-        }
+            t.task.name(),
+            t.algorithm,
+            t.key.name(),
+            answer,
+            fmt_opt(a.precision),
+            fmt_opt(a.recall),
+            fmt_opt(a.f1),
+            fmt_opt(a.relative_error),
+            fmt_opt(a.are),
+            fmt_opt(a.mrd)
+        )?;
     }
+    Ok(())
 }
 
-fn print_costs(r: &Report) {
-    println!("\ncost (update time measured per batch, same pass):");
-    println!(
+fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
+    writeln!(out, "\ncost (update time measured per batch, same pass):")?;
+    writeln!(
+        out,
         "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10}",
         "algorithm", "key", "memory", "updates", "ns/packet", "Mpps"
-    );
+    )?;
     for c in &r.throughput {
-        println!(
+        writeln!(
+            out,
             "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}{}",
             c.algorithm,
             c.key.name(),
@@ -381,10 +432,11 @@ fn print_costs(r: &Report) {
             } else {
                 String::new()
             }
-        );
+        )?;
     }
     for a in &r.accelerators {
-        println!(
+        writeln!(
+        out,
             "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}  ({} kernel; {:.1}% of packets reach the algorithms)",
             a.accel,
             a.key.name(),
@@ -394,25 +446,26 @@ fn print_costs(r: &Report) {
             if a.ns_per_packet > 0.0 { 1e3 / a.ns_per_packet } else { 0.0 },
             a.simd,
             100.0 * a.evicted_share
-        );
+        )?;
     }
     let t = &r.totals;
     let classes: Vec<String> = wire::Class::ALL
         .iter()
         .map(|&c| format!("{} {}", t.classes.get(c), c.name()))
         .collect();
-    println!(
+    writeln!(
+        out,
         "\n{} packets ({}), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing and ground truth)",
         t.packets,
         classes.join(", "),
         t.epochs,
         r.seconds,
         r.mpps
-    );
+    )
 }
 
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
-pub fn cmd_run(a: RunArgs) -> Result<bool> {
+pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     let cfg = config(&a)?;
     // `--format`, else the config's `format`, else detection by magic number or extension.
     let format = cfg
@@ -426,13 +479,14 @@ pub fn cmd_run(a: RunArgs) -> Result<bool> {
     let json = a.json;
     let (report, err) = run(cfg, format, &mut |runner| {
         if !json {
-            printed = print_new_epochs(runner, printed);
+            printed = print_new_epochs(runner, printed, out)?;
         }
+        Ok(())
     })?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        print_report(&report, printed);
+        print_report(&report, printed, out)?;
     }
     if let Some(e) = err {
         eprintln!("netsift: {e}");

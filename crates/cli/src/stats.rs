@@ -8,6 +8,7 @@ use trace::Capture;
 use truth::Counts;
 use wire::Class;
 
+use crate::out::{Out, StdoutError};
 use crate::source::{each_packet, keyed};
 
 #[derive(Debug, Default, Serialize)]
@@ -172,8 +173,8 @@ pub fn file_stats(cap: &Capture, top_n: usize, top_key: KeyKind) -> FileStats {
 }
 
 /// The readable table of one file.
-pub fn print_table(st: &FileStats) {
-    println!("{}  ({})", st.file, st.format);
+pub fn print_table(st: &FileStats, out: &mut Out) -> Result<(), StdoutError> {
+    writeln!(out, "{}  ({})", st.file, st.format)?;
     let pct = |n: u64| {
         if st.packets == 0 {
             0.0
@@ -181,40 +182,51 @@ pub fn print_table(st: &FileStats) {
             100.0 * n as f64 / st.packets as f64
         }
     };
-    println!("  packets      {:>14}", st.packets);
-    println!("  bytes        {:>14}", st.bytes);
+    writeln!(out, "  packets      {:>14}", st.packets)?;
+    writeln!(out, "  bytes        {:>14}", st.bytes)?;
     for c in Class::ALL {
         let n = st.classes.get(c);
-        println!("  {:<12} {n:>14}  {:>6.2}%", c.name(), pct(n));
+        writeln!(out, "  {:<12} {n:>14}  {:>6.2}%", c.name(), pct(n))?;
     }
     if st.l4_cut > 0 {
-        println!("  (l4 cut      {:>14}  ports taken as 0)", st.l4_cut);
+        writeln!(out, "  (l4 cut      {:>14}  ports taken as 0)", st.l4_cut)?;
     }
-    println!(
+    writeln!(
+        out,
         "  flows        src {}  dst {}  pair {}  four_tuple {}  five_tuple {}",
         st.flows.src, st.flows.dst, st.flows.pair, st.flows.four_tuple, st.flows.five_tuple
-    );
-    println!("  duration     {:.6} s", st.duration_s);
-    println!("  link types   {}", st.link_types.join(", "));
+    )?;
+    writeln!(out, "  duration     {:.6} s", st.duration_s)?;
+    writeln!(out, "  link types   {}", st.link_types.join(", "))?;
     match st.zipf_skew {
-        Some(s) => println!("  zipf skew    {s:.3}  (by {}, packets)", st.top_key),
-        None => println!("  zipf skew    n/a (fewer than 10 flows larger than 1 packet)"),
+        Some(s) => writeln!(out, "  zipf skew    {s:.3}  (by {}, packets)", st.top_key)?,
+        None => writeln!(
+            out,
+            "  zipf skew    n/a (fewer than 10 flows larger than 1 packet)"
+        )?,
     }
     if !st.top.is_empty() {
-        println!("  top {} flows by packets ({}):", st.top.len(), st.top_key);
+        writeln!(
+            out,
+            "  top {} flows by packets ({}):",
+            st.top.len(),
+            st.top_key
+        )?;
         for (i, t) in st.top.iter().enumerate() {
-            println!(
+            writeln!(
+                out,
                 "    {:>3}. {:<48} {:>12} pkts {:>14} bytes",
                 i + 1,
                 t.key,
                 t.packets,
                 t.bytes
-            );
+            )?;
         }
     }
     if let Some(e) = &st.error {
-        println!("  stopped early: {e}");
+        writeln!(out, "  stopped early: {e}")?;
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -481,3 +481,351 @@ fn algorithms_json_lists_the_catalog_with_defaults() {
         String::from_utf8_lossy(&st.stderr)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hardening (issue 10): closed or full standard output, out-of-range counts, gen's output file,
+// messages.
+
+/// Spawn `netsift args` with its stdout on a pipe, let `read` take what it wants of the output,
+/// then close the read end (as `head` does) while the child still has output to write, and wait.
+fn reader_closes_early(
+    args: &[&str],
+    read: impl FnOnce(&mut std::process::ChildStdout),
+) -> std::process::Output {
+    let mut child = netsift()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    read(&mut stdout);
+    drop(stdout);
+    child.wait_with_output().unwrap()
+}
+
+/// A broken pipe ends the command quietly: status 0 (ripgrep's choice), nothing on stderr.
+fn assert_quiet_exit(what: &str, out: &std::process::Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Read up to and including the first newline, byte by byte (no read-ahead).
+fn read_line(r: &mut impl std::io::Read) -> String {
+    let mut line = vec![];
+    let mut b = [0u8];
+    while r.read(&mut b).unwrap() == 1 {
+        line.push(b[0]);
+        if b[0] == b'\n' {
+            break;
+        }
+    }
+    String::from_utf8(line).unwrap()
+}
+
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let f = gen("pipe-head.pcap", 100_000, 2_000, 5, &[]);
+    let small = gen("pipe-small.pcap", 2_000, 50, 5, &[]);
+    let fs = f.to_str().unwrap();
+    let ss = small.to_str().unwrap();
+
+    // `run ... | head -1`: a hundred epoch tables (far more than a pipe buffer) after the header.
+    let out = reader_closes_early(
+        &[
+            "run",
+            fs,
+            "--epoch-packets",
+            "1000",
+            "--task",
+            "cardinality",
+            "--algo",
+            "hyperloglog",
+        ],
+        |r| assert!(read_line(r).starts_with("trace ")),
+    );
+    assert_quiet_exit("run | head -1", &out);
+    // The same with JSON at the end.
+    let out = reader_closes_early(
+        &[
+            "run",
+            fs,
+            "--epoch-packets",
+            "1000",
+            "--json",
+            "--task",
+            "entropy",
+        ],
+        |_| {},
+    );
+    assert_quiet_exit("run --json | (closed)", &out);
+
+    // `stats big small | head -c 10`: the second table is written after the reader is gone.
+    let out = reader_closes_early(&["stats", ss, fs], |r| {
+        let mut b = [0u8; 10];
+        std::io::Read::read_exact(r, &mut b).unwrap();
+    });
+    assert_quiet_exit("stats | head -c 10", &out);
+
+    // The reader closes before the command writes anything.
+    for args in [
+        &["algorithms"][..],
+        &["algorithms", "--json"],
+        &["stats", fs],
+        &["stats", "--json", fs],
+        &["bench", "parse", "--passes", "1", fs],
+        &["bench", "parse", "--json", "--passes", "1", fs],
+        &["gen", "--packets", "200000", "--out", "-"],
+    ] {
+        let out = reader_closes_early(args, |_| {});
+        assert_quiet_exit(&args.join(" "), &out);
+    }
+}
+
+/// `> /dev/full`: one line naming standard output and the reason, a non-zero status, no panic.
+#[test]
+fn a_full_stdout_is_a_one_line_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        println!("skip: no /dev/full");
+        return;
+    };
+    let f = gen("full.pcap", 5_000, 100, 6, &[]);
+    let fs = f.to_str().unwrap();
+    for args in [
+        &["stats", fs][..],
+        &["stats", "--json", fs],
+        &["bench", "parse", "--passes", "1", fs],
+        &["algorithms"],
+        &["run", fs, "--task", "cardinality", "--algo", "hyperloglog"],
+        &["run", fs, "--json", "--task", "cardinality"],
+        &["gen", "--packets", "1000", "--out", "-"],
+    ] {
+        let out = netsift()
+            .args(args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let what = args.join(" ");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(
+            err.starts_with("netsift: error: writing standard output: No space left on device"),
+            "{what}: {err}"
+        );
+        assert_eq!(
+            err.matches("No space left").count(),
+            1,
+            "{what}: each cause once: {err}"
+        );
+    }
+}
+
+#[test]
+fn bench_parse_passes_has_a_range_and_an_empty_file_has_no_rate() {
+    let f = gen("passes.pcap", 1_000, 10, 2, &[]);
+    for bad in ["0", "1001", "100000000000", "18446744073709551615", "-1"] {
+        let out = netsift()
+            .args(["bench", "parse", "--passes", bad])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--passes {bad}: {err}");
+        assert!(
+            err.contains("--passes") && err.contains("1..=1000"),
+            "--passes {bad}: {err}"
+        );
+    }
+    let empty = gen("no-packets.pcap", 0, 10, 2, &[]);
+    let out = netsift()
+        .args(["bench", "parse"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("no packets"), "{text}");
+    assert!(!text.contains("ns/packet"), "{text}");
+    let out = netsift()
+        .args(["bench", "parse", "--json"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["packets"], 0);
+    assert!(v["ns_per_packet"].is_null() && v["mpps"].is_null(), "{v}");
+}
+
+/// A rejected `gen` leaves the existing file as it was and no temporary file beside it; a
+/// successful one replaces it whole.
+#[test]
+fn gen_validates_before_touching_the_output() {
+    let dir = std::env::temp_dir().join(format!("netsift-cli-gen-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = dir.join("existing.pcap");
+    std::fs::write(&target, b"precious").unwrap();
+    let listing = || {
+        let mut v: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    for (flag, value) in [
+        ("--flows", "0"),
+        ("--skew", "-1"),
+        ("--snaplen", "1"),
+        ("--rate", "0"),
+        ("--size", "3"),
+    ] {
+        let out = netsift()
+            .args(["gen", flag, value, "--out"])
+            .arg(&target)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        // A range clap checks (exit 2) or one the generator checks (exit 1): either way the
+        // message names the flag, not the file.
+        assert!(
+            matches!(out.status.code(), Some(1 | 2)),
+            "{flag} {value}: {err}"
+        );
+        assert!(
+            err.starts_with(&format!("netsift: error: {flag} "))
+                || err.contains(&format!("for '{flag} <")),
+            "names the flag: {err}"
+        );
+        assert!(!err.contains("writing"), "{err}");
+        assert!(err.contains(value), "{err}");
+        assert_eq!(
+            std::fs::read(&target).unwrap(),
+            b"precious",
+            "{flag} {value}"
+        );
+        assert_eq!(listing(), ["existing.pcap"], "{flag} {value}");
+    }
+    let out = netsift()
+        .args(["gen", "--packets", "100", "--flows", "10", "--out"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = netsift()
+        .args(["stats", "--json"])
+        .arg(&target)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(v[0]["packets"], 100);
+    assert_eq!(listing(), ["existing.pcap"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn flag_errors_name_the_flag_and_its_range() {
+    let err = |args: &[&str]| {
+        let out = netsift().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = err(&["run", "--threshold", "-1"]);
+    assert!(
+        e.contains("--threshold") && e.contains("must be a positive number") && e.contains("-1"),
+        "{e}"
+    );
+    assert!(!e.contains("unexpected argument"), "{e}");
+    for cmd in [&["run"][..], &["gen", "--out", "/nonexistent/x.pcap"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["--seed", "-1"]);
+        let e = err(&args);
+        assert!(e.contains("--seed") && e.contains("unsigned"), "{e}");
+    }
+    let e = err(&["gen", "--skew", "-1", "--out", "/nonexistent/x.pcap"]);
+    assert!(e.starts_with("netsift: error: --skew must be"), "{e}");
+    assert!(e.contains("got -1"), "{e}");
+    let e = err(&["run", "--batch", "0"]);
+    assert!(e.contains("--batch") && e.contains("1..=8192"), "{e}");
+    assert!(!e.contains("config field"), "{e}");
+    let e = err(&["run", "--task", "nonsense"]);
+    for t in [
+        "heavy_hitters",
+        "cardinality",
+        "flow_size_distribution",
+        "flow_size",
+    ] {
+        assert!(e.contains(t), "lists the tasks: {e}");
+    }
+}
+
+#[test]
+fn each_cause_is_printed_once() {
+    let cfg = tmp("twice.toml");
+    std::fs::write(&cfg, "key = 3\n").unwrap();
+    let out = netsift()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert_eq!(e.matches("TOML parse error").count(), 1, "{e}");
+    assert_eq!(e.matches("wanted string or table").count(), 1, "{e}");
+
+    if std::path::Path::new("/dev/full").exists() {
+        let out = netsift()
+            .args(["gen", "--packets", "1000", "--out", "/dev/full"])
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert_eq!(e.matches("No space left on device").count(), 1, "{e}");
+    }
+}
+
+/// Agg-Evict's flags do nothing without `--accel agg-evict`: one warning line says so.
+#[test]
+fn aggregator_flags_without_the_aggregator_warn() {
+    let f = gen("accel-off.pcap", 2_000, 50, 8, &[]);
+    let run = |extra: &[&str]| {
+        let out = netsift()
+            .args(["run", "--task", "cardinality", "--algo", "hyperloglog"])
+            .arg(&f)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["--simd", "off", "--agg-arrays", "64", "--agg-policy", "lru"]);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.starts_with("netsift: warning:"), "{e}");
+    for flag in [
+        "--simd",
+        "--agg-arrays",
+        "--agg-policy",
+        "--accel agg-evict",
+    ] {
+        assert!(e.contains(flag), "{flag}: {e}");
+    }
+    let e = run(&["--agg-arrays", "64"]);
+    assert!(e.contains("--agg-arrays") && !e.contains("--simd"), "{e}");
+    assert_eq!(run(&["--accel", "agg-evict", "--agg-arrays", "64"]), "");
+    assert_eq!(run(&[]), "");
+}

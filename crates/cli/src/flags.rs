@@ -1,0 +1,69 @@
+//! Value parsers of numeric flags: each states its range, and the error for a value outside it
+//! (negative ones included: those flags take `allow_negative_numbers`, so `-1` reaches the parser
+//! instead of being taken for a flag) says what the range is. Clap prefixes the flag's name:
+//! `invalid value '-1' for '--threshold <THRESHOLD>': must be a positive number, got -1`.
+
+use std::ops::RangeInclusive;
+
+/// A whole number in `range` (a flag that sizes something: the range bounds what it allocates).
+pub fn whole<T>(
+    range: RangeInclusive<u64>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static
+where
+    T: TryFrom<u64> + Clone + Send + Sync + 'static,
+{
+    move |s: &str| {
+        let v = s
+            .parse::<u64>()
+            .ok()
+            .filter(|v| range.contains(v))
+            .and_then(|v| T::try_from(v).ok());
+        v.ok_or_else(|| match (range.start(), range.end()) {
+            (lo, &u64::MAX) => format!("must be a whole number >= {lo}, got {s}"),
+            (lo, hi) => format!("must be a whole number in {lo}..={hi}, got {s}"),
+        })
+    }
+}
+
+/// A seed: any unsigned 64-bit value.
+pub fn seed(s: &str) -> Result<u64, String> {
+    s.parse::<u64>().map_err(|_| {
+        format!(
+            "seeds are unsigned: a whole number in 0..={}, got {s}",
+            u64::MAX
+        )
+    })
+}
+
+/// A threshold: a positive finite number (below 1 a fraction, else an absolute value).
+pub fn threshold(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t > 0.0 && t.is_finite() => Ok(t),
+        _ => Err(format!(
+            "must be a positive number (below 1: a fraction; 1 or more: an absolute value), got {s}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_enforced_and_named() {
+        let p = whole::<usize>(1..=1000);
+        assert_eq!(p("1000"), Ok(1000));
+        for bad in ["0", "1001", "-1", "18446744073709551615", "x", ""] {
+            let e = p(bad).unwrap_err();
+            assert!(e.contains("1..=1000") && e.contains(bad), "{e}");
+        }
+        let e = whole::<u64>(1..=u64::MAX)("-1").unwrap_err();
+        assert!(e.contains(">= 1") && e.contains("-1"), "{e}");
+        assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
+        assert!(seed("-1").unwrap_err().contains("unsigned"));
+        assert_eq!(threshold("0.5"), Ok(0.5));
+        for bad in ["0", "-1", "inf", "NaN", "x"] {
+            assert!(threshold(bad).unwrap_err().contains("positive"), "{bad}");
+        }
+    }
+}
