@@ -415,7 +415,13 @@ impl Capture {
         // truncating or rewriting the file while we read it is outside Rust's model (as for every
         // mmap-based reader, e.g. ripgrep); capture files are treated as immutable while open.
         // Every access is bounds-checked against the map's length.
-        let map = unsafe { opts.map(&file) }.map_err(io_err)?;
+        let map = match unsafe { opts.map(&file) } {
+            Ok(m) => m,
+            // No address space for the mapping (a tight `ulimit -v`, a 32-bit host, a file
+            // system without mmap): stream the file instead, in constant memory, with the same
+            // records and errors.
+            Err(_) => return Capture::from_reader(path, file, format),
+        };
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Sequential);
         Capture::build(path.to_string(), Bytes::Mapped(map), format)
