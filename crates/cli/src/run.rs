@@ -81,9 +81,13 @@ pub struct RunArgs {
     batch: Option<usize>,
     #[arg(long)]
     format: Option<Format>,
-    /// Write the per-epoch report as JSON to stdout.
-    #[arg(long)]
+    /// Write the report as one JSON document at the end (it keeps every epoch until then).
+    #[arg(long, conflicts_with = "json_lines")]
     json: bool,
+    /// Write one JSON object per line: each epoch as it closes (`"type": "epoch"`), then the
+    /// run's summary (`"type": "summary"`: totals and costs). Constant memory on endless input.
+    #[arg(long)]
+    json_lines: bool,
 }
 
 /// `--task`: one of the task names (clap lists them in `--help` and in the error for any other
@@ -225,13 +229,14 @@ pub fn default_spec() -> gen::Spec {
 
 /// Run `cfg` over its trace (or the built-in one). `on_epoch` sees the runner after every packet
 /// that closed an epoch, so a live run (`netsift run -` on a capture pipe) can print each epoch as
-/// it ends instead of at the end of the stream. The readers have no early exit, so an error of
+/// it ends instead of at the end of the stream, and take it (`Runner::take_completed`) so that
+/// an endless run holds no past epoch. The readers have no early exit, so an error of
 /// `on_epoch` (standard output closed or full) ends the process there, by [`out::exit`]: quietly
 /// for a broken pipe, else with the one-line error.
 pub fn run(
     cfg: RunConfig,
     format: Option<Format>,
-    on_epoch: &mut dyn FnMut(&Runner) -> Result<()>,
+    on_epoch: &mut dyn FnMut(&mut Runner) -> Result<()>,
 ) -> Result<(Report, Option<String>)> {
     let mut read_error = None;
     let report = match cfg.trace.clone() {
@@ -248,11 +253,11 @@ pub fn run(
             gen::generate(&spec, |p| {
                 runner.push(p.ts_ns, &p.tuple, p.wire_len);
                 if runner.completed_epochs().len() != epochs {
-                    epochs = runner.completed_epochs().len();
-                    if let Err(e) = pb.suspend(|| on_epoch(&runner)) {
+                    if let Err(e) = pb.suspend(|| on_epoch(&mut runner)) {
                         pb.finish_and_clear();
                         out::exit(&e);
                     }
+                    epochs = runner.completed_epochs().len();
                 }
                 n += 1;
                 if n.is_multiple_of(65536) {
@@ -274,11 +279,11 @@ pub fn run(
                     c => runner.push_unkeyed(c, p.wire_len),
                 }
                 if runner.completed_epochs().len() != epochs {
-                    epochs = runner.completed_epochs().len();
-                    if let Err(e) = pb.suspend(|| on_epoch(&runner)) {
+                    if let Err(e) = pb.suspend(|| on_epoch(&mut runner)) {
                         pb.finish_and_clear();
                         out::exit(&e);
                     }
+                    epochs = runner.completed_epochs().len();
                 }
                 n += 1;
                 if n.is_multiple_of(65536) {
@@ -325,15 +330,15 @@ fn print_header(
     )
 }
 
-/// Print the epochs `printed..` of `runner` not yet printed (the header first, before epoch 0);
-/// returns how many are printed now.
+/// Print the epochs `runner` completed and take them out of it (the header first, unless
+/// `header` says it is printed already); returns that the header is printed.
 pub fn print_new_epochs(
-    runner: &Runner,
-    printed: usize,
+    runner: &mut Runner,
+    header: bool,
     out: &mut Out,
-) -> Result<usize, StdoutError> {
+) -> Result<bool, StdoutError> {
     let cfg = runner.config();
-    if printed == 0 {
+    if !header {
         print_header(
             out,
             runner.trace_name(),
@@ -343,25 +348,35 @@ pub fn print_new_epochs(
             cfg.seed,
         )?;
     }
-    let done = runner.completed_epochs();
-    for e in done.get(printed..).unwrap_or(&[]) {
-        print_epoch(out, e, cfg.key)?;
+    let key = cfg.key;
+    for e in runner.take_completed() {
+        print_epoch(out, &e, key)?;
     }
     // Epochs reach stdout as they close, even when it is a pipe.
     out.flush()?;
-    Ok(done.len())
+    Ok(true)
 }
 
-/// Print the report, skipping the header and the first `printed` epochs if a live run printed
-/// them already.
-pub fn print_report(r: &Report, printed: usize, out: &mut Out) -> Result<(), StdoutError> {
-    if printed == 0 {
+/// Print the report: the header unless a live run printed it (`header`), the epochs it still
+/// holds (those a live run did not take), the costs.
+pub fn print_report(r: &Report, header: bool, out: &mut Out) -> Result<(), StdoutError> {
+    if !header {
         print_header(out, &r.trace, r.key, r.weight.name(), &r.epoch, r.seed)?;
     }
-    for e in r.epochs.get(printed..).unwrap_or(&[]) {
+    for e in &r.epochs {
         print_epoch(out, e, r.key)?;
     }
     print_costs(out, r)
+}
+
+/// `--json-lines`: one line per epoch.
+fn print_epoch_line(out: &mut Out, e: &EpochReport) -> Result<()> {
+    let mut v = serde_json::to_value(e)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("type".into(), "epoch".into());
+    }
+    writeln!(out, "{}", serde_json::to_string(&v)?)?;
+    Ok(())
 }
 
 fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), StdoutError> {
@@ -474,19 +489,35 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         .map(str::parse::<Format>)
         .transpose()
         .map_err(|e| anyhow::anyhow!("config field `format`: {e}"))?;
-    // The table prints each epoch as it closes; JSON is one document at the end.
-    let mut printed = 0;
-    let json = a.json;
-    let (report, err) = run(cfg, format, &mut |runner| {
-        if !json {
-            printed = print_new_epochs(runner, printed, out)?;
+    // The table and JSON lines print each epoch as it closes and drop it; `--json` is one
+    // document at the end, so it keeps them.
+    let mut header = false;
+    let (json, lines) = (a.json, a.json_lines);
+    let (mut report, err) = run(cfg, format, &mut |runner| {
+        if lines {
+            for e in runner.take_completed() {
+                print_epoch_line(out, &e)?;
+            }
+            out.flush()?;
+        } else if !json {
+            header = print_new_epochs(runner, header, out)?;
         }
         Ok(())
     })?;
-    if a.json {
+    if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else if lines {
+        for e in std::mem::take(&mut report.epochs) {
+            print_epoch_line(out, &e)?;
+        }
+        let mut v = serde_json::to_value(&report)?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("epochs");
+            o.insert("type".into(), "summary".into());
+        }
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
     } else {
-        print_report(&report, printed, out)?;
+        print_report(&report, header, out)?;
     }
     if let Some(e) = err {
         eprintln!("netsift: {e}");
