@@ -31,6 +31,7 @@
 //! * **pcapng** (draft-ietf-opsawg-pcapng): sections in either byte order, each resetting the
 //!   interface list; Interface Description Blocks with `if_tsresol` and `if_tsoffset`; Enhanced,
 //!   Simple and (obsolete) Packet Blocks. Simple Packet Blocks carry no timestamp: `ts_ns = 0`.
+//!   `wire_len` is the block's original length, as for pcap (tshark's `frame.len`).
 //!   Other block types are skipped by their length.
 //! * **key traces** (`keys4`, `keys13`, `keys21`), network byte order, no header: see
 //!   [`Format`]. They carry no packet length, so `wire_len = 0`; consumers that count bytes

@@ -274,7 +274,7 @@ impl<'a> Reader<'a> {
                     let ts = (u64::from(hi) << 32) | u64::from(lo);
                     return Some(Ok(Record {
                         ts_ns: iface.ts_ns(ts),
-                        wire_len: orig.max(cap),
+                        wire_len: orig,
                         body: Body::Frame {
                             link: iface.link,
                             data,

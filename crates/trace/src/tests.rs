@@ -124,6 +124,23 @@ fn pcap_incl_above_orig_reports_orig_as_wire_length() {
     }
 }
 
+#[test]
+fn pcapng_captured_above_original_reports_the_original_as_wire_length() {
+    // As for pcap: tshark's frame.len is the block's original length, whatever was captured.
+    for e in [Endian::Little, Endian::Big] {
+        let mut w = PcapngWriter::new(Vec::new(), e).unwrap();
+        w.interface(1, 65535, None, None).unwrap();
+        w.enhanced_packet(0, 1, 4, P1).unwrap();
+        w.enhanced_packet(0, 2, 0, P1).unwrap();
+        w.enhanced_packet(0, 3, 60, P2).unwrap();
+        let c = Capture::from_bytes("x", w.into_inner(), None).unwrap();
+        let (recs, err) = read_all(&c);
+        assert!(err.is_none(), "{err:?}");
+        let got: Vec<_> = recs.iter().map(|r| (r.wire_len, frame(r).1)).collect();
+        assert_eq!(got, [(4, P1), (0, P1), (60, P2)], "{e:?}");
+    }
+}
+
 /// A pcap file whose header says `magic` (written in byte order `e`, so that it reads back as
 /// `magic` in that order) and version `major.minor`, followed by `recs`: raw record headers
 /// `(sec, frac, first length field, second length field)` and the bytes after each header.
