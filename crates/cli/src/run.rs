@@ -110,11 +110,33 @@ pub enum WeightArg {
     Bytes,
 }
 
+/// Largest config file read (a run's config is a few KB; `--config /dev/zero` must not grow
+/// until memory runs out).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The config file's text, refused past [`MAX_CONFIG_BYTES`] or when it is not UTF-8.
+fn read_config(path: &str) -> Result<String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).with_context(|| format!("cannot read config {path}"))?;
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read config {path}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        bail!("config {path} is larger than {MAX_CONFIG_BYTES} bytes; is it a config file?");
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "config {path}: not UTF-8 text (byte {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 fn config(a: &RunArgs) -> Result<RunConfig> {
     let mut cfg = match &a.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read config {path}"))?;
+            let text = read_config(path)?;
             let c = RunConfig::from_toml(&text).with_context(|| format!("in config {path}"))?;
             let lists_given = !a.task.is_empty() || !a.algo.is_empty();
             if lists_given && !c.measures.is_empty() {

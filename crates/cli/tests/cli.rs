@@ -907,3 +907,30 @@ fn run_on_an_endless_pipe_keeps_memory_flat() {
         );
     }
 }
+
+/// A config that is not a config file (`/dev/zero`, a capture) is refused after a bounded read,
+/// not read until memory runs out; a config's TOML error is printed once, naming the field.
+#[test]
+fn configs_are_size_capped_and_errors_say_it_once() {
+    if std::path::Path::new("/dev/zero").exists() {
+        let out = netsift()
+            .args(["run", "--config", "/dev/zero"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("larger than 1048576 bytes"), "{err}");
+    }
+    let cfg = tmp("typo.toml");
+    std::fs::write(&cfg, "key = \"src\"\nepoch_pakets = 5\n").unwrap();
+    let out = netsift()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("epoch_pakets").count(), 2, "{err}"); // the line and the message
+    assert_eq!(err.matches("TOML parse error").count(), 1, "{err}");
+    assert!(!err.contains("config: TOML"), "{err}");
+}

@@ -110,7 +110,8 @@ impl Default for RunConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("config: {0}")]
+    /// The TOML error's own text names the line, column and field.
+    #[error("{0}")]
     Toml(#[from] toml::de::Error),
     #[error("config field `{field}`: {reason}")]
     Field { field: &'static str, reason: String },
