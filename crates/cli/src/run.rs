@@ -269,6 +269,7 @@ pub fn run(
                 spec.packets, spec.flows, spec.skew, spec.seed
             );
             let mut runner = Runner::new(cfg, &name)?;
+            print_notes(&runner);
             let pb = progress(Some(spec.packets));
             let mut n = 0u64;
             let mut epochs = 0;
@@ -292,6 +293,7 @@ pub fn run(
         Some(path) => {
             let cap = Capture::open(&path, format)?;
             let mut runner = Runner::new(cfg, cap.name())?;
+            print_notes(&runner);
             let pb = progress(None);
             let mut n = 0u64;
             let mut epochs = 0;
@@ -320,6 +322,13 @@ pub fn run(
         }
     };
     Ok((report, read_error))
+}
+
+/// What the run changed from what was asked, on stderr before the first epoch.
+fn print_notes(runner: &Runner) {
+    for n in runner.notes() {
+        eprintln!("netsift: note: {n}");
+    }
 }
 
 fn fmt_opt(v: Option<f64>) -> String {

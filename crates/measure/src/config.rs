@@ -31,6 +31,11 @@ pub struct MeasureSpec {
     /// The algorithm's own parameters (see each algorithm's config; defaults from the papers).
     #[serde(default)]
     pub params: toml::Table,
+    /// The algorithm was the task's default (no `--algo`, no config naming it): a run whose keys
+    /// it cannot hold (`--ipv6` pairs for two_level) answers the task with the next algorithm
+    /// that can, and says so in the report's notes.
+    #[serde(skip)]
+    pub by_default: bool,
 }
 
 /// A whole run, as a TOML file holds it.
@@ -183,6 +188,7 @@ impl RunConfig {
             threshold: None,
             k: None,
             params: toml::Table::new(),
+            by_default: false,
         };
         for a in algos {
             catalog::lookup(a)?;
@@ -223,7 +229,10 @@ impl RunConfig {
         if algos.is_empty() {
             return Ok(tasks
                 .iter()
-                .map(|&t| spec(t, catalog::default_for(t).name))
+                .map(|&t| MeasureSpec {
+                    by_default: true,
+                    ..spec(t, catalog::default_for(t).name)
+                })
                 .collect());
         }
         let mut out = vec![];

@@ -133,4 +133,7 @@ pub struct Report {
     pub accel: &'static str,
     /// One entry per key kind when an accelerator is in front of the algorithms.
     pub accelerators: Vec<AccelCost>,
+    /// What the run changed from what was asked (a default algorithm that cannot hold the keys,
+    /// swapped for one that can), one line each.
+    pub notes: Vec<String>,
 }

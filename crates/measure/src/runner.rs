@@ -69,6 +69,60 @@ pub struct Runner {
     totals: Totals,
     started: Instant,
     trace: String,
+    /// What the run changed from what was asked (a default swapped for one that holds the keys).
+    notes: Vec<String>,
+}
+
+/// What an algorithm answering `spec` is built with in a run of `cfg`.
+fn ctx_of(spec: &MeasureSpec, cfg: &RunConfig) -> BuildCtx {
+    BuildCtx {
+        seed: cfg.seed,
+        key_len: kind_of(spec, cfg.key).len(cfg.ipv6),
+        side: if spec.task == Task::Ddos {
+            Side::Dst
+        } else {
+            Side::Src
+        },
+    }
+}
+
+/// A task whose default algorithm cannot hold the run's keys (two_level and `--ipv6` pairs: 32
+/// bytes) is answered by the next algorithm of the catalog that answers it and can; returns
+/// what was swapped, for the report. Algorithms the user named are never swapped: their errors
+/// stand.
+fn fit_defaults(cfg: &mut RunConfig) -> Result<Vec<String>, ConfigError> {
+    let mut notes = vec![];
+    for i in 0..cfg.measures.len() {
+        let spec = &cfg.measures[i];
+        if !spec.by_default {
+            continue;
+        }
+        let ctx = ctx_of(spec, cfg);
+        let Err(why) = catalog::build(&spec.algorithm, &spec.params, &ctx) else {
+            continue;
+        };
+        let other = catalog::answering(spec.task)
+            .into_iter()
+            .filter(|&a| a != spec.algorithm)
+            .find(|a| catalog::build(a, &spec.params, &ctx).is_ok());
+        let Some(other) = other else {
+            return Err(why.into());
+        };
+        notes.push(format!(
+            "{}: {} cannot hold these keys ({why}); answered by {other}",
+            spec.task, spec.algorithm
+        ));
+        let t = spec.task;
+        // Every measure of this task that took the same default moves with it.
+        for m in cfg
+            .measures
+            .iter_mut()
+            .filter(|m| m.by_default && m.task == t)
+        {
+            m.algorithm = other.to_string();
+        }
+    }
+    Ok(notes)
 }
 
 fn kind_of(m: &MeasureSpec, run_key: KeyKind) -> KeyKind {
@@ -79,8 +133,9 @@ fn kind_of(m: &MeasureSpec, run_key: KeyKind) -> KeyKind {
 }
 
 impl Runner {
-    pub fn new(cfg: RunConfig, trace: &str) -> Result<Runner, ConfigError> {
+    pub fn new(mut cfg: RunConfig, trace: &str) -> Result<Runner, ConfigError> {
         cfg.validate()?;
+        let notes = fit_defaults(&mut cfg)?;
         let clock = Clock::new(cfg.epoch()?);
         let mut kinds: Vec<KeyKind> = vec![];
         let mut instances: Vec<Instance> = vec![];
@@ -107,16 +162,8 @@ impl Runner {
             if !kinds.contains(&kind) {
                 kinds.push(kind);
             }
-            let side = if spec.task == Task::Ddos {
-                Side::Dst
-            } else {
-                Side::Src
-            };
-            let ctx = BuildCtx {
-                seed: cfg.seed,
-                key_len: kind.len(cfg.ipv6),
-                side,
-            };
+            let ctx = ctx_of(spec, &cfg);
+            let side = ctx.side;
             let spreads = matches!(spec.task, Task::Superspreaders | Task::Ddos);
             let name = spec.algorithm.clone();
             let found = instances.iter().position(|i| {
@@ -213,6 +260,7 @@ impl Runner {
             epochs: vec![],
             totals: Totals::default(),
             started: Instant::now(),
+            notes,
             trace: trace.to_string(),
             cfg,
         })
@@ -351,6 +399,11 @@ impl Runner {
         &self.cfg
     }
 
+    /// What the run changed from what was asked, one line each (also in the report).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     pub fn trace_name(&self) -> &str {
         &self.trace
     }
@@ -422,6 +475,7 @@ impl Runner {
             throughput,
             accel: self.cfg.accel.name(),
             accelerators,
+            notes: self.notes,
         }
     }
 }
