@@ -50,6 +50,14 @@ pub struct Entry {
     /// Which key lengths it holds; the runner counts the keys it cannot hold as `skipped`.
     pub fit: KeyFit,
     pub build: BuildFn,
+    /// Bytes of state the algorithm would allocate with these parameters and this context (key
+    /// length, side), computed from the parsed and validated configuration without allocating,
+    /// so that a run can refuse a configuration before building it. Agrees with the built
+    /// instance's [`Algorithm::memory_bytes`]; for structures that grow with the keys, the entry's
+    /// doc comment says which figure it is (the bytes at the configured capacity, or those
+    /// allocated at construction plus a per-key bound). A size whose bytes overflow `u64` is a
+    /// [`ConfigError::Invalid`] naming the field.
+    pub memory: fn(&toml::Table, &BuildCtx) -> Result<u64, ConfigError>,
     /// Its default parameters, as the table `build` would read (for `netsift algorithms`).
     pub defaults: fn() -> toml::Table,
     /// Parameters (a TOML table body, "" for none) a run sets when this instance serves
@@ -69,6 +77,74 @@ impl Entry {
         (self.build)(params, ctx)
     }
 
+    /// Bytes of state [`Entry::build`] would allocate with `params` (see [`Entry::memory`]; the
+    /// field), without allocating.
+    pub fn memory(&self, params: &toml::Table, ctx: &BuildCtx) -> Result<u64, ConfigError> {
+        (self.memory)(params, ctx)
+    }
+
+    /// Parse `params` into the configuration `C` and compute its bytes with `bytes`: the body
+    /// of every [`Entry::memory`] (`bytes` runs the configuration's own validation first).
+    pub fn memory_with<C>(
+        name: &'static str,
+        params: &toml::Table,
+        bytes: impl FnOnce(C) -> Result<u64, ConfigError>,
+    ) -> Result<u64, ConfigError>
+    where
+        C: serde::de::DeserializeOwned,
+    {
+        bytes(crate::parse_params(name, params)?)
+    }
+
+    /// `factors` multiplied with overflow checks: the bytes of `field`'s allocation (e.g.
+    /// `[capacity, 24]`). An overflow is a [`ConfigError::Invalid`] of `algo` naming `field`.
+    pub fn product(
+        algo: &'static str,
+        field: &'static str,
+        factors: &[u64],
+    ) -> Result<u64, ConfigError> {
+        factors
+            .iter()
+            .try_fold(1u64, |acc, &f| acc.checked_mul(f))
+            .ok_or_else(|| overflow(algo, field, factors))
+    }
+
+    /// `terms` added with overflow checks (the parts of one state); an overflow names `field`.
+    pub fn sum(algo: &'static str, field: &'static str, terms: &[u64]) -> Result<u64, ConfigError> {
+        terms
+            .iter()
+            .try_fold(0u64, |acc, &t| acc.checked_add(t))
+            .ok_or_else(|| ConfigError::Invalid {
+                algo,
+                field,
+                reason: format!("the state's bytes ({terms:?}) overflow u64"),
+            })
+    }
+
+    /// The `capacity()` of a std (hashbrown) map made `with_capacity(n)`: its buckets are the
+    /// next power of two of `8n/7` (at least 4), of which 7/8 are usable (all but one below 8
+    /// buckets). Very small maps (`n < 15`) may get a few more buckets on some hashbrown
+    /// versions; the figure is exact from 15 on. Saturates instead of overflowing.
+    pub fn map_capacity(n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let buckets = if n < 4 {
+            4
+        } else if n < 8 {
+            8
+        } else {
+            (n.saturating_mul(8) / 7)
+                .checked_next_power_of_two()
+                .unwrap_or(u64::MAX)
+        };
+        if buckets < 8 {
+            buckets - 1
+        } else {
+            buckets / 8 * 7
+        }
+    }
+
     pub fn answers(&self, t: Task) -> bool {
         self.tasks.contains(&t)
     }
@@ -77,6 +153,24 @@ impl Entry {
     /// not parse is caught by the catalog's tests).
     pub fn flow_size_only_params(&self) -> toml::Table {
         self.flow_size_only.parse().unwrap_or_default()
+    }
+}
+
+fn overflow(algo: &'static str, field: &'static str, factors: &[u64]) -> ConfigError {
+    let product = factors.iter().map(|&f| f as f64).product::<f64>();
+    ConfigError::Invalid {
+        algo,
+        field,
+        reason: format!(
+            "{} bytes overflow u64 (about {:.3e} bytes, {:.0} GiB)",
+            factors
+                .iter()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
+                .join(" x "),
+            product,
+            product / (1u64 << 30) as f64
+        ),
     }
 }
 

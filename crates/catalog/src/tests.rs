@@ -94,6 +94,216 @@ fn defaults_are_the_tables_build_reads() {
     );
 }
 
+/// The contexts `memory` is checked in: keys of 4, 13 and 37 bytes (8 and 32-byte pairs for the
+/// spreader structures), both sides.
+fn memory_ctxs(e: &Entry) -> Vec<BuildCtx> {
+    let lens: &[usize] = if e.answers(Task::Superspreaders) {
+        &[8, 32]
+    } else {
+        &[4, 13, 37]
+    };
+    lens.iter()
+        .flat_map(|&key_len| {
+            [algo::Side::Src, algo::Side::Dst].map(|side| BuildCtx {
+                key_len,
+                side,
+                ..BuildCtx::default()
+            })
+        })
+        .collect()
+}
+
+/// `memory` of a configuration equals `memory_bytes` of the instance built with it, and refuses
+/// (naming the same field) what `build` refuses.
+fn check_memory(e: &Entry, p: &toml::Table, ctx: &BuildCtx) {
+    let what = format!("{} {p} key_len {}", e.name, ctx.key_len);
+    match (e.build(p, ctx), e.memory(p, ctx)) {
+        (Ok(a), Ok(m)) => assert_eq!(m, a.memory_bytes() as u64, "{what}"),
+        (Err(b), Err(m)) => assert_eq!(b.to_string(), m.to_string(), "{what}"),
+        (Ok(_), Err(m)) => panic!("{what}: builds, but memory says {m}"),
+        (Err(b), Ok(m)) => panic!("{what}: memory says {m} bytes, but build says {b}"),
+    }
+}
+
+/// Every entry's `memory` agrees with its built defaults (exact for every entry: the ones that
+/// grow with the keys report their construction-time or at-capacity bytes, which is what a
+/// freshly built instance reports) at every key length, and refuses what `build` refuses.
+#[test]
+fn memory_of_the_defaults_is_the_built_instances() {
+    for e in ALL {
+        for ctx in memory_ctxs(e) {
+            check_memory(e, &toml::Table::new(), &ctx);
+            check_memory(e, &(e.defaults)(), &ctx);
+            check_memory(e, &e.flow_size_only_params(), &ctx);
+        }
+    }
+}
+
+/// Non-default sizes agree too (odd sizes, rounding: cuckoo4's whole buckets, FlowRadar's filter
+/// rounded to 64 bits, hashbrown's index capacity for small and large k).
+#[test]
+fn memory_of_other_sizes_is_the_built_instances() {
+    let cases = [
+        ("count_min", "rows = 3\nwidth = 1000\ncandidates = 5"),
+        ("count_sketch", "rows = 5\nwidth = 777\ncandidates = 0"),
+        ("count_array", "width = 12345\ncandidates = 100"),
+        ("univmon", "widths = [1000, 300, 7]\nrows = 3\nheap = 17"),
+        ("mrac", "arrays = 3\nwidth = 999"),
+        ("linear_hash", "capacity = 1001"),
+        ("cuckoo1", "capacity = 1001"),
+        ("cuckoo4", "capacity = 1001"),
+        ("heap", "k = 1"),
+        ("heap", "k = 5"),
+        ("space_saving", "k = 1000"),
+        ("misra_gries", "k = 100000"),
+        ("flow_radar", "cells = 999\ncell_hashes = 3"),
+        ("flow_radar", "bf_bits = 1000"),
+        ("rev_sketch", "verify_rows = 0"),
+        ("deltoid", "rows = 2\ngroups = 300"),
+        ("two_level", "bitmaps = 3\nbitmap_bits = 100\ncm_width = 77"),
+        ("fm", "bitmaps = 33"),
+        ("kmin", "k = 5"),
+        ("linear_counting", "rows = 3\nbits = 1000"),
+        ("hyperloglog", "precision = 4"),
+        ("bloom_spreader", "bits = 100"),
+        ("ewma_change", "alpha = 0.25"),
+    ];
+    for (name, params) in cases {
+        let e = get(name).unwrap();
+        for ctx in memory_ctxs(e) {
+            check_memory(e, &table(params), &ctx);
+        }
+    }
+}
+
+/// Accepted sizes that would abort the process if allocated: `memory` computes their bytes
+/// without allocating (only `memory` is called here, never `build`).
+#[test]
+fn memory_of_huge_sizes_is_computed_without_allocating() {
+    const GIB: u64 = 1 << 30;
+    let cases = [
+        ("linear_hash", "capacity = 4294967296", 4),
+        ("linear_hash", "capacity = 4294967296", 37),
+        ("cuckoo1", "capacity = 4294967296", 13),
+        ("cuckoo4", "capacity = 4294967296", 13),
+        ("flow_radar", "bf_bits = 1099511627776", 4),
+        (
+            "flow_radar",
+            "cells = 4294967296\nbf_bits = 1099511627776",
+            37,
+        ),
+    ];
+    for (name, params, key_len) in cases {
+        let ctx = BuildCtx {
+            key_len,
+            ..BuildCtx::default()
+        };
+        let m = get(name).unwrap().memory(&table(params), &ctx).unwrap();
+        assert!(m > 50 * GIB, "{name} {params}: {m} bytes");
+    }
+    // linear_hash: 2^32 slots of 8 + 8 bytes (4-byte keys take one word).
+    let m = get("linear_hash")
+        .unwrap()
+        .memory(&table("capacity = 4294967296"), &BuildCtx::default())
+        .unwrap();
+    assert_eq!(m, (1 << 32) * 16);
+    // FlowRadar: a 2^40-bit filter is 2^37 bytes, plus the default 262,144 cells of 3 words.
+    let m = get("flow_radar")
+        .unwrap()
+        .memory(&table("bf_bits = 1099511627776"), &BuildCtx::default())
+        .unwrap();
+    assert_eq!(m, (1 << 37) + 262_144 * 24);
+    // linear_counting's largest: 64 rows of 2^32 bits, 32 GiB.
+    let m = get("linear_counting")
+        .unwrap()
+        .memory(&table("rows = 64\nbits = 4294967296"), &BuildCtx::default())
+        .unwrap();
+    assert_eq!(m, 32 * GIB);
+    // One past the bounds is refused, naming the field.
+    for (name, params, field) in [
+        ("linear_hash", "capacity = 4294967297", "capacity"),
+        ("cuckoo1", "capacity = 4294967297", "capacity"),
+        ("flow_radar", "bf_bits = 1099511627777", "bf_bits"),
+        ("flow_radar", "cells = 4294967300", "cells"),
+    ] {
+        match get(name)
+            .unwrap()
+            .memory(&table(params), &BuildCtx::default())
+        {
+            Err(ConfigError::Invalid { field: f, .. }) => assert_eq!(f, field, "{name}"),
+            other => panic!("{name} {params}: {other:?}"),
+        }
+    }
+    // Unknown fields are refused as `build` refuses them.
+    for e in ALL {
+        let err = e
+            .memory(&table("bogus_field = 1"), &ctx_for(e))
+            .unwrap_err();
+        assert!(err.to_string().contains("bogus_field"), "{}: {err}", e.name);
+    }
+    // The overflow checks name the field and the bytes.
+    let err = Entry::product("linear_hash", "capacity", &[1 << 40, 1 << 30, 24]).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("capacity") && msg.contains("overflow"),
+        "{msg}"
+    );
+    assert!(matches!(
+        err,
+        ConfigError::Invalid {
+            field: "capacity",
+            ..
+        }
+    ));
+    assert!(Entry::sum("flow_radar", "bf_bits", &[u64::MAX, 1]).is_err());
+    assert_eq!(Entry::product("x", "y", &[3, 5, 7]).unwrap(), 105);
+}
+
+/// The structures whose state grows with the keys: their `memory` is the state at construction
+/// or at capacity, and a filled instance stays within what their entry documents.
+#[test]
+fn memory_of_growing_structures_is_bounded_as_documented() {
+    let keys: Vec<key::FlowKey> = (0..5000u32)
+        .map(|i| key::FlowKey::from_bytes(&(u64::from(i) * 0x9e37_79b9).to_be_bytes()).unwrap())
+        .collect();
+    let ones = vec![1u64; keys.len()];
+    let ctx = BuildCtx {
+        key_len: 8,
+        ..BuildCtx::default()
+    };
+    // At capacity: a filled heap-based summary reports what `memory` said.
+    for name in ["heap", "space_saving", "misra_gries", "kmin"] {
+        let e = get(name).unwrap();
+        let m = e.memory(&toml::Table::new(), &ctx).unwrap();
+        let mut a = e.build(&toml::Table::new(), &ctx).unwrap();
+        a.update_batch(&keys, &ones);
+        assert!(
+            a.memory_bytes() as u64 <= 2 * m,
+            "{name}: {} > 2 x {m}",
+            a.memory_bytes()
+        );
+    }
+    // bloom_spreader with `max_hosts`: the bytes at that many hosts, reached by a full instance.
+    let e = get("bloom_spreader").unwrap();
+    let p = table("max_hosts = 100");
+    let m = e.memory(&p, &ctx).unwrap();
+    let mut a = e.build(&p, &ctx).unwrap();
+    a.update_batch(&keys, &ones);
+    assert!(a.memory_bytes() as u64 <= m, "{} > {m}", a.memory_bytes());
+    assert!(
+        a.memory_bytes() as u64 * 10 >= m * 9,
+        "{} << {m}",
+        a.memory_bytes()
+    );
+    // ewma_change: nothing at construction, at most BYTES_PER_FLOW per flow held.
+    let e = get("ewma_change").unwrap();
+    assert_eq!(e.memory(&toml::Table::new(), &ctx).unwrap(), 0);
+    let mut a = e.build(&toml::Table::new(), &ctx).unwrap();
+    a.update_batch(&keys, &ones);
+    let per_flow = table::ewma_change::BYTES_PER_FLOW;
+    assert!(a.memory_bytes() as u64 <= keys.len() as u64 * per_flow);
+}
+
 #[test]
 fn flow_size_only_rules_narrow_to_flow_size() {
     for e in ALL.iter().filter(|e| !e.flow_size_only.is_empty()) {

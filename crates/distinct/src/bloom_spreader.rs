@@ -107,6 +107,18 @@ impl BloomSpreaderConfig {
         Ok(())
     }
 
+    /// Bytes `memory_bytes` counts per tracked host: its filter, counter, key, map entry with
+    /// its control byte, and a `crossed` slot (at most one per host).
+    pub fn bytes_per_host(&self) -> u64 {
+        (self.words() * 8 + Self::HOST_OVERHEAD + std::mem::size_of::<u32>()) as u64
+    }
+
+    /// Per-host bytes besides the filter: counter, host key, map entry and control byte.
+    const HOST_OVERHEAD: usize = std::mem::size_of::<u64>()
+        + std::mem::size_of::<FlowKey>()
+        + std::mem::size_of::<(FlowKey, u32)>()
+        + 1; // hashbrown control byte
+
     fn words(&self) -> usize {
         self.bits.div_ceil(64)
     }
@@ -404,11 +416,7 @@ impl Algorithm for BloomSpreader {
     /// Live state: per host the filter, the counter, the key and its map entry; plus the
     /// online report.
     fn memory_bytes(&self) -> usize {
-        let per_host = self.cfg.words() * 8
-            + std::mem::size_of::<u64>()
-            + std::mem::size_of::<FlowKey>()
-            + std::mem::size_of::<(FlowKey, u32)>()
-            + 1; // hashbrown control byte
+        let per_host = self.cfg.words() * 8 + BloomSpreaderConfig::HOST_OVERHEAD;
         self.hosts.len() * per_host + self.crossed.len() * std::mem::size_of::<u32>()
     }
 
@@ -467,11 +475,21 @@ impl Algorithm for BloomSpreader {
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
+///
+/// `memory`: with `max_hosts > 0`, the bytes at capacity, `max_hosts x bytes_per_host()`; with
+/// `max_hosts = 0` (unlimited, the default), the bytes at construction, 0, plus at most
+/// [`BloomSpreaderConfig::bytes_per_host`] per host tracked.
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| BloomSpreader::new(c, ctx)),
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: BloomSpreaderConfig| {
+            c.validate()?;
+            Ok(c.max_hosts as u64 * c.bytes_per_host())
+        })
+    },
     defaults: algo::defaults_of::<BloomSpreaderConfig>,
     flow_size_only: "",
 };

@@ -182,6 +182,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| Fm::new(c, ctx)),
+    // Exact: `bitmaps` u32 bitmaps, allocated at construction.
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: FmConfig| {
+            c.validate()?;
+            Ok(c.bitmaps as u64 * 4)
+        })
+    },
     defaults: algo::defaults_of::<FmConfig>,
     flow_size_only: "",
 };

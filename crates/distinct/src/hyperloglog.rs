@@ -233,6 +233,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| HyperLogLog::new(c, ctx)),
+    // Exact: `2^precision` one-byte registers, allocated at construction.
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: HyperLogLogConfig| {
+            c.validate()?;
+            Ok(c.registers() as u64)
+        })
+    },
     defaults: algo::defaults_of::<HyperLogLogConfig>,
     flow_size_only: "",
 };

@@ -199,11 +199,19 @@ impl crate::Counter for KMin {
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
+///
+/// `memory`: at capacity, the `k` u64 minima (allocated at construction).
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| KMin::new(c, ctx)),
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: KMinConfig| {
+            c.validate()?;
+            Ok(c.k as u64 * 8)
+        })
+    },
     defaults: algo::defaults_of::<KMinConfig>,
     flow_size_only: "",
 };

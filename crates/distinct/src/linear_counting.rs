@@ -255,6 +255,14 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with(NAME, p, |c| LinearCounting::new(c, ctx)),
+    // Exact: `rows` bitmaps of `bits` bits in u64 words (at most 32 GiB), allocated at
+    // construction.
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: LinearCountingConfig| {
+            c.validate()?;
+            Ok(c.rows as u64 * c.words_per_row() as u64 * 8)
+        })
+    },
     defaults: algo::defaults_of::<LinearCountingConfig>,
     flow_size_only: "",
 };

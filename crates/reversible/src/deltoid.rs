@@ -368,6 +368,14 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| Deltoid::new(c, ctx)),
+    // Exact: `rows x groups x (1 + 8 key_len)` u32 counters, allocated at construction.
+    memory: |p, ctx| {
+        algo::Entry::memory_with(NAME, p, |c: DeltoidConfig| {
+            c.validate(ctx.key_len)?;
+            let stride = 1 + 8 * ctx.key_len as u64;
+            Ok(4 * c.rows as u64 * c.groups as u64 * stride)
+        })
+    },
     defaults: algo::defaults_of::<DeltoidConfig>,
     flow_size_only: "",
 };

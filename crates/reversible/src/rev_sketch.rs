@@ -447,6 +447,17 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| RevSketch::new(c, ctx)),
+    // Exact: the u32 counters and verification counters, allocated at construction, and the
+    // modular hash's inverse tables (as `memory_bytes` counts them).
+    memory: |p, ctx| {
+        algo::Entry::memory_with(NAME, p, |c: RevSketchConfig| {
+            c.validate(ctx.key_len)?;
+            let (rows, key_len) = (c.rows as u64, ctx.key_len as u64);
+            let counters = rows * c.width as u64 + c.verify_rows as u64 * c.verify_width as u64;
+            // The per-row inverse tables (`rows * key_len * 256` entries of 4 + 1 bytes).
+            Ok(4 * counters + rows * key_len * 256 * (4 + 1))
+        })
+    },
     defaults: algo::defaults_of::<RevSketchConfig>,
     flow_size_only: "",
 };

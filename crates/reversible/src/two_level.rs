@@ -433,6 +433,17 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Exact,
     build: |p, ctx| algo::build_with(NAME, p, |c| TwoLevel::new(c, ctx)),
+    // Exact: both bitmap arrays, allocated at construction, and the host hash's inverse tables
+    // (as `memory_bytes` counts them).
+    memory: |p, ctx| {
+        algo::Entry::memory_with(NAME, p, |c: TwoLevelConfig| {
+            c.validate(ctx.key_len)?;
+            let bw = (c.bitmaps * c.bitmap_bits.div_ceil(64)) as u64;
+            let cells = (c.cm_rows * c.cm_width + c.rev_rows * c.rev_width) as u64;
+            // u64 bitmap words per bucket, plus the host hash's inverse tables.
+            Ok(8 * cells * bw + c.rev_rows as u64 * 4 * 256 * (4 + 1))
+        })
+    },
     defaults: algo::defaults_of::<TwoLevelConfig>,
     flow_size_only: "",
 };

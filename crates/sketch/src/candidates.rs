@@ -95,6 +95,14 @@ impl Candidates {
         self.keys.iter().zip(self.hashes.iter().copied())
     }
 
+    /// [`Candidates::memory_bytes`] of `Candidates::new(cap, _)`, without allocating (its
+    /// vectors are allocated at construction for the `2 * cap` members it can hold).
+    pub fn bytes_for(cap: usize) -> u64 {
+        let cap = cap as u64;
+        let slots = (4 * cap.max(1)).next_power_of_two();
+        2 * cap * (std::mem::size_of::<FlowKey>() as u64 + 8) + slots * 8
+    }
+
     pub fn memory_bytes(&self) -> usize {
         self.keys.capacity() * std::mem::size_of::<FlowKey>()
             + self.hashes.capacity() * 8

@@ -81,6 +81,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: crate::count_min::CM_TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("count_array", p, |c| CountArray::new(c, ctx.seed)),
+    // Exact: the counters and the candidate set's vectors are allocated at construction.
+    memory: |p, _| {
+        algo::Entry::memory_with("count_array", p, |c: CountArrayConfig| {
+            c.validate()?;
+            Ok(crate::count_min::cm_bytes(1, c.width, c.candidates))
+        })
+    },
     defaults: algo::defaults_of::<CountArrayConfig>,
     flow_size_only: "candidates = 0",
 };

@@ -105,6 +105,12 @@ pub(crate) fn validate_matrix(
     Ok(())
 }
 
+/// Bytes of a Count-Min state of `rows * width` u32 counters and a candidate set of
+/// `candidates` (a validated shape: at most 2^30 cells and 2^24 candidates, so no overflow).
+pub(crate) fn cm_bytes(rows: usize, width: usize, candidates: usize) -> u64 {
+    (rows as u64) * (width as u64) * 4 + Candidates::bytes_for(candidates)
+}
+
 /// Add `w` to the `R` counters at `cells` of the matrix at `base`; returns the key's new
 /// estimate `sat(min + w)` (saturating add is monotone, so that is the new minimum).
 ///
@@ -743,6 +749,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: CM_TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("count_min", p, |c| CountMin::new(c, ctx.seed)),
+    // Exact: the counters and the candidate set's vectors are allocated at construction.
+    memory: |p, _| {
+        algo::Entry::memory_with("count_min", p, |c: CountMinConfig| {
+            c.validate()?;
+            Ok(cm_bytes(c.rows, c.width, c.candidates))
+        })
+    },
     defaults: algo::defaults_of::<CountMinConfig>,
     flow_size_only: "candidates = 0",
 };

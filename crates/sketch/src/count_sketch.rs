@@ -322,6 +322,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("count_sketch", p, |c| CountSketch::new(c, ctx.seed)),
+    // Exact: i32 counters (as Count-Min's u32) and the candidate set, allocated at construction.
+    memory: |p, _| {
+        algo::Entry::memory_with("count_sketch", p, |c: CountSketchConfig| {
+            c.validate()?;
+            Ok(crate::count_min::cm_bytes(c.rows, c.width, c.candidates))
+        })
+    },
     defaults: algo::defaults_of::<CountSketchConfig>,
     flow_size_only: "",
 };

@@ -452,6 +452,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("mrac", p, |c| Mrac::new(c, ctx.seed)),
+    // Exact: `arrays * width` u32 counters (validated <= 2^30), allocated at construction.
+    memory: |p, _| {
+        algo::Entry::memory_with("mrac", p, |c: MracConfig| {
+            c.validate()?;
+            Ok(c.arrays as u64 * c.width as u64 * 4)
+        })
+    },
     defaults: algo::defaults_of::<MracConfig>,
     flow_size_only: "",
 };

@@ -223,7 +223,12 @@ impl TopHeap {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.cap * (std::mem::size_of::<HeapEntry>() + std::mem::size_of::<FlowKey>() + 8)
+        Self::bytes_for(self.cap) as usize
+    }
+
+    /// The bytes a heap of `cap` entries reports (entries, key index and its hashes).
+    fn bytes_for(cap: usize) -> u64 {
+        cap as u64 * (std::mem::size_of::<HeapEntry>() + std::mem::size_of::<FlowKey>() + 8) as u64
     }
 }
 
@@ -491,11 +496,21 @@ impl Algorithm for UnivMon {
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
+///
+/// `memory`: each level's Count Sketch counters (exact) plus its top-k heap counted at its
+/// capacity `heap`, as `memory_bytes` counts it (the heap fills with keys up to that cap).
 pub const ENTRY: algo::Entry = algo::Entry {
     name: "univmon",
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, ctx| algo::build_with("univmon", p, |c| UnivMon::new(c, ctx.seed)),
+    memory: |p, _| {
+        algo::Entry::memory_with("univmon", p, |c: UnivMonConfig| {
+            c.validate()?;
+            let cells: u64 = c.widths.iter().map(|&w| (w * c.rows) as u64).sum();
+            Ok(cells * 4 + c.widths.len() as u64 * TopHeap::bytes_for(c.heap))
+        })
+    },
     defaults: algo::defaults_of::<UnivMonConfig>,
     flow_size_only: "",
 };

@@ -30,6 +30,15 @@ impl<X: Copy> CountHeap<X> {
         }
     }
 
+    /// [`CountHeap::memory_bytes`] of `CountHeap::new(cap)`, without allocating: the entries at
+    /// their capacity `cap` and the key index as allocated for `cap` keys. (Replacing keys
+    /// leaves tombstones in the index; when they fill it, hashbrown may double it once.)
+    pub fn bytes_for(cap: usize) -> u64 {
+        cap as u64 * std::mem::size_of::<Entry<X>>() as u64
+            + algo::Entry::map_capacity(cap as u64)
+                * (std::mem::size_of::<(FlowKey, u32)>() as u64 + 1)
+    }
+
     pub fn cap(&self) -> usize {
         self.cap
     }

@@ -125,7 +125,12 @@ pub struct Cuckoo {
 }
 
 impl Cuckoo {
-    pub fn new(cfg: CuckooConfig, slots: Slots, ctx: &BuildCtx) -> Result<Cuckoo, ConfigError> {
+    /// Validate `cfg` for `ctx` and return (buckets, u64 words per entry).
+    fn shape(
+        cfg: &CuckooConfig,
+        slots: Slots,
+        ctx: &BuildCtx,
+    ) -> Result<(usize, usize), ConfigError> {
         cfg.validate(slots)?;
         if ctx.key_len > key::MAX_KEY_LEN {
             return Err(crate::invalid(
@@ -134,10 +139,25 @@ impl Cuckoo {
                 "longer than the longest key",
             ));
         }
+        Ok((cfg.capacity / slots.get(), 1 + packed::words(ctx.key_len)))
+    }
+
+    /// Bytes of the table `new` allocates (exact; `capacity / b` buckets of `b` entries).
+    fn memory(params: &toml::Table, slots: Slots, ctx: &BuildCtx) -> Result<u64, ConfigError> {
+        algo::Entry::memory_with(slots.name(), params, |c: CuckooConfig| {
+            let (buckets, stride) = Self::shape(&c, slots, ctx)?;
+            algo::Entry::product(
+                slots.name(),
+                "capacity",
+                &[buckets as u64, slots.get() as u64, stride as u64, 8],
+            )
+        })
+    }
+
+    pub fn new(cfg: CuckooConfig, slots: Slots, ctx: &BuildCtx) -> Result<Cuckoo, ConfigError> {
+        let (buckets, stride) = Self::shape(&cfg, slots, ctx)?;
         let b = slots.get();
-        let buckets = cfg.capacity / b;
-        let kw = packed::words(ctx.key_len);
-        let stride = 1 + kw;
+        let kw = stride - 1;
         let seed = key::sub_seed(ctx.seed, SEED_TAG);
         Ok(Cuckoo {
             slots,
@@ -423,6 +443,8 @@ pub const ENTRY_1: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with("cuckoo1", p, |c| Cuckoo::new(c, Slots::One, ctx)),
+    // Exact: the table of `capacity` entries, allocated at construction.
+    memory: |p, ctx| Cuckoo::memory(p, Slots::One, ctx),
     defaults: algo::defaults_of::<CuckooConfig>,
     flow_size_only: "",
 };
@@ -433,6 +455,9 @@ pub const ENTRY_4: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with("cuckoo4", p, |c| Cuckoo::new(c, Slots::Four, ctx)),
+    // Exact: the table of `capacity` entries (rounded down to whole buckets), allocated at
+    // construction.
+    memory: |p, ctx| Cuckoo::memory(p, Slots::Four, ctx),
     defaults: algo::defaults_of::<CuckooConfig>,
     flow_size_only: "",
 };

@@ -126,6 +126,12 @@ impl EwmaChange {
 
 const TASKS: &[Task] = &[Task::HeavyChangers, Task::FlowSize];
 
+/// Upper bound of `memory_bytes` per flow, counted at the largest number of flows held at once
+/// (the map keeps its buckets when flows are forgotten): one map entry and its control byte,
+/// times 3 (hashbrown fills at most 7/8 of its buckets and doubles them when full, so about 2x
+/// once the map holds a few flows; a map of one flow has 3 slots).
+pub const BYTES_PER_FLOW: u64 = (std::mem::size_of::<(FlowKey, Flow)>() as u64 + 1) * 3;
+
 impl Algorithm for EwmaChange {
     fn name(&self) -> &'static str {
         NAME
@@ -193,11 +199,21 @@ impl Algorithm for EwmaChange {
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
+///
+/// `memory`: the bytes at construction, 0 (the flow map starts empty), plus at most
+/// [`BYTES_PER_FLOW`] per flow at the most flows held at once; `forget_below` prunes flows at
+/// each epoch's end and no parameter caps their number.
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, _ctx| algo::build_with(NAME, p, EwmaChange::new),
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: EwmaChangeConfig| {
+            c.validate()?;
+            Ok(0)
+        })
+    },
     defaults: algo::defaults_of::<EwmaChangeConfig>,
     flow_size_only: "",
 };

@@ -158,7 +158,8 @@ pub struct FlowRadar {
 }
 
 impl FlowRadar {
-    pub fn new(cfg: FlowRadarConfig, ctx: &BuildCtx) -> Result<FlowRadar, ConfigError> {
+    /// Validate `cfg` for `ctx` and return (u64 words per cell, filter bits).
+    fn shape(cfg: &FlowRadarConfig, ctx: &BuildCtx) -> Result<(usize, usize), ConfigError> {
         cfg.validate()?;
         if ctx.key_len > key::MAX_KEY_LEN {
             return Err(crate::invalid(
@@ -167,12 +168,18 @@ impl FlowRadar {
                 "longer than the longest key",
             ));
         }
-        let kw = packed::words(ctx.key_len);
-        let stride = kw + 2;
+        let stride = packed::words(ctx.key_len) + 2;
+        // cells <= 2^32, stride <= 7 and bf_bits <= 2^40 (validated): no overflow.
         let bf_bits = cfg
             .bf_bits
             .unwrap_or((cfg.cells * stride * 64).div_ceil(3))
             .next_multiple_of(64);
+        Ok((stride, bf_bits))
+    }
+
+    pub fn new(cfg: FlowRadarConfig, ctx: &BuildCtx) -> Result<FlowRadar, ConfigError> {
+        let (stride, bf_bits) = Self::shape(&cfg, ctx)?;
+        let kw = stride - 2;
         Ok(FlowRadar {
             hash: HashFn::new(key::sub_seed(ctx.seed, SEED_TAG)),
             bf_hashes: cfg.bf_hashes,
@@ -468,6 +475,15 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with(NAME, p, |c| FlowRadar::new(c, ctx)),
+    // Exact: the flow filter (`bf_bits / 8`) and `cells` cells of `8 * (2 + key words)` bytes,
+    // allocated at construction.
+    memory: |p, ctx| {
+        algo::Entry::memory_with(NAME, p, |c: FlowRadarConfig| {
+            let (stride, bf_bits) = FlowRadar::shape(&c, ctx)?;
+            let cells = algo::Entry::product(NAME, "cells", &[c.cells as u64, stride as u64, 8])?;
+            algo::Entry::sum(NAME, "bf_bits", &[bf_bits as u64 / 8, cells])
+        })
+    },
     defaults: algo::defaults_of::<FlowRadarConfig>,
     flow_size_only: "",
 };

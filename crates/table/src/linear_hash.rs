@@ -69,7 +69,8 @@ pub struct LinearHash {
 }
 
 impl LinearHash {
-    pub fn new(cfg: LinearHashConfig, ctx: &BuildCtx) -> Result<LinearHash, ConfigError> {
+    /// Validate `cfg` for `ctx` and return the u64 words per slot (count + packed key).
+    fn stride(cfg: &LinearHashConfig, ctx: &BuildCtx) -> Result<usize, ConfigError> {
         cfg.validate()?;
         if ctx.key_len > key::MAX_KEY_LEN {
             return Err(crate::invalid(
@@ -78,8 +79,12 @@ impl LinearHash {
                 "longer than the longest key",
             ));
         }
-        let kw = packed::words(ctx.key_len);
-        let stride = 1 + kw;
+        Ok(1 + packed::words(ctx.key_len))
+    }
+
+    pub fn new(cfg: LinearHashConfig, ctx: &BuildCtx) -> Result<LinearHash, ConfigError> {
+        let stride = Self::stride(&cfg, ctx)?;
+        let kw = stride - 1;
         let limit = ((cfg.max_load * cfg.capacity as f64).floor() as usize).clamp(1, cfg.capacity);
         Ok(LinearHash {
             capacity: cfg.capacity,
@@ -285,6 +290,13 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with(NAME, p, |c| LinearHash::new(c, ctx)),
+    // Exact: `capacity` slots of `8 * (1 + key words)` bytes, allocated at construction.
+    memory: |p, ctx| {
+        algo::Entry::memory_with(NAME, p, |c: LinearHashConfig| {
+            let stride = LinearHash::stride(&c, ctx)?;
+            algo::Entry::product(NAME, "capacity", &[c.capacity as u64, stride as u64, 8])
+        })
+    },
     defaults: algo::defaults_of::<LinearHashConfig>,
     flow_size_only: "",
 };

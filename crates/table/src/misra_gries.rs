@@ -212,11 +212,20 @@ impl Algorithm for MisraGries {
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
+///
+/// `memory`: at capacity, the `k` entries and the key index for `k` keys, allocated at
+/// construction (see `CountHeap::bytes_for`; replacements can make hashbrown double the index).
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
     fit: algo::KeyFit::Any,
     build: |p, _ctx| algo::build_with(NAME, p, MisraGries::new),
+    memory: |p, _ctx| {
+        algo::Entry::memory_with(NAME, p, |c: MisraGriesConfig| {
+            c.validate()?;
+            Ok(CountHeap::<()>::bytes_for(c.k))
+        })
+    },
     defaults: algo::defaults_of::<MisraGriesConfig>,
     flow_size_only: "",
 };
