@@ -359,6 +359,26 @@ impl Aggregator {
     }
 
     /// Bytes of state: keys, values, occupancy, LRU stamps, flow-ID array, eviction buffers.
+    /// The [`Aggregator::memory_bytes`] an aggregator built with `cfg` for `key_len`-byte keys
+    /// has, computed without building it (for a run's memory budget; `arrays` is at most
+    /// [`MAX_ARRAYS`], so this cannot overflow).
+    pub fn memory_for(cfg: &AggConfig, key_len: usize) -> usize {
+        use std::mem::size_of;
+        let k = cfg.arrays.min(MAX_ARRAYS);
+        let lines = if cfg.policy == Policy::Lru { 3 } else { 2 };
+        let narrow = key_len == 4;
+        let batch = cfg.evict_batch.min(MAX_EVICT_BATCH);
+        lines * k * size_of::<Line>()
+            + k * 2
+            + wide::FullKeys::bytes_for(key_len, k)
+            + if narrow { (batch + CHUNK) * 12 } else { 0 }
+            + if narrow {
+                0
+            } else {
+                batch * (size_of::<FlowKey>() + 8)
+            }
+    }
+
     pub fn memory_bytes(&self) -> usize {
         use std::mem::size_of;
         (self.keys.len() + self.vals.len() + self.stamps.len()) * size_of::<Line>()

@@ -931,3 +931,20 @@ fn with_flow_keys_and_fan_out_convert_u32_batches() {
         }
     }
 }
+
+#[test]
+fn memory_for_is_the_built_aggregators_memory() {
+    for policy in [Policy::Grr, Policy::Lru] {
+        for arrays in [1usize, 3, 2000] {
+            for len in [4usize, 8, 13, 16, 37] {
+                let c = cfg(arrays, policy, Simd::Off);
+                let a = Aggregator::new(&c, len).unwrap();
+                assert_eq!(
+                    Aggregator::memory_for(&c, len),
+                    a.memory_bytes(),
+                    "{policy} {arrays} {len}"
+                );
+            }
+        }
+    }
+}

@@ -67,6 +67,17 @@ impl FullKeys {
         }
     }
 
+    /// What [`FullKeys::for_len`] would allocate, without allocating it.
+    pub(crate) fn bytes_for(key_len: usize, k: usize) -> usize {
+        use std::mem::size_of;
+        k * match key_len {
+            4 => 0,
+            8 => size_of::<Block<u64>>(),
+            0..=15 => size_of::<Block<u128>>(),
+            _ => size_of::<Block<FlowKey>>(),
+        }
+    }
+
     pub(crate) fn bytes(&self) -> usize {
         use std::mem::size_of;
         match self {

@@ -67,3 +67,60 @@ mod tests {
         }
     }
 }
+
+/// A size in bytes: a whole number, optionally with a binary suffix `K`, `M`, `G` or `T`
+/// (`512M`, `8G`), at least 1 MiB.
+pub fn bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("unknown unit `{c}` (K, M, G or T), got {s}")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let v = num
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1u64 << shift))
+        .ok_or_else(|| format!("must be a size in bytes such as 800M or 8G, got {s}"))?;
+    if v < 1 << 20 {
+        return Err(format!("must be at least 1M, got {s}"));
+    }
+    Ok(v)
+}
+
+/// The default memory budget of a run: three quarters of the machine's physical memory
+/// (`MemTotal` of /proc/meminfo), or none where that cannot be read.
+pub fn default_memory_budget() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = s
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib.saturating_mul(1024) / 4 * 3)
+}
+
+#[cfg(test)]
+mod bytes_tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units_and_refuse_the_rest() {
+        assert_eq!(bytes("8G"), Ok(8 << 30));
+        assert_eq!(bytes("512m"), Ok(512 << 20));
+        assert_eq!(bytes("2097152"), Ok(2 << 20));
+        for bad in ["", "-1", "8X", "1K", "G", "99999999999T"] {
+            assert!(bytes(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -72,6 +72,10 @@ pub struct RunArgs {
     /// Agg-Evict eviction policy: grr or lru. Only with `--accel agg-evict`.
     #[arg(long)]
     agg_policy: Option<aggevict::Policy>,
+    /// Largest memory the run's structures may take (`800M`, `8G`); a run needing more is
+    /// refused before allocating, naming the largest parts. Default: 3/4 of physical memory.
+    #[arg(long, value_parser = flags::bytes)]
+    max_memory: Option<u64>,
     /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6
     /// keys; without it they hold IPv4 keys and count the others as skipped.
     #[arg(long)]
@@ -172,6 +176,11 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if a.ipv6 {
         cfg.ipv6 = true;
+    }
+    if a.max_memory.is_some() {
+        cfg.max_memory = a.max_memory;
+    } else if cfg.max_memory.is_none() {
+        cfg.max_memory = flags::default_memory_budget();
     }
     if let Some(acc) = a.accel {
         cfg.accel = match acc {

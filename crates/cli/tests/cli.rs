@@ -934,3 +934,56 @@ fn configs_are_size_capped_and_errors_say_it_once() {
     assert_eq!(err.matches("TOML parse error").count(), 1, "{err}");
     assert!(!err.contains("config: TOML"), "{err}");
 }
+
+/// Sizes the validators accept but the machine cannot hold are refused before allocating (the
+/// default budget is 3/4 of physical memory), never an abort; `--max-memory` sets the budget.
+#[test]
+fn runs_over_the_memory_budget_are_refused_not_aborted() {
+    let f = gen("budget.pcap", 2_000, 100, 2, &[]);
+    let cfg = tmp("huge.toml");
+    std::fs::write(
+        &cfg,
+        "[[measure]]\ntask = \"flow_size\"\nalgo = \"linear_hash\"\n\
+         params = { capacity = 4294967296 }\n",
+    )
+    .unwrap();
+    let out = netsift()
+        .arg("run")
+        .arg(&f)
+        .args(["--max-memory", "8G", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("linear_hash")
+            && err.contains("budget of 8.0 GiB")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let out = netsift()
+        .arg("run")
+        .arg(&f)
+        .args(["--max-memory", "1M"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("max-memory"), "{err}");
+    let out = netsift()
+        .arg("run")
+        .arg(&f)
+        .args(["--max-memory", "1K"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a flag error");
+    assert!(netsift()
+        .arg("run")
+        .arg(&f)
+        .args(["--max-memory", "2G"])
+        .output()
+        .unwrap()
+        .status
+        .success());
+}

@@ -78,6 +78,11 @@ pub struct RunConfig {
     pub listed: usize,
     #[serde(default, rename = "measure")]
     pub measures: Vec<MeasureSpec>,
+    /// Largest total memory, in bytes, the run's structures may take (algorithms, the previous
+    /// epoch's copies for heavy changers, aggregators); a run needing more is refused before
+    /// anything is allocated. None: no limit (the CLI sets a default from physical memory).
+    #[serde(default)]
+    pub max_memory: Option<u64>,
 }
 
 fn default_key() -> KeyKind {
@@ -108,6 +113,7 @@ impl Default for RunConfig {
             agg_evict: aggevict::AggConfig::default(),
             batch: default_batch(),
             listed: default_listed(),
+            max_memory: None,
             measures: vec![],
         }
     }

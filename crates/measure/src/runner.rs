@@ -23,8 +23,6 @@ use crate::report::{AccelCost, Cost, EpochReport, Report, Totals};
 struct Instance {
     name: String,
     kind: KeyKind,
-    side: Side,
-    params: toml::Table,
     key_len: usize,
     algo: Box<dyn Algorithm>,
     /// The previous epoch's state, kept only when a heavy-changers task uses this instance.
@@ -83,6 +81,79 @@ fn ctx_of(spec: &MeasureSpec, cfg: &RunConfig) -> BuildCtx {
         } else {
             Side::Src
         },
+    }
+}
+
+/// Refuse a run whose structures would take more than `cfg.max_memory` bytes, before any is
+/// allocated: each algorithm's memory from its catalog entry (computed from its parameters),
+/// plus the heavy-changer copy of the previous epoch's state, plus each key kind's aggregator.
+/// The error names the largest parts and the budget.
+fn check_memory<'a>(
+    cfg: &RunConfig,
+    plans: impl Iterator<Item = (&'static algo::Entry, &'a toml::Table, &'a BuildCtx, KeyKind)>,
+    kinds: &[KeyKind],
+) -> Result<(), ConfigError> {
+    let mut parts: Vec<(String, u64)> = vec![];
+    for (entry, params, ctx, kind) in plans {
+        let bytes = entry
+            .memory(params, ctx)
+            .map_err(catalog::CatalogError::from)?;
+        // A heavy-changers task keeps a second copy (the previous epoch); count it whenever
+        // the algorithm answers heavy changers at all (an over-estimate is the safe side).
+        let copies = if entry.answers(Task::HeavyChangers) {
+            2
+        } else {
+            1
+        };
+        parts.push((
+            format!("{} ({kind})", entry.name),
+            bytes.saturating_mul(copies),
+        ));
+    }
+    if cfg.accel == front::Accel::AggEvict {
+        for k in kinds {
+            let b = aggevict::Aggregator::memory_for(&cfg.agg_evict, k.len(cfg.ipv6));
+            parts.push((format!("agg_evict ({k})"), b as u64));
+        }
+    }
+    let total = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
+    let Some(budget) = cfg.max_memory else {
+        return Ok(());
+    };
+    if total <= budget {
+        return Ok(());
+    }
+    parts.sort_by_key(|p| std::cmp::Reverse(p.1));
+    let largest: Vec<String> = parts
+        .iter()
+        .take(3)
+        .map(|(n, b)| format!("{n} {}", human_bytes(*b)))
+        .collect();
+    Err(ConfigError::Field {
+        field: "max_memory",
+        reason: format!(
+            "the run's structures need {} ({}), more than the budget of {}; shrink their \
+             parameters or raise --max-memory",
+            human_bytes(total),
+            largest.join(", "),
+            human_bytes(budget)
+        ),
+    })
+}
+
+/// `1.5 GiB`, `12.0 MiB`, `640 B`.
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -157,56 +228,87 @@ impl Runner {
                 })
                 .all(|o| o.task == Task::FlowSize)
         };
+        // First the plan: which instances, with which parameters and context; then the memory
+        // they would take, checked against the budget before anything is allocated; then the
+        // instances.
+        struct Plan {
+            entry: &'static algo::Entry,
+            kind: KeyKind,
+            params: toml::Table,
+            built: toml::Table,
+            ctx: BuildCtx,
+        }
+        let mut plans: Vec<Plan> = vec![];
         for spec in &cfg.measures {
             let kind = kind_of(spec, cfg.key);
             if !kinds.contains(&kind) {
                 kinds.push(kind);
             }
             let ctx = ctx_of(spec, &cfg);
-            let side = ctx.side;
             let spreads = matches!(spec.task, Task::Superspreaders | Task::Ddos);
-            let name = spec.algorithm.clone();
-            let found = instances.iter().position(|i| {
-                i.name == name
-                    && i.kind == kind
-                    && (!spreads || i.side == side)
-                    && i.params == spec.params
+            let found = plans.iter().position(|p| {
+                p.entry.name == spec.algorithm
+                    && p.kind == kind
+                    && (!spreads || p.ctx.side == ctx.side)
+                    && p.params == spec.params
             });
             let instance = match found {
                 Some(i) => i,
                 None => {
-                    let entry = catalog::lookup(&name)?;
-                    let mut params = spec.params.clone();
+                    let entry = catalog::lookup(&spec.algorithm)?;
+                    let mut built = spec.params.clone();
                     if flow_size_only(spec) {
                         for (k, v) in entry.flow_size_only_params() {
-                            params.entry(k).or_insert(v);
+                            built.entry(k).or_insert(v);
                         }
                     }
-                    let algo = entry
-                        .build(&params, &ctx)
-                        .map_err(catalog::CatalogError::from)?;
-                    instances.push(Instance {
-                        fit: entry.fit,
-                        name,
+                    plans.push(Plan {
+                        entry,
                         kind,
-                        side,
                         params: spec.params.clone(),
-                        key_len: ctx.key_len,
-                        algo,
-                        prev: None,
-                        wants_prev: false,
-                        skipped: 0,
-                        nanos: 0,
-                        updates: 0,
-                        keys: vec![],
-                        weights: vec![],
+                        built,
+                        ctx,
                     });
-                    instances.len() - 1
+                    plans.len() - 1
                 }
             };
+            measures.push(Measure {
+                spec: spec.clone(),
+                kind,
+                instance,
+            });
+        }
+        check_memory(
+            &cfg,
+            plans.iter().map(|p| (p.entry, &p.built, &p.ctx, p.kind)),
+            &kinds,
+        )?;
+        for p in plans {
+            let algo = p
+                .entry
+                .build(&p.built, &p.ctx)
+                .map_err(catalog::CatalogError::from)?;
+            instances.push(Instance {
+                fit: p.entry.fit,
+                name: p.entry.name.to_string(),
+                kind: p.kind,
+                key_len: p.ctx.key_len,
+                algo,
+                prev: None,
+                wants_prev: false,
+                skipped: 0,
+                nanos: 0,
+                updates: 0,
+                keys: vec![],
+                weights: vec![],
+            });
+        }
+        for m in &measures {
+            let spec = &m.spec;
+            let inst = &mut instances[m.instance];
             // The catalog knows what an algorithm answers by default; its configuration can
             // narrow that (Count-Min with `candidates = 0` answers flow size only).
-            if !instances[instance].algo.tasks().contains(&spec.task) {
+            if !inst.algo.tasks().contains(&spec.task) {
                 return Err(ConfigError::Field {
                     field: "params",
                     reason: format!(
@@ -218,8 +320,7 @@ impl Runner {
                             .collect::<Vec<_>>()
                             .join(", "),
                         spec.task,
-                        instances[instance]
-                            .algo
+                        inst.algo
                             .tasks()
                             .iter()
                             .map(|t| t.name())
@@ -229,13 +330,8 @@ impl Runner {
                 });
             }
             if spec.task == Task::HeavyChangers {
-                instances[instance].wants_prev = true;
+                inst.wants_prev = true;
             }
-            measures.push(Measure {
-                spec: spec.clone(),
-                kind,
-                instance,
-            });
         }
         let n = kinds.len();
         let fronts = kinds

@@ -276,3 +276,38 @@ fn defaults_that_cannot_hold_the_keys_are_swapped_with_a_note() {
     let e = Runner::new(named, "t").err().unwrap().to_string();
     assert!(e.contains("two_level") && e.contains("key_len"), "{e}");
 }
+
+/// Values the validators accept but no machine can hold are refused before allocating, naming
+/// the budget and the largest parts (before, `capacity = 4294967296` aborted the process).
+#[test]
+fn a_run_over_its_memory_budget_is_refused_before_allocating() {
+    let huge = |algo: &str, params: &str| {
+        let mut c = cfg(vec![MeasureSpec {
+            params: params.parse().unwrap(),
+            ..spec(Task::FlowSize, algo)
+        }]);
+        c.max_memory = Some(8 << 30);
+        Runner::new(c, "t").err().map(|e| e.to_string())
+    };
+    for (algo, params) in [
+        ("linear_hash", "capacity = 4294967296"),
+        ("cuckoo1", "capacity = 4294967296"),
+        ("flow_radar", "bf_bits = 1099511627776"),
+    ] {
+        let e = huge(algo, params).unwrap_or_else(|| panic!("{algo} {params} accepted"));
+        assert!(
+            e.contains("max_memory") && e.contains(algo) && e.contains("GiB"),
+            "{algo}: {e}"
+        );
+    }
+    // The defaults fit a small budget; a tiny one names the largest structures.
+    let mut c = cfg(RunConfig::measures_from_lists(&[], &[]).unwrap());
+    c.max_memory = Some(1 << 30);
+    assert!(Runner::new(c.clone(), "t").is_ok());
+    c.max_memory = Some(1 << 20);
+    let e = Runner::new(c, "t").err().unwrap().to_string();
+    assert!(
+        e.contains("deltoid") && e.contains("budget of 1.0 MiB"),
+        "{e}"
+    );
+}
