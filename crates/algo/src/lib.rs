@@ -336,7 +336,7 @@ impl Default for BuildCtx {
 /// A bad algorithm configuration. The message names the algorithm and the field.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("algorithm `{algo}`: {source}")]
+    #[error("algorithm `{algo}`: {}", source.message().trim_end())]
     Params {
         algo: &'static str,
         #[source]
