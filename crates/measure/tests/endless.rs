@@ -5,17 +5,8 @@
 use algo::Task;
 use measure::{MeasureSpec, RunConfig, Runner};
 
-fn spec(task: Task, algo: &str) -> MeasureSpec {
-    MeasureSpec {
-        task,
-        algorithm: algo.into(),
-        key: None,
-        threshold: None,
-        k: None,
-        params: toml::Table::new(),
-        by_default: false,
-    }
-}
+mod common;
+use common::spec;
 
 /// Resident set size of this process in bytes (Linux `/proc/self/statm`), `None` elsewhere.
 fn rss_bytes() -> Option<u64> {

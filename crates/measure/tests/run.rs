@@ -4,17 +4,8 @@
 use algo::Task;
 use measure::{MeasureSpec, RunConfig, Runner};
 
-fn spec(task: Task, algo: &str) -> MeasureSpec {
-    MeasureSpec {
-        task,
-        algorithm: algo.into(),
-        key: None,
-        threshold: None,
-        k: None,
-        params: toml::Table::new(),
-        by_default: false,
-    }
-}
+mod common;
+use common::spec;
 
 fn run(cfg: &RunConfig) -> measure::Report {
     let g = gen::Spec {
