@@ -58,6 +58,11 @@ pub struct Entry {
     /// allocated at construction plus a per-key bound). A size whose bytes overflow `u64` is a
     /// [`ConfigError::Invalid`] naming the field.
     pub memory: fn(&toml::Table, &BuildCtx) -> Result<u64, ConfigError>,
+    /// `reset` returns the algorithm to its built, empty state (every algorithm but
+    /// ewma_change, whose reset carries the epoch into its prediction). Then a run keeping the
+    /// previous epoch's state for heavy changers swaps the two instances and resets the older
+    /// one, instead of copying the whole state every epoch.
+    pub resets_to_empty: bool,
     /// Its default parameters, as the table `build` would read (for `netsift algorithms`).
     pub defaults: fn() -> toml::Table,
     /// Parameters (a TOML table body, "" for none) a run sets when this instance serves

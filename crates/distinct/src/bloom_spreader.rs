@@ -492,6 +492,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<BloomSpreaderConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 #[cfg(test)]

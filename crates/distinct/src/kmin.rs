@@ -214,6 +214,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<KMinConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ struct Instance {
     /// The previous epoch's state, kept only when a heavy-changers task uses this instance.
     prev: Option<Box<dyn Algorithm>>,
     wants_prev: bool,
+    /// Its catalog entry's `resets_to_empty`.
+    swap_prev: bool,
     /// Which key lengths the algorithm can store (its catalog entry's); keys it cannot are
     /// counted in `skipped`, never silently dropped.
     fit: KeyFit,
@@ -296,6 +298,7 @@ impl Runner {
                 algo,
                 prev: None,
                 wants_prev: false,
+                swap_prev: p.entry.resets_to_empty,
                 skipped: 0,
                 nanos: 0,
                 updates: 0,
@@ -468,7 +471,13 @@ impl Runner {
         self.totals.epochs += 1;
         for inst in &mut self.instances {
             if inst.wants_prev {
-                inst.prev = Some(inst.algo.clone_box());
+                // The finished epoch becomes `prev`. An algorithm whose reset empties it takes
+                // the older copy's place (reset below): no copy of the whole state per epoch.
+                let next = match inst.prev.take() {
+                    Some(older) if inst.swap_prev => older,
+                    _ => inst.algo.clone_box(),
+                };
+                inst.prev = Some(std::mem::replace(&mut inst.algo, next));
             }
             inst.algo.reset();
         }

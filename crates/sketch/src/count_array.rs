@@ -90,4 +90,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<CountArrayConfig>,
     flow_size_only: "candidates = 0",
+    resets_to_empty: true,
 };

@@ -758,4 +758,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<CountMinConfig>,
     flow_size_only: "candidates = 0",
+    resets_to_empty: true,
 };

@@ -331,4 +331,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<CountSketchConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };

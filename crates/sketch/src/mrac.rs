@@ -461,4 +461,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<MracConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };

@@ -513,4 +513,5 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<UnivMonConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };

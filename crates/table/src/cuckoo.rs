@@ -447,6 +447,7 @@ pub const ENTRY_1: algo::Entry = algo::Entry {
     memory: |p, ctx| Cuckoo::memory(p, Slots::One, ctx),
     defaults: algo::defaults_of::<CuckooConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 /// Cuckoo hashing with four entries per bucket (one cache line), listed in the `catalog` crate.
@@ -460,6 +461,7 @@ pub const ENTRY_4: algo::Entry = algo::Entry {
     memory: |p, ctx| Cuckoo::memory(p, Slots::Four, ctx),
     defaults: algo::defaults_of::<CuckooConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 #[cfg(test)]

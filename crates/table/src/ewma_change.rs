@@ -216,6 +216,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<EwmaChangeConfig>,
     flow_size_only: "",
+    resets_to_empty: false,
 };
 
 #[cfg(test)]

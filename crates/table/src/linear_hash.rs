@@ -299,6 +299,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<LinearHashConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 #[cfg(test)]

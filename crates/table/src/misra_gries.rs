@@ -228,6 +228,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<MisraGriesConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 #[cfg(test)]

@@ -155,6 +155,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     },
     defaults: algo::defaults_of::<SpaceSavingConfig>,
     flow_size_only: "",
+    resets_to_empty: true,
 };
 
 #[cfg(test)]
