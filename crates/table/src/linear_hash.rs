@@ -66,6 +66,12 @@ pub struct LinearHash {
     slots: Vec<u64>,
     len: usize,
     dropped: Dropped,
+    /// The slots filled this epoch, in fill order (a slot never empties within an epoch), so
+    /// that a reset and a scan of a sparse table cost the flows it holds, not its capacity.
+    /// Derived data: when it does not account for every stored flow (a deserialized table),
+    /// reset and scans fall back to the whole table.
+    #[serde(skip)]
+    used: crate::NotState<Vec<u32>>,
 }
 
 impl LinearHash {
@@ -85,7 +91,7 @@ impl LinearHash {
     pub fn new(cfg: LinearHashConfig, ctx: &BuildCtx) -> Result<LinearHash, ConfigError> {
         let stride = Self::stride(&cfg, ctx)?;
         let kw = stride - 1;
-        let limit = ((cfg.max_load * cfg.capacity as f64).floor() as usize).clamp(1, cfg.capacity);
+        let limit = Self::limit(&cfg);
         Ok(LinearHash {
             capacity: cfg.capacity,
             limit,
@@ -95,7 +101,19 @@ impl LinearHash {
             slots: vec![0; cfg.capacity * stride],
             len: 0,
             dropped: Dropped::default(),
+            used: crate::NotState(Vec::with_capacity(limit)),
         })
+    }
+
+    /// Flows accepted before new keys are dropped (`max_load` of the capacity).
+    fn limit(cfg: &LinearHashConfig) -> usize {
+        ((cfg.max_load * cfg.capacity as f64).floor() as usize).clamp(1, cfg.capacity)
+    }
+
+    /// Whether `used` lists every stored flow and is short enough that walking it beats a
+    /// pass over the whole table.
+    fn sparse(&self) -> bool {
+        self.used.0.len() == self.len && self.len < self.capacity / 16
     }
 
     /// Updates that could not be stored (table at its load limit, or key too long).
@@ -117,14 +135,26 @@ impl LinearHash {
     }
 
     /// Stored (key, count) pairs in slot order.
-    pub fn entries(&self) -> impl Iterator<Item = Estimate> + '_ {
-        self.slots.chunks_exact(self.stride).filter_map(|s| {
+    pub fn entries(&self) -> Box<dyn Iterator<Item = Estimate> + '_> {
+        let pair = |s: &[u64]| {
             if s[0] == 0 {
                 None
             } else {
                 packed::unpack(&s[1..]).map(|k| (k, s[0]))
             }
-        })
+        };
+        if self.sparse() {
+            // Slot order, as the full scan gives it: answers do not depend on the path.
+            let mut idx = self.used.0.clone();
+            idx.sort_unstable();
+            let stride = self.stride;
+            Box::new(
+                idx.into_iter()
+                    .filter_map(move |i| pair(&self.slots[i as usize * stride..][..stride])),
+            )
+        } else {
+            Box::new(self.slots.chunks_exact(self.stride).filter_map(pair))
+        }
     }
 
     /// Exact count of `key` (0 if it was never stored).
@@ -169,6 +199,8 @@ impl LinearHash {
                 s[0] = w;
                 s[1..].copy_from_slice(&p[..kw]);
                 self.len += 1;
+                // Capacity <= 2^32 (validated), so a slot index fits u32.
+                self.used.0.push(i as u32);
                 return;
             }
             if s[1..] == p[..kw] {
@@ -259,13 +291,22 @@ impl Algorithm for LinearHash {
     }
 
     fn reset(&mut self) {
-        self.slots.fill(0);
+        if self.sparse() {
+            let stride = self.stride;
+            for &i in &self.used.0 {
+                self.slots[i as usize * stride..][..stride].fill(0);
+            }
+        } else {
+            self.slots.fill(0);
+        }
+        self.used.0.clear();
         self.len = 0;
         self.dropped = Dropped::default();
     }
 
+    /// The slots, and the list of filled ones at its capacity (4 bytes per flow accepted).
     fn memory_bytes(&self) -> usize {
-        self.slots.len() * 8
+        self.slots.len() * 8 + self.limit * 4
     }
 
     crate::exact::flow_set_queries!(LinearHash);
@@ -294,7 +335,9 @@ pub const ENTRY: algo::Entry = algo::Entry {
     memory: |p, ctx| {
         algo::Entry::memory_with(NAME, p, |c: LinearHashConfig| {
             let stride = LinearHash::stride(&c, ctx)?;
-            algo::Entry::product(NAME, "capacity", &[c.capacity as u64, stride as u64, 8])
+            let slots =
+                algo::Entry::product(NAME, "capacity", &[c.capacity as u64, stride as u64, 8])?;
+            algo::Entry::sum(NAME, "capacity", &[slots, LinearHash::limit(&c) as u64 * 4])
         })
     },
     defaults: algo::defaults_of::<LinearHashConfig>,
@@ -306,6 +349,57 @@ pub const ENTRY: algo::Entry = algo::Entry {
 mod tests {
     use super::*;
     use testkit::{truth, zipf_keys};
+
+    /// The pairs of a full pass over the slots (the reference for the sparse path).
+    fn scanned(t: &LinearHash) -> Vec<Estimate> {
+        t.slots
+            .chunks_exact(t.stride)
+            .filter(|s| s[0] != 0)
+            .map(|s| (packed::unpack(&s[1..]).unwrap(), s[0]))
+            .collect()
+    }
+
+    #[test]
+    fn sparse_and_full_paths_agree_and_reset_clears_every_slot() {
+        // 4096 slots: up to 255 flows take the list of filled slots, more take full passes.
+        for flows in [0u32, 1, 200, 255, 256, 3000] {
+            let mut t = table(4096, 3);
+            for round in 0..2 {
+                for i in 0..flows {
+                    t.update(
+                        &FlowKey::from_u32(i.wrapping_mul(2_654_435_761)),
+                        1 + u64::from(i % 3),
+                    );
+                }
+                assert_eq!(t.len(), flows as usize);
+                assert_eq!(
+                    t.entries().collect::<Vec<_>>(),
+                    scanned(&t),
+                    "{flows} {round}"
+                );
+                assert_eq!(
+                    t.entropy(),
+                    Some(algo::entropy_of(scanned(&t).iter().map(|e| e.1)))
+                );
+                t.reset();
+                assert!(
+                    t.slots.iter().all(|&w| w == 0),
+                    "{flows} flows: a slot survived reset"
+                );
+                assert_eq!(t.entries().count(), 0);
+            }
+        }
+        // A table whose list of filled slots is lost (deserialized) falls back to full passes.
+        let mut t = table(4096, 3);
+        t.update(&FlowKey::from_u32(7), 2);
+        t.used.0.clear();
+        assert_eq!(
+            t.entries().collect::<Vec<_>>(),
+            vec![(FlowKey::from_u32(7), 2)]
+        );
+        t.reset();
+        assert!(t.slots.iter().all(|&w| w == 0));
+    }
 
     fn table(cap: usize, seed: u64) -> LinearHash {
         let ctx = BuildCtx {
