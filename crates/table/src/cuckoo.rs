@@ -122,6 +122,12 @@ pub struct Cuckoo {
     walk: u64,
     #[serde(skip)]
     path: NotState<Vec<usize>>,
+    /// The slots filled this epoch (a slot never empties within an epoch: kicks swap occupied
+    /// slots), so that a reset and a scan of a sparse table cost its flows, not its capacity.
+    /// Derived data: when it does not account for every stored flow (a deserialized table),
+    /// reset and scans fall back to the whole table.
+    #[serde(skip)]
+    used: NotState<Vec<u32>>,
 }
 
 impl Cuckoo {
@@ -146,10 +152,11 @@ impl Cuckoo {
     fn memory(params: &toml::Table, slots: Slots, ctx: &BuildCtx) -> Result<u64, ConfigError> {
         algo::Entry::memory_with(slots.name(), params, |c: CuckooConfig| {
             let (buckets, stride) = Self::shape(&c, slots, ctx)?;
+            // The slots, plus 4 bytes per slot for the list of filled ones.
             algo::Entry::product(
                 slots.name(),
                 "capacity",
-                &[buckets as u64, slots.get() as u64, stride as u64, 8],
+                &[buckets as u64, slots.get() as u64, stride as u64 * 8 + 4],
             )
         })
     }
@@ -172,6 +179,7 @@ impl Cuckoo {
             dropped: Dropped::default(),
             walk: key::mix64(seed),
             path: NotState(Vec::new()),
+            used: NotState(Vec::with_capacity(buckets * b)),
         })
     }
 
@@ -199,14 +207,26 @@ impl Cuckoo {
     }
 
     /// Stored (key, count) pairs in slot order.
-    pub fn entries(&self) -> impl Iterator<Item = Estimate> + '_ {
-        self.table.chunks_exact(self.stride).filter_map(|s| {
+    pub fn entries(&self) -> Box<dyn Iterator<Item = Estimate> + '_> {
+        let pair = |s: &[u64]| {
             if s[0] == 0 {
                 None
             } else {
                 packed::unpack(&s[1..]).map(|k| (k, s[0]))
             }
-        })
+        };
+        if self.sparse() {
+            // Slot order, as the full scan gives it: answers do not depend on the path.
+            let mut idx = self.used.0.clone();
+            idx.sort_unstable();
+            let stride = self.stride;
+            Box::new(
+                idx.into_iter()
+                    .filter_map(move |i| pair(&self.table[i as usize * stride..][..stride])),
+            )
+        } else {
+            Box::new(self.table.chunks_exact(self.stride).filter_map(pair))
+        }
     }
 
     /// Exact count of `key` (0 if it was never stored).
@@ -271,6 +291,14 @@ impl Cuckoo {
         e[0] = w;
         e[1..].copy_from_slice(&p[..self.kw]);
         self.len += 1;
+        // Capacity <= 2^32 slots (validated), so a slot index fits u32.
+        self.used.0.push(s as u32);
+    }
+
+    /// Whether `used` lists every stored flow and is short enough that walking it beats a
+    /// pass over the whole table.
+    fn sparse(&self) -> bool {
+        self.used.0.len() == self.len && self.len < self.capacity() / 16
     }
 
     fn swap_slot(&mut self, hand: &mut [u64], s: usize) {
@@ -406,14 +434,23 @@ impl Algorithm for Cuckoo {
     }
 
     fn reset(&mut self) {
-        self.table.fill(0);
+        if self.sparse() {
+            let stride = self.stride;
+            for &i in &self.used.0 {
+                self.table[i as usize * stride..][..stride].fill(0);
+            }
+        } else {
+            self.table.fill(0);
+        }
+        self.used.0.clear();
         self.len = 0;
         self.dropped = Dropped::default();
         self.walk = key::mix64(self.hash.seed());
     }
 
+    /// The slots, and the list of filled ones at its capacity (4 bytes per slot).
     fn memory_bytes(&self) -> usize {
-        self.table.len() * 8
+        self.table.len() * 8 + self.capacity() * 4
     }
 
     crate::exact::flow_set_queries!(Cuckoo);
@@ -468,6 +505,50 @@ pub const ENTRY_4: algo::Entry = algo::Entry {
 mod tests {
     use super::*;
     use testkit::{rank_key, truth, zipf_keys};
+
+    /// The pairs of a full pass over the slots (the reference for the sparse path).
+    fn scanned(t: &Cuckoo) -> Vec<Estimate> {
+        t.table
+            .chunks_exact(t.stride)
+            .filter(|s| s[0] != 0)
+            .map(|s| (packed::unpack(&s[1..]).unwrap(), s[0]))
+            .collect()
+    }
+
+    #[test]
+    fn sparse_and_full_paths_agree_and_reset_clears_every_slot() {
+        // 4096 slots: up to 255 flows take the list of filled slots, more take full passes
+        // (3500 flows fill 85% of the table: kicks move entries between filled slots).
+        for slots in [Slots::One, Slots::Four] {
+            for flows in [0u32, 1, 200, 255, 256, 3500] {
+                let mut t = table(slots, 4096, 3);
+                for round in 0..2 {
+                    for i in 0..flows {
+                        let k = FlowKey::from_u32(i.wrapping_mul(2_654_435_761));
+                        t.update(&k, 1 + u64::from(i % 3));
+                    }
+                    let all = scanned(&t);
+                    assert_eq!(t.entries().collect::<Vec<_>>(), all, "{flows} {round}");
+                    assert_eq!(all.len(), t.len);
+                    t.reset();
+                    assert!(
+                        t.table.iter().all(|&w| w == 0),
+                        "{flows}: a slot survived reset"
+                    );
+                    assert_eq!(t.entries().count(), 0);
+                }
+            }
+        }
+        let mut t = table(Slots::Four, 4096, 3);
+        t.update(&FlowKey::from_u32(7), 2);
+        t.used.0.clear();
+        assert_eq!(
+            t.entries().collect::<Vec<_>>(),
+            vec![(FlowKey::from_u32(7), 2)]
+        );
+        t.reset();
+        assert!(t.table.iter().all(|&w| w == 0));
+    }
 
     fn table(slots: Slots, cap: usize, seed: u64) -> Cuckoo {
         let ctx = BuildCtx {
