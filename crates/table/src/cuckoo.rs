@@ -29,6 +29,7 @@ use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
+use crate::filled::Filled;
 use crate::{packed, Dropped, NotState};
 
 /// Distinct sub-seed constant of this algorithm ("cuckoo").
@@ -122,12 +123,9 @@ pub struct Cuckoo {
     walk: u64,
     #[serde(skip)]
     path: NotState<Vec<usize>>,
-    /// The slots filled this epoch (a slot never empties within an epoch: kicks swap occupied
-    /// slots), so that a reset and a scan of a sparse table cost its flows, not its capacity.
-    /// Derived data: when it does not account for every stored flow (a deserialized table),
-    /// reset and scans fall back to the whole table.
+    /// The slots filled this epoch (see `filled`).
     #[serde(skip)]
-    used: NotState<Vec<u32>>,
+    used: Filled,
 }
 
 impl Cuckoo {
@@ -179,7 +177,7 @@ impl Cuckoo {
             dropped: Dropped::default(),
             walk: key::mix64(seed),
             path: NotState(Vec::new()),
-            used: NotState(Vec::with_capacity(buckets * b)),
+            used: Filled::with_capacity(buckets * b),
         })
     }
 
@@ -208,25 +206,7 @@ impl Cuckoo {
 
     /// Stored (key, count) pairs in slot order.
     pub fn entries(&self) -> Box<dyn Iterator<Item = Estimate> + '_> {
-        let pair = |s: &[u64]| {
-            if s[0] == 0 {
-                None
-            } else {
-                packed::unpack(&s[1..]).map(|k| (k, s[0]))
-            }
-        };
-        if self.sparse() {
-            // Slot order, as the full scan gives it: answers do not depend on the path.
-            let mut idx = self.used.0.clone();
-            idx.sort_unstable();
-            let stride = self.stride;
-            Box::new(
-                idx.into_iter()
-                    .filter_map(move |i| pair(&self.table[i as usize * stride..][..stride])),
-            )
-        } else {
-            Box::new(self.table.chunks_exact(self.stride).filter_map(pair))
-        }
+        self.used.entries(&self.table, self.stride, self.len)
     }
 
     /// Exact count of `key` (0 if it was never stored).
@@ -291,14 +271,7 @@ impl Cuckoo {
         e[0] = w;
         e[1..].copy_from_slice(&p[..self.kw]);
         self.len += 1;
-        // Capacity <= 2^32 slots (validated), so a slot index fits u32.
-        self.used.0.push(s as u32);
-    }
-
-    /// Whether `used` lists every stored flow and is short enough that walking it beats a
-    /// pass over the whole table.
-    fn sparse(&self) -> bool {
-        self.used.0.len() == self.len && self.len < self.capacity() / 16
+        self.used.push(s);
     }
 
     fn swap_slot(&mut self, hand: &mut [u64], s: usize) {
@@ -434,15 +407,7 @@ impl Algorithm for Cuckoo {
     }
 
     fn reset(&mut self) {
-        if self.sparse() {
-            let stride = self.stride;
-            for &i in &self.used.0 {
-                self.table[i as usize * stride..][..stride].fill(0);
-            }
-        } else {
-            self.table.fill(0);
-        }
-        self.used.0.clear();
+        self.used.clear(&mut self.table, self.stride, self.len);
         self.len = 0;
         self.dropped = Dropped::default();
         self.walk = key::mix64(self.hash.seed());
@@ -450,7 +415,7 @@ impl Algorithm for Cuckoo {
 
     /// The slots, and the list of filled ones at its capacity (4 bytes per slot).
     fn memory_bytes(&self) -> usize {
-        self.table.len() * 8 + self.capacity() * 4
+        self.table.len() * 8 + Filled::bytes(self.capacity())
     }
 
     crate::exact::flow_set_queries!(Cuckoo);
@@ -541,7 +506,7 @@ mod tests {
         }
         let mut t = table(Slots::Four, 4096, 3);
         t.update(&FlowKey::from_u32(7), 2);
-        t.used.0.clear();
+        t.used.lose();
         assert_eq!(
             t.entries().collect::<Vec<_>>(),
             vec![(FlowKey::from_u32(7), 2)]

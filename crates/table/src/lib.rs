@@ -32,6 +32,7 @@ pub mod space_saving;
 
 mod count_heap;
 mod exact;
+mod filled;
 mod packed;
 
 pub use cuckoo::{Cuckoo, CuckooConfig};

@@ -18,6 +18,7 @@ use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
+use crate::filled::Filled;
 use crate::{packed, Dropped};
 
 const NAME: &str = "linear_hash";
@@ -66,12 +67,9 @@ pub struct LinearHash {
     slots: Vec<u64>,
     len: usize,
     dropped: Dropped,
-    /// The slots filled this epoch, in fill order (a slot never empties within an epoch), so
-    /// that a reset and a scan of a sparse table cost the flows it holds, not its capacity.
-    /// Derived data: when it does not account for every stored flow (a deserialized table),
-    /// reset and scans fall back to the whole table.
+    /// The slots filled this epoch (see `filled`).
     #[serde(skip)]
-    used: crate::NotState<Vec<u32>>,
+    used: Filled,
 }
 
 impl LinearHash {
@@ -101,19 +99,13 @@ impl LinearHash {
             slots: vec![0; cfg.capacity * stride],
             len: 0,
             dropped: Dropped::default(),
-            used: crate::NotState(Vec::with_capacity(limit)),
+            used: Filled::with_capacity(limit),
         })
     }
 
     /// Flows accepted before new keys are dropped (`max_load` of the capacity).
     fn limit(cfg: &LinearHashConfig) -> usize {
         ((cfg.max_load * cfg.capacity as f64).floor() as usize).clamp(1, cfg.capacity)
-    }
-
-    /// Whether `used` lists every stored flow and is short enough that walking it beats a
-    /// pass over the whole table.
-    fn sparse(&self) -> bool {
-        self.used.0.len() == self.len && self.len < self.capacity / 16
     }
 
     /// Updates that could not be stored (table at its load limit, or key too long).
@@ -136,25 +128,7 @@ impl LinearHash {
 
     /// Stored (key, count) pairs in slot order.
     pub fn entries(&self) -> Box<dyn Iterator<Item = Estimate> + '_> {
-        let pair = |s: &[u64]| {
-            if s[0] == 0 {
-                None
-            } else {
-                packed::unpack(&s[1..]).map(|k| (k, s[0]))
-            }
-        };
-        if self.sparse() {
-            // Slot order, as the full scan gives it: answers do not depend on the path.
-            let mut idx = self.used.0.clone();
-            idx.sort_unstable();
-            let stride = self.stride;
-            Box::new(
-                idx.into_iter()
-                    .filter_map(move |i| pair(&self.slots[i as usize * stride..][..stride])),
-            )
-        } else {
-            Box::new(self.slots.chunks_exact(self.stride).filter_map(pair))
-        }
+        self.used.entries(&self.slots, self.stride, self.len)
     }
 
     /// Exact count of `key` (0 if it was never stored).
@@ -199,8 +173,7 @@ impl LinearHash {
                 s[0] = w;
                 s[1..].copy_from_slice(&p[..kw]);
                 self.len += 1;
-                // Capacity <= 2^32 (validated), so a slot index fits u32.
-                self.used.0.push(i as u32);
+                self.used.push(i);
                 return;
             }
             if s[1..] == p[..kw] {
@@ -291,22 +264,14 @@ impl Algorithm for LinearHash {
     }
 
     fn reset(&mut self) {
-        if self.sparse() {
-            let stride = self.stride;
-            for &i in &self.used.0 {
-                self.slots[i as usize * stride..][..stride].fill(0);
-            }
-        } else {
-            self.slots.fill(0);
-        }
-        self.used.0.clear();
+        self.used.clear(&mut self.slots, self.stride, self.len);
         self.len = 0;
         self.dropped = Dropped::default();
     }
 
     /// The slots, and the list of filled ones at its capacity (4 bytes per flow accepted).
     fn memory_bytes(&self) -> usize {
-        self.slots.len() * 8 + self.limit * 4
+        self.slots.len() * 8 + Filled::bytes(self.limit)
     }
 
     crate::exact::flow_set_queries!(LinearHash);
@@ -337,7 +302,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
             let stride = LinearHash::stride(&c, ctx)?;
             let slots =
                 algo::Entry::product(NAME, "capacity", &[c.capacity as u64, stride as u64, 8])?;
-            algo::Entry::sum(NAME, "capacity", &[slots, LinearHash::limit(&c) as u64 * 4])
+            algo::Entry::sum(
+                NAME,
+                "capacity",
+                &[slots, Filled::bytes(LinearHash::limit(&c)) as u64],
+            )
         })
     },
     defaults: algo::defaults_of::<LinearHashConfig>,
@@ -392,7 +361,7 @@ mod tests {
         // A table whose list of filled slots is lost (deserialized) falls back to full passes.
         let mut t = table(4096, 3);
         t.update(&FlowKey::from_u32(7), 2);
-        t.used.0.clear();
+        t.used.lose();
         assert_eq!(
             t.entries().collect::<Vec<_>>(),
             vec![(FlowKey::from_u32(7), 2)]
