@@ -107,7 +107,7 @@ pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
                 p.params
             )?;
         }
-        eprintln!(
+        crate::say!(
             "netsift bench agg-evict: {} points written under {}",
             points.len(),
             a.out.display()

@@ -182,7 +182,7 @@ fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
             Ok(cap) => {
                 let st = stats::file_stats(&cap, a.top, a.key);
                 if let Some(e) = &st.error {
-                    eprintln!("netsift: {e}");
+                    netsift::say!("netsift: {e}");
                     ok = false;
                 }
                 if !a.json {
@@ -193,14 +193,14 @@ fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
             }
             Err(e) => {
                 let msg = out::render(&e);
-                eprintln!("netsift: {msg}");
+                netsift::say!("netsift: {msg}");
                 ok = false;
                 all.push(stats::FileStats::failed(file, msg));
             }
         }
     }
     if !a.json && !ok {
-        eprintln!("netsift: some files could not be read completely (see above)");
+        netsift::say!("netsift: some files could not be read completely (see above)");
     }
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
@@ -241,7 +241,7 @@ fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
         write_replacing(&a.out, |f| g.write_to(a.format, f))?
     };
     let s = t.elapsed().as_secs_f64();
-    eprintln!(
+    netsift::say!(
         "netsift gen: {n} packets to {} in {s:.2} s ({:.1} M packets/s)",
         a.out.display(),
         n as f64 / s / 1e6

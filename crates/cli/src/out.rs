@@ -98,13 +98,23 @@ pub fn render(e: &anyhow::Error) -> String {
     msg
 }
 
+/// `eprintln!` that never panics: a message to stderr, dropped if stderr itself is closed or
+/// full (there is nowhere left to say so; `eprintln!` would panic instead).
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 /// What the process does with an error that ends a command: nothing printed and status 0 for a
 /// broken pipe, else `netsift: error: ...` on stderr and status 1. Returns the status.
 pub fn report(e: &anyhow::Error) -> u8 {
     if is_broken_pipe(e) {
         return 0;
     }
-    eprintln!("netsift: error: {}", render(e));
+    crate::say!("netsift: error: {}", render(e));
     1
 }
 

@@ -223,7 +223,7 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
         .filter_map(|(given, flag)| given.then_some(flag))
         .collect();
         if !ignored.is_empty() {
-            eprintln!(
+            crate::say!(
                 "netsift: warning: ignoring {}: Agg-Evict settings take effect only with \
                  --accel agg-evict",
                 ignored.join(", ")
@@ -336,7 +336,7 @@ pub fn run(
 /// What the run changed from what was asked, on stderr before the first epoch.
 fn print_notes(runner: &Runner) {
     for n in runner.notes() {
-        eprintln!("netsift: note: {n}");
+        crate::say!("netsift: note: {n}");
     }
 }
 
@@ -560,7 +560,7 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         print_report(&report, header, out)?;
     }
     if let Some(e) = err {
-        eprintln!("netsift: {e}");
+        crate::say!("netsift: {e}");
         return Ok(false);
     }
     Ok(true)

@@ -987,3 +987,30 @@ fn runs_over_the_memory_budget_are_refused_not_aborted() {
         .status
         .success());
 }
+
+/// With stderr full (or closed), warnings and errors are dropped, never a panic (before:
+/// `failed printing to stderr`, status 101): the exit status still says how the run went.
+#[test]
+fn a_full_stderr_is_not_a_panic() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skip: no /dev/full");
+        return;
+    }
+    let f = gen("stderr.pcap", 2_000, 50, 3, &[]);
+    let run = |args: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "exec \"$0\" run \"$1\" {args} >/dev/null 2>/dev/full"
+            ))
+            .arg(env!("CARGO_BIN_EXE_netsift"))
+            .arg(&f)
+            .status()
+            .unwrap()
+            .code()
+    };
+    // A warning (Agg-Evict flags without the aggregator), then a run that succeeds.
+    assert_eq!(run("--simd off --task cardinality"), Some(0));
+    // An error (unknown algorithm): status 1, not a panic's 101.
+    assert_eq!(run("--algo countmin"), Some(1));
+}

@@ -222,11 +222,14 @@ impl<'a> Lab<'a> {
             Err(LabError::Catalog(e)) => {
                 let why = e.to_string();
                 self.bar.suspend(|| {
-                    eprintln!(
+                    // Never panic on a closed stderr: the message is informational.
+                    use std::io::Write as _;
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "netsift bench agg-evict: {algorithm} left out (the trace has {}-byte {} keys): {why}",
                         self.base.key_len(key),
                         key.name()
-                    )
+                    );
                 });
                 self.unsupported.insert(algorithm, why);
                 Ok(false)
