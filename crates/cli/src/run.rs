@@ -301,7 +301,15 @@ pub fn run(
         }
         Some(path) => {
             let cap = Capture::open(&path, format)?;
+            let mut cfg = cfg;
+            let auto = auto_ipv6(&cap, &cfg);
+            if auto.is_some() {
+                cfg.ipv6 = true;
+            }
             let mut runner = Runner::new(cfg, cap.name())?;
+            if let Some(n) = auto {
+                runner.add_note(n);
+            }
             print_notes(&runner);
             let pb = progress(None);
             let mut n = 0u64;
@@ -331,6 +339,40 @@ pub fn run(
         }
     };
     Ok((report, read_error))
+}
+
+/// Packets a file's first look reads to tell its address family.
+const FAMILY_SAMPLE: usize = 100_000;
+
+/// Size the fixed-width structures for IPv6 keys when a capture file's first packets are mostly
+/// IPv6 and `--ipv6` was not given: without it, the structures that decode keys of one exact
+/// length (deltoid, rev_sketch, two_level, bloom_spreader) would skip every IPv6 key. Returns the
+/// note saying so. Streams (stdin, pipes) are not looked at: they can be read only once.
+fn auto_ipv6(cap: &Capture, cfg: &RunConfig) -> Option<String> {
+    if cfg.ipv6 || cap.is_stream() {
+        return None;
+    }
+    let (mut v4, mut v6) = (0usize, 0usize);
+    for rec in cap.records().take(FAMILY_SAMPLE) {
+        let Ok(rec) = rec else { break };
+        let class = match rec.body {
+            trace::Body::Frame { link, data } => wire::parse(link, data).class,
+            trace::Body::Tuple(t) if t.v6 => Class::Ipv6,
+            trace::Body::Tuple(_) => Class::Ipv4,
+        };
+        match class {
+            Class::Ipv4 => v4 += 1,
+            Class::Ipv6 => v6 += 1,
+            _ => {}
+        }
+    }
+    (v6 > v4).then(|| {
+        format!(
+            "{v6} of the first {} IP packets are IPv6: fixed-width structures are sized for IPv6 \
+             keys, as with --ipv6",
+            v4 + v6
+        )
+    })
 }
 
 /// What the run changed from what was asked, on stderr before the first epoch.

@@ -1014,3 +1014,61 @@ fn a_full_stderr_is_not_a_panic() {
     // An error (unknown algorithm): status 1, not a panic's 101.
     assert_eq!(run("--algo countmin"), Some(1));
 }
+
+/// A capture whose packets are mostly IPv6 gets structures sized for IPv6 keys without
+/// `--ipv6`, and says so: before, deltoid and two_level skipped every key of the IPv6-only
+/// ndpi_reddit capture and reported "0 reported / 1 true". A mostly-IPv4 capture is left alone.
+#[test]
+fn a_mostly_ipv6_capture_is_measured_with_ipv6_keys() {
+    let (Some(v6), Some(v4)) = (
+        testkit::trace("ndpi_reddit.pcap"),
+        testkit::trace("ndpi_gnutella.pcap"),
+    ) else {
+        return;
+    };
+    let out = netsift()
+        .arg("run")
+        .arg(&v6)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes[0].contains("are IPv6") && notes[0].contains("--ipv6"),
+        "{notes:?}"
+    );
+    for cost in r["throughput"].as_array().unwrap() {
+        assert_eq!(cost["skipped"], 0, "{cost}");
+    }
+    let spread = r["epochs"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == "superspreaders")
+        .unwrap();
+    assert_eq!(spread["algorithm"], "bloom_spreader");
+    assert!(
+        spread["answer"]["reported"].as_u64().unwrap() > 0,
+        "{spread}"
+    );
+
+    let out = netsift()
+        .arg("run")
+        .arg(&v4)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["notes"].as_array().unwrap().is_empty(), "{}", r["notes"]);
+}

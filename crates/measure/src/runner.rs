@@ -509,6 +509,12 @@ impl Runner {
         &self.notes
     }
 
+    /// Add a line in front of the report's notes (a choice the caller made before the run,
+    /// which the notes the runner made follow from).
+    pub fn add_note(&mut self, note: String) {
+        self.notes.insert(0, note);
+    }
+
     pub fn trace_name(&self) -> &str {
         &self.trace
     }

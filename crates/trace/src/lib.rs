@@ -527,6 +527,12 @@ impl Capture {
         }
     }
 
+    /// Whether the capture is a stream (stdin, a pipe, a file that could not be mapped): it can
+    /// be read once, as it arrives; [`Capture::records`] would first read all of it into memory.
+    pub fn is_stream(&self) -> bool {
+        matches!(self.bytes, Bytes::Stream(_))
+    }
+
     /// All records in file order. The iterator ends after the first error (it is fused).
     pub fn records(&self) -> Records<'_> {
         let data = self.bytes.as_slice();
