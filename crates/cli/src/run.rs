@@ -355,12 +355,7 @@ fn auto_ipv6(cap: &Capture, cfg: &RunConfig) -> Option<String> {
     let (mut v4, mut v6) = (0usize, 0usize);
     for rec in cap.records().take(FAMILY_SAMPLE) {
         let Ok(rec) = rec else { break };
-        let class = match rec.body {
-            trace::Body::Frame { link, data } => wire::parse(link, data).class,
-            trace::Body::Tuple(t) if t.v6 => Class::Ipv6,
-            trace::Body::Tuple(_) => Class::Ipv4,
-        };
-        match class {
+        match crate::source::packet(rec).class {
             Class::Ipv4 => v4 += 1,
             Class::Ipv6 => v6 += 1,
             _ => {}
@@ -387,14 +382,6 @@ fn fmt_opt(v: Option<f64>) -> String {
         Some(x) if x.is_finite() => format!("{x:.4}"),
         Some(_) => "nan".into(),
         None => "-".into(),
-    }
-}
-
-fn fmt_bytes(b: usize) -> String {
-    if b >= 1 << 20 {
-        format!("{:.1} MiB", b as f64 / (1 << 20) as f64)
-    } else {
-        format!("{:.1} KiB", b as f64 / 1024.0)
     }
 }
 
@@ -517,7 +504,7 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
             "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}{}",
             c.algorithm,
             c.key.name(),
-            fmt_bytes(c.memory_bytes),
+            measure::report::human_bytes(c.memory_bytes as u64),
             c.updates,
             c.ns_per_packet,
             c.mpps,
@@ -537,7 +524,7 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
             "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}  ({} kernel; {:.1}% of packets reach the algorithms)",
             a.accel,
             a.key.name(),
-            fmt_bytes(a.memory_bytes),
+            measure::report::human_bytes(a.memory_bytes as u64),
             a.packets,
             a.ns_per_packet,
             if a.ns_per_packet > 0.0 { 1e3 / a.ns_per_packet } else { 0.0 },

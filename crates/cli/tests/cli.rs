@@ -21,6 +21,15 @@ fn gen(name: &str, packets: u32, flows: u32, seed: u32, extra: &[&str]) -> std::
     f
 }
 
+/// The command succeeded; else fail with what it said on stderr.
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("netsift-cli-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -156,11 +165,7 @@ fn bench_parse_reports_throughput() {
         .arg(&f)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["packets"].as_u64().unwrap() > 0);
     assert!(v["mpps"].as_f64().unwrap() > 0.0);
@@ -189,11 +194,7 @@ fn run_on_a_real_trace_with_time_epochs_accounts_every_packet() {
         .arg(&f)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let t = &v["totals"];
     let classes: u64 = [
@@ -475,11 +476,7 @@ fn algorithms_json_lists_the_catalog_with_defaults() {
         .arg(&cfg)
         .output()
         .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    assert_ok(&st);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -721,11 +718,7 @@ fn gen_validates_before_touching_the_output() {
         .arg(&target)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let st = netsift()
         .args(["stats", "--json"])
         .arg(&target)
@@ -1032,11 +1025,7 @@ fn a_mostly_ipv6_capture_is_measured_with_ipv6_keys() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes: Vec<&str> = r["notes"]
         .as_array()

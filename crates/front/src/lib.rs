@@ -59,17 +59,6 @@ impl Sink for dyn Algorithm {
     }
 }
 
-impl<S: Sink + ?Sized> Sink for &mut S {
-    #[inline]
-    fn feed(&mut self, keys: KeyBatch<'_>, weights: &[u64]) {
-        (**self).feed(keys, weights);
-    }
-
-    fn nanos(&self) -> u128 {
-        (**self).nanos()
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum FrontError {
     #[error(transparent)]
@@ -120,13 +109,6 @@ impl Front {
             Accel::AggEvict => Kind::AggEvict(Box::new(Aggregator::new(agg, key_len)?)),
         };
         Ok(Front { kind, nanos: 0 })
-    }
-
-    pub fn accel(&self) -> Accel {
-        match self.kind {
-            Kind::None => Accel::None,
-            Kind::AggEvict(_) => Accel::AggEvict,
-        }
     }
 
     /// Offer one batch of packets, as full keys or (4-byte kinds) as u32 keys; the sink gets

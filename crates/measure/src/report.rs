@@ -137,3 +137,19 @@ pub struct Report {
     /// swapped for one that can), one line each.
     pub notes: Vec<String>,
 }
+
+/// `1.5 GiB`, `12.0 MiB`, `640 B`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}

@@ -129,34 +129,18 @@ fn check_memory<'a>(
     let largest: Vec<String> = parts
         .iter()
         .take(3)
-        .map(|(n, b)| format!("{n} {}", human_bytes(*b)))
+        .map(|(n, b)| format!("{n} {}", crate::report::human_bytes(*b)))
         .collect();
     Err(ConfigError::Field {
         field: "max_memory",
         reason: format!(
             "the run's structures need {} ({}), more than the budget of {}; shrink their \
              parameters or raise --max-memory",
-            human_bytes(total),
+            crate::report::human_bytes(total),
             largest.join(", "),
-            human_bytes(budget)
+            crate::report::human_bytes(budget)
         ),
     })
-}
-
-/// `1.5 GiB`, `12.0 MiB`, `640 B`.
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// A task whose default algorithm cannot hold the run's keys (two_level and `--ipv6` pairs: 32
@@ -171,13 +155,18 @@ fn fit_defaults(cfg: &mut RunConfig) -> Result<Vec<String>, ConfigError> {
             continue;
         }
         let ctx = ctx_of(spec, cfg);
-        let Err(why) = catalog::build(&spec.algorithm, &spec.params, &ctx) else {
+        // An entry's `memory` refuses exactly what its `build` refuses, without allocating.
+        let holds = |name: &str| -> Result<(), catalog::CatalogError> {
+            catalog::lookup(name)?.memory(&spec.params, &ctx)?;
+            Ok(())
+        };
+        let Err(why) = holds(&spec.algorithm) else {
             continue;
         };
         let other = catalog::answering(spec.task)
             .into_iter()
             .filter(|&a| a != spec.algorithm)
-            .find(|a| catalog::build(a, &spec.params, &ctx).is_ok());
+            .find(|a| holds(a).is_ok());
         let Some(other) = other else {
             return Err(why.into());
         };
