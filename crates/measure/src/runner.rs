@@ -92,21 +92,25 @@ fn ctx_of(spec: &MeasureSpec, cfg: &RunConfig) -> BuildCtx {
 /// The error names the largest parts and the budget.
 fn check_memory<'a>(
     cfg: &RunConfig,
-    plans: impl Iterator<Item = (&'static algo::Entry, &'a toml::Table, &'a BuildCtx, KeyKind)>,
+    // (entry, parameters, context, key kind, keeps the previous epoch for heavy changers)
+    plans: impl Iterator<
+        Item = (
+            &'static algo::Entry,
+            &'a toml::Table,
+            &'a BuildCtx,
+            KeyKind,
+            bool,
+        ),
+    >,
     kinds: &[KeyKind],
 ) -> Result<(), ConfigError> {
     let mut parts: Vec<(String, u64)> = vec![];
-    for (entry, params, ctx, kind) in plans {
+    for (entry, params, ctx, kind, keeps_prev) in plans {
         let bytes = entry
             .memory(params, ctx)
             .map_err(catalog::CatalogError::from)?;
-        // A heavy-changers task keeps a second copy (the previous epoch); count it whenever
-        // the algorithm answers heavy changers at all (an over-estimate is the safe side).
-        let copies = if entry.answers(Task::HeavyChangers) {
-            2
-        } else {
-            1
-        };
+        // A heavy-changers task keeps a second copy: the previous epoch's state.
+        let copies = if keeps_prev { 2 } else { 1 };
         parts.push((
             format!("{} ({kind})", entry.name),
             bytes.saturating_mul(copies),
@@ -271,7 +275,12 @@ impl Runner {
         }
         check_memory(
             &cfg,
-            plans.iter().map(|p| (p.entry, &p.built, &p.ctx, p.kind)),
+            plans.iter().enumerate().map(|(i, p)| {
+                let keeps_prev = measures
+                    .iter()
+                    .any(|m| m.instance == i && m.spec.task == Task::HeavyChangers);
+                (p.entry, &p.built, &p.ctx, p.kind, keeps_prev)
+            }),
             &kinds,
         )?;
         for p in plans {
