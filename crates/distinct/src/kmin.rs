@@ -301,6 +301,17 @@ mod tests {
         assert_within("kmin zipf", s.estimate(), truth, s.config().rse(), 4.0);
     }
 
+    /// `(k − 1)/u_(k)` is unbiased: over many seeds the mean relative error is within 4 standard
+    /// errors of the mean of zero, and the spread of one run is 1/√(k − 2) within 15%.
+    #[test]
+    fn no_bias_over_many_seeds() {
+        for (k, runs, n) in [(16usize, 2000usize, 1000usize), (256, 400, 20_000)] {
+            let s = seed_stats(runs, n, |seed| kmin(k, seed));
+            let rse = KMinConfig { k }.rse();
+            assert_unbiased(&format!("kmin k={k} n={n}"), s, 0.0, 4.0, rse, (0.85, 1.15));
+        }
+    }
+
     #[test]
     fn malformed_snapshot_is_rejected() {
         let s = kmin(3, 1);

@@ -154,3 +154,83 @@ where
     assert!(whole.heavy_hitters(1).is_none());
     assert!(whole.spreaders(1).is_none());
 }
+
+/// Mean and spread of the relative errors `(est - n) / n` of independent runs, one per seed.
+///
+/// A bias of a few percent (a wrong constant, a dropped correction) hides inside one run's
+/// noise at any useful sigma; the mean of `runs` runs has standard error `sd / sqrt(runs)`, so a
+/// bias of a few standard errors of the *mean* is seen (issue 11: HyperLogLog with alpha off by
+/// 2.6% passed every one-run test).
+#[derive(Clone, Copy, Debug)]
+pub struct SeedStats {
+    pub runs: usize,
+    pub mean: f64,
+    pub sd: f64,
+}
+
+impl SeedStats {
+    /// Standard error of [`SeedStats::mean`].
+    pub fn se(&self) -> f64 {
+        self.sd / (self.runs as f64).sqrt()
+    }
+}
+
+/// Relative errors of `runs` runs: run `i` (seed `1 + i`) counts the `n` distinct 4-byte keys
+/// `salt + i * n .. salt + (i + 1) * n` (disjoint across runs) with a fresh structure from `make`.
+pub fn seed_stats<A: algo::Algorithm>(runs: usize, n: usize, make: impl Fn(u64) -> A) -> SeedStats {
+    let ones = vec![1u64; n];
+    let rel: Vec<f64> = (0..runs)
+        .map(|i| {
+            let mut s = make(1 + i as u64);
+            let start = (i * n) as u32;
+            let keys: Vec<u32> = (0..n as u32)
+                .map(|j| 0x5eed_0000u32.wrapping_add(start).wrapping_add(j))
+                .collect();
+            s.update_batch_u32(&keys, &ones);
+            let est = s.cardinality().expect("a distinct counter");
+            (est - n as f64) / n as f64
+        })
+        .collect();
+    let mean = rel.iter().sum::<f64>() / runs as f64;
+    let var = rel.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (runs as f64 - 1.0);
+    SeedStats {
+        runs,
+        mean,
+        sd: var.sqrt(),
+    }
+}
+
+/// Asserts that the mean relative error is within `z` standard errors (of the mean) of the band
+/// `[-bias, bias]` (`bias`: the estimator's known bias at this size, 0 for an unbiased one) and
+/// that the spread of one run is within `[lo, hi]` times the theoretical relative standard error
+/// `rse`. Prints the margins (with --nocapture) so a test's headroom can be checked.
+#[track_caller]
+pub fn assert_unbiased(
+    name: &str,
+    s: SeedStats,
+    bias: f64,
+    z: f64,
+    rse: f64,
+    (lo, hi): (f64, f64),
+) {
+    let dev = (s.mean.abs() - bias).max(0.0) / s.se();
+    eprintln!(
+        "{name}: {} runs, mean rel err {:+.5} (bias allowed {bias:.4}, {dev:.2} SE of {:.5} beyond; limit {z}), sd {:.5} = {:.3} x RSE {rse:.5} (limits {lo}..{hi})",
+        s.runs,
+        s.mean,
+        s.se(),
+        s.sd,
+        s.sd / rse
+    );
+    assert!(
+        dev <= z,
+        "{name}: mean relative error {:+.5} is {dev:.2} standard errors ({:.5}) beyond +-{bias:.4}",
+        s.mean,
+        s.se()
+    );
+    assert!(
+        (lo * rse..=hi * rse).contains(&s.sd),
+        "{name}: spread {:.5} outside [{lo}, {hi}] x RSE {rse:.5}",
+        s.sd
+    );
+}
