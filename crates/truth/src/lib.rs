@@ -1,5 +1,6 @@
-//! Exact ground truth: per-epoch, per-flow packet and byte counts for one key kind, and the
-//! epoch boundaries every other stage shares.
+//! Exact ground truth: per-epoch, per-flow packet and byte counts for one key kind, the
+//! epoch boundaries every other stage shares, and the exact answer of every task from those
+//! counts ([`answers`]: code no algorithm uses).
 //!
 //! Every accuracy figure netsift reports is measured against these tables, so they are plain
 //! hash maps with no approximation.
@@ -13,6 +14,10 @@
 //! start (captures are not always sorted) stays in the current epoch.
 
 #![forbid(unsafe_code)]
+
+pub mod answers;
+
+pub use answers::{Ewma, Host, Spread};
 
 use key::{FlowKey, KeyKind, KeyMap};
 use serde::{Deserialize, Serialize};
