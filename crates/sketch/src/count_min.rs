@@ -760,3 +760,80 @@ pub const ENTRY: algo::Entry = algo::Entry {
     flow_size_only: "candidates = 0",
     resets_to_empty: true,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An exact small case: the point query is the minimum of the key's counters over the rows,
+    /// each row's counter is the sum of the weights of the keys hashed to it, and the change is
+    /// the median of the rows' differences. Computed here from the columns alone.
+    #[test]
+    fn estimate_is_the_min_of_the_rows_and_change_their_median() {
+        for (rows, width) in [(3usize, 8usize), (4, 16), (2, 5)] {
+            let hash = HashFn::new(11);
+            let mut m = CounterMatrix::new(rows, width, hash);
+            let keys: Vec<FlowKey> = (0..40u32).map(|i| FlowKey::from_u32(i * 7919)).collect();
+            let w = |i: usize| 1 + (i as u32 * 5) % 9;
+            for (i, k) in keys.iter().enumerate() {
+                m.add_h(m.code(k), w(i));
+            }
+            let mut want = vec![0u32; rows * width];
+            for (i, k) in keys.iter().enumerate() {
+                for r in 0..rows {
+                    let c = m.column(m.code(k), r);
+                    assert!(c < width);
+                    want[r * width + c] += w(i);
+                }
+            }
+            assert_eq!(m.counters(), &want[..]);
+            let mut prev = CounterMatrix::new(rows, width, hash);
+            prev.add_h(m.code(&keys[0]), 100);
+            let mut some_rows_differ = false;
+            for k in &keys {
+                let h = m.code(k);
+                let cs: Vec<u32> = (0..rows)
+                    .map(|r| want[r * width + m.column(h, r)])
+                    .collect();
+                assert_eq!(m.estimate_h(h), u64::from(*cs.iter().min().unwrap()));
+                some_rows_differ |= cs.iter().any(|&c| c != cs[0]);
+                let mut d: Vec<i64> = (0..rows)
+                    .map(|r| {
+                        let j = r * width + m.column(h, r);
+                        i64::from(want[j]) - i64::from(prev.counters()[j])
+                    })
+                    .collect();
+                d.sort_unstable();
+                let med = if rows % 2 == 1 {
+                    d[rows / 2]
+                } else {
+                    (d[rows / 2 - 1] + d[rows / 2]).div_euclid(2)
+                };
+                assert_eq!(m.change_h(&prev, h), med);
+            }
+            assert!(
+                some_rows_differ,
+                "{rows} x {width}: the case tells min from max"
+            );
+        }
+    }
+
+    /// Long keys (not 4 bytes) get distinct codes with the top bit set and the bottom bit clear,
+    /// so they never share a code with a 4-byte key or with each other.
+    #[test]
+    fn long_codes_are_tagged_and_distinct() {
+        let m = CounterMatrix::new(2, 64, HashFn::new(3));
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..1000u32 {
+            let b = i.to_be_bytes();
+            let k = FlowKey::v4(key::KeyKind::FiveTuple, b, [10, 0, 0, 1], 80, 443, 6);
+            let c = m.code(&k);
+            assert_eq!(c >> 63, 1, "{c:#x}");
+            assert_eq!(c & 1, 0, "{c:#x}");
+            assert!(seen.insert(c));
+        }
+        assert_eq!(m.code(&FlowKey::from_u32(0xdead_beef)), 0xdead_beef);
+        assert_eq!(CounterMatrix::long_code(u64::MAX), u64::MAX - 1);
+        assert_eq!(CounterMatrix::long_code(0), 1 << 63);
+    }
+}
