@@ -12,8 +12,10 @@
 
 #![forbid(unsafe_code)]
 
+mod dirty;
 mod entry;
 
+pub use dirty::Dirty;
 pub use entry::{build_with, defaults_of, BuildFn, Entry, KeyFit};
 
 use std::any::Any;

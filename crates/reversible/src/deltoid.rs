@@ -22,7 +22,7 @@
 //! whose total change cancels can still be dominated bit-wise), estimate = median over rows of
 //! the median bit-matching difference.
 
-use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
+use algo::{Algorithm, BuildCtx, ConfigError, Dirty, Estimate, MergeError, Task};
 use key::{sub_seed, FlowKey, HashFn, KeySet, MAX_KEY_LEN};
 use serde::{Deserialize, Serialize};
 
@@ -87,6 +87,9 @@ pub struct Deltoid {
     stride: usize,
     /// rows x groups x stride, row-major.
     counters: Vec<u32>,
+    /// Blocks of `counters` written since the last reset (whole groups): reset and the
+    /// queries visit only those.
+    dirty: Dirty,
     /// Updates ignored because the key length differed from `key_len`.
     skipped: u64,
 }
@@ -104,6 +107,7 @@ impl Deltoid {
             hash: HashFn::new(seed),
             stride,
             counters: vec![0; cfg.rows * cfg.groups * stride],
+            dirty: Dirty::new(cfg.rows * cfg.groups * stride, 4),
             skipped: 0,
             cfg,
         })
@@ -130,9 +134,14 @@ impl Deltoid {
 
     #[inline]
     fn add(&mut self, base: usize, key: &FlowKey, w: u32) {
+        // A zero weight changes nothing, and leaves no mark.
+        if w == 0 {
+            return;
+        }
         let Some(grp) = self.counters.get_mut(base..base + self.stride) else {
             return;
         };
+        self.dirty.mark_range(base, self.stride);
         let (t0, t1) = grp.split_at_mut(1);
         t0[0] = t0[0].saturating_add(w);
         // Branchless over all bits: add `w` masked by the bit. Eight fixed-size lanes per key
@@ -179,19 +188,18 @@ impl Deltoid {
     pub fn detect_heavy_hitters(&self, threshold: u64) -> Detection {
         let theta = i64::try_from(threshold.max(1)).unwrap_or(i64::MAX);
         let mut cands = KeySet::default();
-        for i in 0..self.cfg.rows {
-            for g in 0..self.cfg.groups {
-                let base = (i * self.cfg.groups + g) * self.stride;
-                let grp = self.group(base);
-                let t0 = i64::from(grp.first().copied().unwrap_or(0));
-                if t0 < theta {
-                    continue;
-                }
-                let t1 = |b: usize| i64::from(grp.get(1 + b).copied().unwrap_or(0));
-                if let Some(k) = self.decode(t0, t1, theta) {
-                    if self.base(self.hash.hash(&k), i) == base {
-                        cands.insert(k);
-                    }
+        // A group with T0 >= θ >= 1 was written: only written groups are visited.
+        for j in self.dirty.items(self.stride) {
+            let (i, base) = (j / self.cfg.groups, j * self.stride);
+            let grp = self.group(base);
+            let t0 = i64::from(grp.first().copied().unwrap_or(0));
+            if t0 < theta {
+                continue;
+            }
+            let t1 = |b: usize| i64::from(grp.get(1 + b).copied().unwrap_or(0));
+            if let Some(k) = self.decode(t0, t1, theta) {
+                if self.base(self.hash.hash(&k), i) == base {
+                    cands.insert(k);
                 }
             }
         }
@@ -239,18 +247,20 @@ impl Deltoid {
         }
         let theta = i64::try_from(threshold.max(1)).unwrap_or(i64::MAX);
         let mut cands = KeySet::default();
-        for i in 0..self.cfg.rows {
-            for g in 0..self.cfg.groups {
-                let base = (i * self.cfg.groups + g) * self.stride;
-                let (c, p) = (self.group(base), prev.group(base));
-                let d = |j: usize| {
-                    i64::from(c.get(j).copied().unwrap_or(0))
-                        - i64::from(p.get(j).copied().unwrap_or(0))
-                };
-                if let Some(k) = self.decode(d(0), |b| d(1 + b), theta) {
-                    if self.base(self.hash.hash(&k), i) == base {
-                        cands.insert(k);
-                    }
+        // A group written in neither epoch has no change, so no bit test passes (|0| < θ):
+        // only groups written in one of them are visited.
+        let mut written = self.dirty.clone();
+        written.merge(&prev.dirty);
+        for j in written.items(self.stride) {
+            let (i, base) = (j / self.cfg.groups, j * self.stride);
+            let (c, p) = (self.group(base), prev.group(base));
+            let d = |j: usize| {
+                i64::from(c.get(j).copied().unwrap_or(0))
+                    - i64::from(p.get(j).copied().unwrap_or(0))
+            };
+            if let Some(k) = self.decode(d(0), |b| d(1 + b), theta) {
+                if self.base(self.hash.hash(&k), i) == base {
+                    cands.insert(k);
                 }
             }
         }
@@ -332,12 +342,12 @@ impl Algorithm for Deltoid {
     }
 
     fn reset(&mut self) {
-        self.counters.fill(0);
+        self.dirty.clear_in(&mut self.counters);
         self.skipped = 0;
     }
 
     fn memory_bytes(&self) -> usize {
-        4 * self.counters.len()
+        4 * self.counters.len() + self.dirty.memory_bytes()
     }
 
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
@@ -357,6 +367,7 @@ impl Algorithm for Deltoid {
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
             *a = a.saturating_add(*b);
         }
+        self.dirty.merge(&o.dirty);
         self.skipped += o.skipped;
         Ok(())
     }
@@ -373,7 +384,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
         algo::Entry::memory_with(NAME, p, |c: DeltoidConfig| {
             c.validate(ctx.key_len)?;
             let stride = 1 + 8 * ctx.key_len as u64;
-            Ok(4 * c.rows as u64 * c.groups as u64 * stride)
+            let counters = c.rows as u64 * c.groups as u64 * stride;
+            Ok(4 * counters + algo::Dirty::bytes_for(counters as usize, 4))
         })
     },
     defaults: algo::defaults_of::<DeltoidConfig>,
@@ -462,6 +474,43 @@ mod tests {
         assert!(s2.heavy_changers(&other, t).is_none());
     }
 
+    /// The queries visit only written groups; with every block marked they visit all groups,
+    /// the plain full scan. Both must answer the same, for tiny and full epochs.
+    #[test]
+    fn written_group_scans_equal_full_scans() {
+        for key_len in [4usize, 13] {
+            let c = ctx(8, key_len);
+            for (n, len) in [(10usize, 30usize), (20_000, 100_000)] {
+                let unit = |seed| -> Vec<(FlowKey, u64)> {
+                    zipf_stream(n, 1.1, len, key_len, seed)
+                        .into_iter()
+                        .map(|k| (k, 1))
+                        .collect()
+                };
+                let (mut s1, mut s2) = (
+                    Deltoid::new(DeltoidConfig::default(), &c).unwrap(),
+                    Deltoid::new(DeltoidConfig::default(), &c).unwrap(),
+                );
+                feed(&mut s1, &unit(1));
+                feed(&mut s2, &unit(2)[..len / 2]);
+                let full = |s: &Deltoid| {
+                    let mut f = s.clone();
+                    f.dirty.mark_all();
+                    f
+                };
+                let (f1, f2) = (full(&s1), full(&s2));
+                for t in [1u64, 3, 100, 1_000] {
+                    let hh = s1.detect_heavy_hitters(t);
+                    assert_eq!(hh, f1.detect_heavy_hitters(t), "{key_len} {n} {t}");
+                    let hc = s2.detect_heavy_changers(&s1, t).unwrap();
+                    assert_eq!(hc, f2.detect_heavy_changers(&f1, t).unwrap());
+                }
+                s1.reset();
+                assert_eq!(s1, Deltoid::new(DeltoidConfig::default(), &c).unwrap());
+            }
+        }
+    }
+
     #[test]
     fn linear_merge_batch_and_aggregation() {
         let bg = zipf_stream(5_000, 1.1, 30_000, 4, 21);
@@ -501,7 +550,11 @@ mod tests {
         let mut r = whole.clone();
         r.reset();
         assert_eq!(r, Deltoid::new(cfg, &c).unwrap());
-        assert_eq!(r.memory_bytes(), 4 * 3 * 500 * 33);
+        // The counters, and the written-block map: one bit per 16 counters.
+        assert_eq!(
+            r.memory_bytes(),
+            4 * 3 * 500 * 33 + (3 * 500 * 33usize).div_ceil(16 * 64) * 8
+        );
     }
 
     #[test]

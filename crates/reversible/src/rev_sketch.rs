@@ -24,7 +24,7 @@
 //! candidate set grow like t^(H-1)·2^(64 - 16(H-1)) for t heavy buckets per row (4 x 65536: 2^16
 //! t^3), so the automatic choice is r = 1 only for 4-byte keys with H > 2, else r = 0.
 
-use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
+use algo::{Algorithm, BuildCtx, ConfigError, Dirty, Estimate, MergeError, Task};
 use key::{sub_seed, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
@@ -139,6 +139,10 @@ pub struct RevSketch {
     verify_hash: HashFn,
     /// verify_rows x verify_width, row-major.
     verify: Vec<u32>,
+    /// Blocks of `counters` and `verify` written since the last reset: reset and the epoch-end
+    /// scans visit only those (see `algo::Dirty`).
+    dirty: Dirty,
+    verify_dirty: Dirty,
     /// Updates ignored because the key length differed from `key_len`.
     skipped: u64,
 }
@@ -157,8 +161,10 @@ impl RevSketch {
             key_len: ctx.key_len,
             seed,
             counters: vec![0; cfg.rows * cfg.width],
+            dirty: Dirty::new(cfg.rows * cfg.width, 4),
             verify_hash: HashFn::new(sub_seed(seed, 0x5645_5249)),
             verify: vec![0; cfg.verify_rows * cfg.verify_width],
+            verify_dirty: Dirty::new(cfg.verify_rows * cfg.verify_width, 4),
             skipped: 0,
             hash,
             cfg,
@@ -191,14 +197,20 @@ impl RevSketch {
 
     #[inline]
     fn apply(&mut self, idx: &[u32; MAX_ROWS], vidx: &[u32; MAX_ROWS], w: u32) {
+        // A zero weight changes nothing, and leaves no mark (marks follow the contents).
+        if w == 0 {
+            return;
+        }
         for &i in &idx[..self.cfg.rows] {
             if let Some(c) = self.counters.get_mut(i as usize) {
                 *c = c.saturating_add(w);
+                self.dirty.mark(i as usize);
             }
         }
         for &i in &vidx[..self.cfg.verify_rows] {
             if let Some(c) = self.verify.get_mut(i as usize) {
                 *c = c.saturating_add(w);
+                self.verify_dirty.mark(i as usize);
             }
         }
     }
@@ -223,14 +235,16 @@ impl RevSketch {
     pub fn detect_heavy_hitters(&self, threshold: u64) -> Detection {
         let t = threshold.max(1);
         let w = self.cfg.width;
-        let heavy: Vec<Vec<u32>> = (0..self.cfg.rows)
-            .map(|i| {
-                let row = self.counters.get(i * w..(i + 1) * w).unwrap_or(&[]);
-                (0..w as u32)
-                    .filter(|&b| row.get(b as usize).is_some_and(|&c| u64::from(c) >= t))
-                    .collect()
-            })
-            .collect();
+        // A heavy bucket (>= T >= 1) was written, so only the written blocks are scanned; they
+        // come in ascending order, so each row's list is sorted as a full scan would give it.
+        let mut heavy: Vec<Vec<u32>> = vec![Vec::new(); self.cfg.rows];
+        for j in self.dirty.items(1) {
+            if self.counters.get(j).is_some_and(|&c| u64::from(c) >= t) {
+                if let Some(row) = heavy.get_mut(j / w) {
+                    row.push((j % w) as u32);
+                }
+            }
+        }
         let rev = self
             .hash
             .reverse(&heavy, self.misses, self.cfg.max_candidates);
@@ -261,15 +275,42 @@ impl RevSketch {
             return Err(MergeError::Mismatch(NAME));
         }
         let t = threshold.max(1) as f64;
-        let main = KaryDiff::new(&self.counters, &prev.counters, self.cfg.width);
-        let ver = KaryDiff::new(&self.verify, &prev.verify, self.cfg.verify_width);
-        let heavy: Vec<Vec<u32>> = (0..self.cfg.rows)
-            .map(|i| {
-                (0..self.cfg.width as u32)
-                    .filter(|&b| main.adjusted(i, b as usize).abs() >= t)
-                    .collect()
-            })
-            .collect();
+        let w = self.cfg.width;
+        let main = KaryDiff::new(
+            (&self.counters, &self.dirty),
+            (&prev.counters, &prev.dirty),
+            w,
+        );
+        let ver = KaryDiff::new(
+            (&self.verify, &self.verify_dirty),
+            (&prev.verify, &prev.verify_dirty),
+            self.cfg.verify_width,
+        );
+        let heavy: Vec<Vec<u32>> = if main.unwritten_heavy(t) {
+            // Every bucket written in neither epoch is heavy (the mean change per bucket
+            // alone reaches T): scan them all.
+            (0..self.cfg.rows)
+                .map(|i| {
+                    (0..w as u32)
+                        .filter(|&b| main.adjusted(i, b as usize).abs() >= t)
+                        .collect()
+                })
+                .collect()
+        } else {
+            // Otherwise only buckets written in one of the two epochs can be heavy.
+            let mut written = self.dirty.clone();
+            written.merge(&prev.dirty);
+            let mut heavy = vec![Vec::new(); self.cfg.rows];
+            for j in written.items(1) {
+                let (i, b) = (j / w, j % w);
+                if main.adjusted(i, b).abs() >= t {
+                    if let Some(row) = heavy.get_mut(i) {
+                        row.push(b as u32);
+                    }
+                }
+            }
+            heavy
+        };
         let rev = self
             .hash
             .reverse(&heavy, self.misses, self.cfg.max_candidates);
@@ -308,16 +349,20 @@ struct KaryDiff<'a> {
 }
 
 impl<'a> KaryDiff<'a> {
-    fn new(cur: &'a [u32], prev: &'a [u32], width: usize) -> Self {
-        let rows = cur.len().checked_div(width).unwrap_or(0);
-        let mean = (0..rows)
-            .map(|i| {
-                let s: i64 = (i * width..(i + 1) * width)
-                    .map(|j| delta(cur, prev, j))
-                    .sum();
-                s as f64 / width as f64
-            })
-            .collect();
+    /// From both epochs' counters and written blocks: a row's sum of changes is the sum of its
+    /// written counters now minus the same then (unwritten counters are zero).
+    fn new(cur: (&'a [u32], &Dirty), prev: (&'a [u32], &Dirty), width: usize) -> Self {
+        let rows = cur.0.len().checked_div(width).unwrap_or(0);
+        let mut sums = vec![0i64; rows];
+        for (arr, dirty, sign) in [(cur.0, cur.1, 1), (prev.0, prev.1, -1)] {
+            for j in dirty.items(1) {
+                if let (Some(s), Some(&c)) = (sums.get_mut(j / width.max(1)), arr.get(j)) {
+                    *s += sign * i64::from(c);
+                }
+            }
+        }
+        let mean = sums.iter().map(|&s| s as f64 / width as f64).collect();
+        let (cur, prev) = (cur.0, prev.0);
         KaryDiff {
             cur,
             prev,
@@ -326,10 +371,19 @@ impl<'a> KaryDiff<'a> {
         }
     }
 
+    /// True when a bucket with no change (Δ = 0) in some row is heavy for threshold `t`.
+    fn unwritten_heavy(&self, t: f64) -> bool {
+        (0..self.mean.len()).any(|i| self.adjusted_of(i, 0.0).abs() >= t)
+    }
+
     /// (Δ - ΣΔ/m) / (1 - 1/m) of bucket `b` of row `i`.
     fn adjusted(&self, i: usize, b: usize) -> f64 {
+        self.adjusted_of(i, delta(self.cur, self.prev, i * self.width + b) as f64)
+    }
+
+    /// The adjusted value of a change `d` in row `i`.
+    fn adjusted_of(&self, i: usize, d: f64) -> f64 {
         let m = self.width as f64;
-        let d = delta(self.cur, self.prev, i * self.width + b) as f64;
         let mean = self.mean.get(i).copied().unwrap_or(0.0);
         if self.width < 2 {
             return d;
@@ -406,14 +460,17 @@ impl Algorithm for RevSketch {
     }
 
     fn reset(&mut self) {
-        self.counters.fill(0);
-        self.verify.fill(0);
+        self.dirty.clear_in(&mut self.counters);
+        self.verify_dirty.clear_in(&mut self.verify);
         self.skipped = 0;
     }
 
     fn memory_bytes(&self) -> usize {
         let rows = self.cfg.rows * self.key_len * 256;
-        4 * (self.counters.len() + self.verify.len()) + rows * (4 + 1)
+        4 * (self.counters.len() + self.verify.len())
+            + rows * (4 + 1)
+            + self.dirty.memory_bytes()
+            + self.verify_dirty.memory_bytes()
     }
 
     fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
@@ -436,6 +493,8 @@ impl Algorithm for RevSketch {
         for (a, b) in self.verify.iter_mut().zip(&o.verify) {
             *a = a.saturating_add(*b);
         }
+        self.dirty.merge(&o.dirty);
+        self.verify_dirty.merge(&o.verify_dirty);
         self.skipped += o.skipped;
         Ok(())
     }
@@ -454,8 +513,10 @@ pub const ENTRY: algo::Entry = algo::Entry {
             c.validate(ctx.key_len)?;
             let (rows, key_len) = (c.rows as u64, ctx.key_len as u64);
             let counters = rows * c.width as u64 + c.verify_rows as u64 * c.verify_width as u64;
+            let dirty = algo::Dirty::bytes_for(c.rows * c.width, 4)
+                + algo::Dirty::bytes_for(c.verify_rows * c.verify_width, 4);
             // The per-row inverse tables (`rows * key_len * 256` entries of 4 + 1 bytes).
-            Ok(4 * counters + rows * key_len * 256 * (4 + 1))
+            Ok(4 * counters + rows * key_len * 256 * (4 + 1) + dirty)
         })
     },
     defaults: algo::defaults_of::<RevSketchConfig>,
@@ -553,6 +614,63 @@ mod tests {
         assert_eq!(via_trait, d.flows);
         let other = RevSketch::new(RevSketchConfig::default(), &ctx(10, 4)).unwrap();
         assert!(s2.heavy_changers(&other, t).is_none());
+    }
+
+    /// The epoch-end scans visit only written blocks; with every block marked they visit all
+    /// buckets, the plain full scan. Both must give the same answers, for small epochs (few
+    /// blocks written), full ones, and a change so large that unwritten buckets are heavy.
+    #[test]
+    fn written_block_scans_equal_full_scans() {
+        let c = ctx(4, 4);
+        let full = |s: &RevSketch| {
+            let mut f = s.clone();
+            f.dirty.mark_all();
+            f.verify_dirty.mark_all();
+            f
+        };
+        for (n, len) in [(20usize, 40usize), (2_000, 5_000), (50_000, 300_000)] {
+            let a: Vec<(FlowKey, u64)> = zipf_stream(n, 1.0, len, 4, 31)
+                .into_iter()
+                .map(|k| (k, 1))
+                .collect();
+            let b: Vec<(FlowKey, u64)> = zipf_stream(n, 1.0, len / 2, 4, 32)
+                .into_iter()
+                .map(|k| (k, 1))
+                .collect();
+            let (mut s1, mut s2) = (
+                RevSketch::new(RevSketchConfig::default(), &c).unwrap(),
+                RevSketch::new(RevSketchConfig::default(), &c).unwrap(),
+            );
+            feed(&mut s1, &a);
+            feed(&mut s2, &b);
+            let (f1, f2) = (full(&s1), full(&s2));
+            for t in [1u64, 2, 5, 50, len as u64 / 100 + 1] {
+                assert_eq!(
+                    s1.detect_heavy_hitters(t),
+                    f1.detect_heavy_hitters(t),
+                    "n {n} t {t}"
+                );
+                assert_eq!(
+                    s2.detect_heavy_changers(&s1, t).unwrap(),
+                    f2.detect_heavy_changers(&f1, t).unwrap(),
+                    "n {n} t {t}"
+                );
+            }
+            // len / 2 fewer packets over the same buckets: with T = 1 the mean change alone
+            // makes untouched buckets heavy, so the full-scan branch must be the one taken.
+            let k = KaryDiff::new(
+                (&s2.counters, &s2.dirty),
+                (&s1.counters, &s1.dirty),
+                s2.cfg.width,
+            );
+            assert_eq!(k.unwritten_heavy(1.0), len >= 300_000, "n {n}");
+            // Reset leaves the state of a fresh sketch, marks included.
+            s1.reset();
+            assert_eq!(s1, RevSketch::new(RevSketchConfig::default(), &c).unwrap());
+            let mut f1 = f1;
+            f1.reset();
+            assert_eq!(f1, RevSketch::new(RevSketchConfig::default(), &c).unwrap());
+        }
     }
 
     #[test]

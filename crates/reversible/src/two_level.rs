@@ -34,7 +34,7 @@
 //!
 //! IPv6 pairs (32-byte keys) are refused: a 128-bit host cannot be recovered from 12-bit indices.
 
-use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Side, Task};
+use algo::{Algorithm, BuildCtx, ConfigError, Dirty, Estimate, MergeError, Side, Task};
 use key::{sub_seed, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
@@ -164,6 +164,10 @@ pub struct TwoLevel {
     cm: Vec<u64>,
     /// rev_rows x rev_width buckets of `bitmaps * words` u64.
     rev: Vec<u64>,
+    /// Blocks of `cm` and `rev` written since the last reset: reset and the query visit only
+    /// those (a bucket never written estimates 0 peers, never above a threshold).
+    cm_dirty: Dirty,
+    rev_dirty: Dirty,
     /// Updates ignored because the key length differed from `key_len`.
     skipped: u64,
 }
@@ -196,6 +200,8 @@ impl TwoLevel {
             words,
             cm: vec![0; cfg.cm_rows * cfg.cm_width * bw],
             rev: vec![0; cfg.rev_rows * cfg.rev_width * bw],
+            cm_dirty: Dirty::new(cfg.cm_rows * cfg.cm_width * bw, 8),
+            rev_dirty: Dirty::new(cfg.rev_rows * cfg.rev_width * bw, 8),
             skipped: 0,
             seed,
             cfg,
@@ -267,10 +273,10 @@ impl TwoLevel {
     fn apply(&mut self, s: &Slots) {
         let bits = &s.bit[..self.cfg.bitmaps];
         for &base in &s.cm[..self.cfg.cm_rows] {
-            set_bits(&mut self.cm, base as usize, bits);
+            set_bits(&mut self.cm, &mut self.cm_dirty, base as usize, bits);
         }
         for &base in &s.rev[..self.cfg.rev_rows] {
-            set_bits(&mut self.rev, base as usize, bits);
+            set_bits(&mut self.rev, &mut self.rev_dirty, base as usize, bits);
         }
     }
 
@@ -308,17 +314,18 @@ impl TwoLevel {
     /// Hosts with more than `threshold` estimated distinct peers, with the truncation flag.
     pub fn detect(&self, threshold: u64) -> Detection {
         let t = threshold as f64;
-        let bw = self.bucket_words();
-        let heavy: Vec<Vec<u32>> = (0..self.cfg.rev_rows)
-            .map(|i| {
-                (0..self.cfg.rev_width)
-                    .filter(|&b| {
-                        self.bucket_estimate(&self.rev, (i * self.cfg.rev_width + b) * bw) > t
-                    })
-                    .map(|b| b as u32)
-                    .collect()
-            })
-            .collect();
+        let (bw, w) = (self.bucket_words(), self.cfg.rev_width);
+        // A bucket never written estimates 0 peers, never more than T, so only written buckets
+        // are scanned; they come in ascending order, so each row's list is sorted as a full
+        // scan would give it.
+        let mut heavy: Vec<Vec<u32>> = vec![Vec::new(); self.cfg.rev_rows];
+        for j in self.rev_dirty.items(bw) {
+            if self.bucket_estimate(&self.rev, j * bw) > t {
+                if let Some(row) = heavy.get_mut(j / w) {
+                    row.push((j % w) as u32);
+                }
+            }
+        }
         let rev = self
             .host_hash
             .reverse(&heavy, self.misses, self.cfg.max_candidates);
@@ -340,11 +347,12 @@ impl TwoLevel {
 }
 
 #[inline]
-fn set_bits(arr: &mut [u64], base: usize, bits: &[u32]) {
+fn set_bits(arr: &mut [u64], dirty: &mut Dirty, base: usize, bits: &[u32]) {
     for &p in bits {
-        let p = p as usize;
-        if let Some(w) = arr.get_mut(base + p / 64) {
+        let i = base + p as usize / 64;
+        if let Some(w) = arr.get_mut(i) {
             *w |= 1 << (p % 64);
+            dirty.mark(i);
         }
     }
 }
@@ -401,13 +409,16 @@ impl Algorithm for TwoLevel {
     }
 
     fn reset(&mut self) {
-        self.cm.fill(0);
-        self.rev.fill(0);
+        self.cm_dirty.clear_in(&mut self.cm);
+        self.rev_dirty.clear_in(&mut self.rev);
         self.skipped = 0;
     }
 
     fn memory_bytes(&self) -> usize {
-        8 * (self.cm.len() + self.rev.len()) + self.cfg.rev_rows * 4 * 256 * (4 + 1)
+        8 * (self.cm.len() + self.rev.len())
+            + self.cfg.rev_rows * 4 * 256 * (4 + 1)
+            + self.cm_dirty.memory_bytes()
+            + self.rev_dirty.memory_bytes()
     }
 
     fn spreaders(&self, threshold: u64) -> Option<Vec<Estimate>> {
@@ -422,6 +433,8 @@ impl Algorithm for TwoLevel {
         for (a, b) in self.rev.iter_mut().zip(&o.rev) {
             *a |= *b;
         }
+        self.cm_dirty.merge(&o.cm_dirty);
+        self.rev_dirty.merge(&o.rev_dirty);
         self.skipped += o.skipped;
         Ok(())
     }
@@ -440,8 +453,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
             c.validate(ctx.key_len)?;
             let bw = (c.bitmaps * c.bitmap_bits.div_ceil(64)) as u64;
             let cells = (c.cm_rows * c.cm_width + c.rev_rows * c.rev_width) as u64;
-            // u64 bitmap words per bucket, plus the host hash's inverse tables.
-            Ok(8 * cells * bw + c.rev_rows as u64 * 4 * 256 * (4 + 1))
+            let dirty = algo::Dirty::bytes_for(c.cm_rows * c.cm_width * bw as usize, 8)
+                + algo::Dirty::bytes_for(c.rev_rows * c.rev_width * bw as usize, 8);
+            // u64 bitmap words per bucket, the host hash's inverse tables, the written-block
+            // maps.
+            Ok(8 * cells * bw + c.rev_rows as u64 * 4 * 256 * (4 + 1) + dirty)
         })
     },
     defaults: algo::defaults_of::<TwoLevelConfig>,
@@ -545,6 +561,30 @@ mod tests {
                 assert_eq!(s.tasks(), &[task]);
                 assert_eq!(s.spreaders(250).unwrap(), d.flows);
             }
+        }
+    }
+
+    /// The query visits only written blocks; with every block marked it visits all buckets,
+    /// the plain full scan. Both must answer the same, for tiny and full epochs.
+    #[test]
+    fn written_block_scan_equals_full_scan() {
+        let (st, _) = stream(Side::Src, 13);
+        let c = ctx(5, Side::Src);
+        for n in [10usize, 500, st.len()] {
+            let mut s = TwoLevel::new(TwoLevelConfig::default(), &c).unwrap();
+            feed(&mut s, &st[..n]);
+            let mut full = s.clone();
+            full.cm_dirty.mark_all();
+            full.rev_dirty.mark_all();
+            for t in [0u64, 1, 5, 50, 200] {
+                assert_eq!(s.detect(t), full.detect(t), "n {n} t {t}");
+            }
+            // Reset of either leaves a fresh structure, marks included.
+            s.reset();
+            full.reset();
+            let fresh = TwoLevel::new(TwoLevelConfig::default(), &c).unwrap();
+            assert_eq!(s, fresh);
+            assert_eq!(full, fresh);
         }
     }
 

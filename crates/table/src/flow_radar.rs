@@ -27,10 +27,16 @@
 //! number of cells it could not peel ([`Decoded::undecoded_cells`], 0 iff the decode is
 //! complete), cached until the next update. Tasks are answered from the decode; cardinality is
 //! `sum FlowCount / cell_hashes`, exact up to filter false positives, without decoding.
+//!
+//! Epoch costs follow the epoch's work: `algo::Dirty` maps record the 64-byte blocks of the
+//! filter and the table that updates wrote, so reset zeroes only those, the count sum reads only
+//! the written cells, and a decode of a sparsely written table peels a compact copy of the
+//! written cells instead of cloning the whole table (1 ms epochs of a few packets must not pay
+//! for 8 MiB).
 
 use std::cell::OnceCell;
 
-use algo::{Algorithm, BuildCtx, ConfigError, Estimate, MergeError, Task};
+use algo::{Algorithm, BuildCtx, ConfigError, Dirty, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
 
@@ -151,6 +157,9 @@ pub struct FlowRadar {
     bf_bits: usize,
     bf: Vec<u64>,
     table: Vec<u64>,
+    /// Blocks of `bf` and `table` written since the last reset.
+    bf_dirty: Dirty,
+    table_dirty: Dirty,
     /// Keys longer than the table's key length (cannot be XOR-ed in; counted, not stored).
     rejected: Dropped,
     #[serde(skip)]
@@ -190,6 +199,8 @@ impl FlowRadar {
             bf_bits,
             bf: vec![0; bf_bits / 64],
             table: vec![0; cfg.cells * stride],
+            bf_dirty: Dirty::new(bf_bits / 64, 8),
+            table_dirty: Dirty::new(cfg.cells * stride, 8),
             rejected: Dropped::default(),
             cache: NotState(OnceCell::new()),
         })
@@ -213,13 +224,20 @@ impl FlowRadar {
     /// Flows in the flow set, `sum FlowCount / cell_hashes` (true flows minus filter false
     /// positives).
     pub fn flows_inserted(&self) -> f64 {
-        let fc = self.kw;
         let s: f64 = self
-            .table
-            .chunks_exact(self.stride)
-            .map(|c| c[fc] as i64 as f64)
+            .written_cells()
+            .map(|i| self.table[i * self.stride + self.kw] as i64 as f64)
             .sum();
         s / self.cell_hashes as f64
+    }
+
+    /// Cells an update or merge wrote since the last reset, ascending (every other cell is
+    /// zero).
+    fn written_cells(&self) -> impl Iterator<Item = usize> + '_ {
+        let cells = self.cells();
+        self.table_dirty
+            .items(self.stride)
+            .take_while(move |&i| i < cells)
     }
 
     /// Peel the table (SingleDecode); cached until the next change.
@@ -269,6 +287,7 @@ impl FlowRadar {
             if *x & mask == 0 {
                 new = true;
                 *x |= mask;
+                self.bf_dirty.mark(word);
             }
         }
         // Only a new flow touches FlowXOR, so only then is the key packed.
@@ -281,6 +300,7 @@ impl FlowRadar {
         for j in 0..self.cell_hashes {
             let i = self.cell(h, j);
             let c = &mut self.table[i * stride..(i + 1) * stride];
+            self.table_dirty.mark_range(i * stride, stride);
             if new {
                 for (x, y) in c.iter_mut().zip(&p[..kw]) {
                     *x ^= y;
@@ -293,17 +313,49 @@ impl FlowRadar {
     }
 
     fn decode_now(&self) -> Decoded {
+        let written: Vec<usize> = self.written_cells().collect();
+        // Peel a compact copy of the written cells when they are few (a short epoch); if the
+        // peel reaches a cell outside it (possible only with inconsistent state, e.g. merged
+        // overlapping flow sets), peel the whole table instead, which gives the same answer.
+        if written.len() < self.cells() / 4 {
+            if let Some(d) = self.peel(&written, true) {
+                return d;
+            }
+        }
+        self.peel(&written, false)
+            .expect("a whole-table peel reaches every cell")
+    }
+
+    /// SingleDecode over a working copy: of the `written` cells only (`compact`, cells located
+    /// by binary search; `None` if the peel leaves them) or of the whole table. Pure cells are
+    /// taken in the same order either way, so both give the same answer.
+    fn peel(&self, written: &[usize], compact: bool) -> Option<Decoded> {
         let (kw, stride) = (self.kw, self.stride);
-        let mut t = self.table.clone();
-        let mut pure: Vec<usize> = t
-            .chunks_exact(stride)
-            .enumerate()
-            .filter(|(_, c)| c[kw] == 1)
-            .map(|(i, _)| i)
+        let mut t: Vec<u64> = if compact {
+            written
+                .iter()
+                .flat_map(|&i| &self.table[i * stride..(i + 1) * stride])
+                .copied()
+                .collect()
+        } else {
+            self.table.clone()
+        };
+        let at = |cell: usize| -> Option<usize> {
+            if compact {
+                written.binary_search(&cell).ok()
+            } else {
+                Some(cell)
+            }
+        };
+        let mut pure: Vec<usize> = written
+            .iter()
+            .copied()
+            .filter(|&i| at(i).is_some_and(|p| t[p * stride + kw] == 1))
             .collect();
         let mut flows: KeyMap<u64> = KeyMap::default();
         while let Some(i) = pure.pop() {
-            let c = &t[i * stride..(i + 1) * stride];
+            let pi = at(i)?;
+            let c = &t[pi * stride..(pi + 1) * stride];
             if c[kw] != 1 {
                 continue;
             }
@@ -323,7 +375,8 @@ impl FlowRadar {
             *e = e.wrapping_add(count);
             let p = packed::pack(&key);
             for &j in idx {
-                let d = &mut t[j * stride..(j + 1) * stride];
+                let pj = at(j)?;
+                let d = &mut t[pj * stride..(pj + 1) * stride];
                 for (x, y) in d.iter_mut().zip(&p[..kw]) {
                     *x ^= y;
                 }
@@ -334,6 +387,8 @@ impl FlowRadar {
                 }
             }
         }
+        // Only written cells can be non-zero after peeling (the peel touches cells of keys
+        // found in written cells, and those keys' cells were written with them).
         let mut undecoded_cells = 0;
         let mut stray_cells = 0;
         for c in t.chunks_exact(stride) {
@@ -343,11 +398,11 @@ impl FlowRadar {
                 stray_cells += 1;
             }
         }
-        Decoded {
+        Some(Decoded {
             flows,
             undecoded_cells,
             stray_cells,
-        }
+        })
     }
 
     fn same_shape(&self, o: &FlowRadar) -> bool {
@@ -431,14 +486,16 @@ impl Algorithm for FlowRadar {
     }
 
     fn reset(&mut self) {
-        self.bf.fill(0);
-        self.table.fill(0);
+        self.bf_dirty.clear_in(&mut self.bf);
+        self.table_dirty.clear_in(&mut self.table);
         self.rejected = Dropped::default();
         self.invalidate();
     }
 
     fn memory_bytes(&self) -> usize {
         (self.bf.len() + self.table.len()) * 8
+            + self.bf_dirty.memory_bytes()
+            + self.table_dirty.memory_bytes()
     }
 
     crate::exact::flow_set_queries!(FlowRadar);
@@ -463,6 +520,8 @@ impl Algorithm for FlowRadar {
             c[kw] = c[kw].wrapping_add(d[kw]);
             c[kw + 1] = c[kw + 1].wrapping_add(d[kw + 1]);
         }
+        self.bf_dirty.merge(&o.bf_dirty);
+        self.table_dirty.merge(&o.table_dirty);
         self.rejected.merge(&o.rejected);
         self.invalidate();
         Ok(())
@@ -475,13 +534,15 @@ pub const ENTRY: algo::Entry = algo::Entry {
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
     build: |p, ctx| algo::build_with(NAME, p, |c| FlowRadar::new(c, ctx)),
-    // Exact: the flow filter (`bf_bits / 8`) and `cells` cells of `8 * (2 + key words)` bytes,
-    // allocated at construction.
+    // Exact: the flow filter (`bf_bits / 8`), `cells` cells of `8 * (2 + key words)` bytes and
+    // their written-block maps, allocated at construction.
     memory: |p, ctx| {
         algo::Entry::memory_with(NAME, p, |c: FlowRadarConfig| {
             let (stride, bf_bits) = FlowRadar::shape(&c, ctx)?;
             let cells = algo::Entry::product(NAME, "cells", &[c.cells as u64, stride as u64, 8])?;
-            algo::Entry::sum(NAME, "bf_bits", &[bf_bits as u64 / 8, cells])
+            let dirty = algo::Dirty::bytes_for(bf_bits / 64, 8)
+                + algo::Dirty::bytes_for(c.cells * stride, 8);
+            algo::Entry::sum(NAME, "bf_bits", &[bf_bits as u64 / 8, cells, dirty])
         })
     },
     defaults: algo::defaults_of::<FlowRadarConfig>,
@@ -640,6 +701,50 @@ mod tests {
         agg.reset();
         assert_eq!(agg, radar(4_096, None, 6, 4));
         assert!(agg.decode().flows().is_empty());
+    }
+
+    /// The compact peel (written cells only) and the whole-table peel give the same decode, in
+    /// a short epoch, a full one, past the peeling threshold, and on inconsistent state
+    /// (overlapping flow sets merged); reset leaves a fresh table, written-block maps included.
+    #[test]
+    fn compact_peel_equals_whole_table_peel() {
+        let fresh = radar(65_536, None, 6, 13);
+        for n in [1usize, 30, 3_000, 20_000] {
+            let keys = stream(n, 4 * n, 13);
+            let mut fr = fresh.clone();
+            fr.update_batch(&keys, &vec![1; keys.len()]);
+            let written: Vec<usize> = fr.written_cells().collect();
+            // Each of the 4 cells of a flow marks at most 2 blocks of at most 3 cells each.
+            assert!(written.len() <= 4 * 2 * 3 * n, "{n}");
+            let whole = fr.peel(&written, false).unwrap();
+            assert!(whole.flows() == &truth(&keys).into_iter().collect(), "{n}");
+            match fr.peel(&written, true) {
+                Some(compact) => assert!(compact == whole, "{n}"),
+                None => panic!("consistent state must peel within the written cells"),
+            }
+            assert!(fr.decode() == &whole);
+            assert_eq!(fr.flows_inserted(), n as f64);
+            fr.reset();
+            assert_eq!(fr, fresh);
+        }
+        let over = stream(20_000, 60_000, 13);
+        let mut fr = radar(4_096, Some(1 << 22), 6, 13);
+        fr.update_batch(&over, &vec![1; over.len()]);
+        let written: Vec<usize> = fr.written_cells().collect();
+        assert!(!fr.decode().is_complete());
+        assert!(fr.peel(&written, true) == fr.peel(&written, false));
+        // Overlapping sets merged: shared flows cancel out of their cells.
+        let keys = stream(50, 200, 13);
+        let (mut a, mut b) = (fresh.clone(), fresh.clone());
+        a.update_batch(&keys, &vec![1; keys.len()]);
+        b.update_batch(&keys[..100], &vec![1; 100]);
+        a.merge(&b).unwrap();
+        let written: Vec<usize> = a.written_cells().collect();
+        let whole = a.peel(&written, false).unwrap();
+        if let Some(compact) = a.peel(&written, true) {
+            assert_eq!(compact, whole);
+        }
+        assert_eq!(a.decode(), &whole);
     }
 
     #[test]
