@@ -304,6 +304,8 @@ mod tests {
     fn laws() {
         check_idempotent_laws(|seed| hll(14, seed));
         check_idempotent_laws(|seed| hll(4, seed));
+        // Past L1 (p > 14) the batch path hashes a block and prefetches first.
+        check_idempotent_laws(|seed| hll(16, seed));
     }
 
     #[test]
@@ -377,6 +379,7 @@ mod tests {
     fn no_bias_over_many_seeds() {
         for (p, runs, n) in [
             (10u8, 400usize, 25_000usize),
+            (10, 400, 5120),
             (4, 5000, 400),
             (5, 3000, 800),
             (6, 2000, 1600),
