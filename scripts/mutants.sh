@@ -50,7 +50,7 @@ fi
 echo "mutants.sh: $(cargo mutants --list "${args[@]}" | wc -l) mutants of $crate ${*:-(whole crate)}"
 start=$(date +%s)
 rc=0
-timeout --signal=INT "${MUTANTS_BUDGET:-3600}" cargo mutants "${args[@]}" -- --tests || rc=$?
+timeout --signal=INT "${MUTANTS_BUDGET:-3600}" cargo mutants "${args[@]}" -C --tests || rc=$?
 secs=$(( $(date +%s) - start ))
 o=$out/mutants.out
 count() { if [ -f "$o/$1.txt" ]; then wc -l <"$o/$1.txt"; else echo 0; fi; }

@@ -773,6 +773,7 @@ mod tests {
         for (rows, width) in [(3usize, 8usize), (4, 16), (2, 5)] {
             let hash = HashFn::new(11);
             let mut m = CounterMatrix::new(rows, width, hash);
+            assert_eq!((m.rows(), m.width()), (rows, width));
             let keys: Vec<FlowKey> = (0..40u32).map(|i| FlowKey::from_u32(i * 7919)).collect();
             let w = |i: usize| 1 + (i as u32 * 5) % 9;
             for (i, k) in keys.iter().enumerate() {

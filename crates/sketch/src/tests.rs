@@ -780,3 +780,75 @@ fn univmon_entropy_needs_enough_levels() {
         "sixteen levels: entropy error {sixteen} (four: {four})"
     );
 }
+
+/// The estimate is the sum over the arrays EM may use (enough zero counters) of EM's flows,
+/// scaled by the inverse of their total sampling probability (1/2, 1/4, 1/8, 1/8 for four
+/// arrays); when no array qualifies, the least loaded one alone. Recomputed here from the
+/// arrays, with `Em` (whose steps are checked on their own above).
+#[test]
+fn mrac_scales_the_arrays_it_uses_by_their_sampling_probability() {
+    assert_eq!(
+        (0..4)
+            .map(|a| mrac(4, 64).sampling_probability(a))
+            .collect::<Vec<_>>(),
+        vec![0.5, 0.25, 0.125, 0.125]
+    );
+    assert_eq!(mrac(1, 64).sampling_probability(0), 1.0);
+    let em_flows = |c: &[u32]| {
+        let mut em = Em::new(c);
+        for _ in 0..10 {
+            em.step();
+        }
+        em.flows()
+    };
+    // (flows, min_empty_fraction): all four arrays light; arrays 0 and 1 too loaded; none
+    // light enough (the least loaded alone).
+    for (flows, min_empty, want_used) in [
+        (300usize, 0.05, vec![0usize, 1, 2, 3]),
+        (3_000, 0.5, vec![2, 3]),
+        (60_000, 0.05, vec![]),
+    ] {
+        let mut m = Mrac::new(
+            MracConfig {
+                arrays: 4,
+                width: 1024,
+                em_iterations: 10,
+                min_empty_fraction: min_empty,
+            },
+            SEED,
+        )
+        .unwrap();
+        for i in 0..flows as u32 {
+            m.update(
+                &FlowKey::from_u32(i.wrapping_mul(0x9e37_79b1)),
+                u64::from(1 + i % 3),
+            );
+        }
+        let zeros: Vec<usize> = (0..4)
+            .map(|a| m.array(a).iter().filter(|&&c| c == 0).count())
+            .collect();
+        let used: Vec<usize> = (0..4)
+            .filter(|&a| zeros[a] as f64 >= min_empty * 1024.0)
+            .collect();
+        assert_eq!(used, want_used, "{flows} flows: zeros {zeros:?}");
+        let used = if used.is_empty() {
+            let most = *zeros.iter().max().unwrap();
+            vec![zeros.iter().position(|&z| z == most).unwrap()]
+        } else {
+            used
+        };
+        let p: f64 = used.iter().map(|&a| m.sampling_probability(a)).sum();
+        let want: f64 = used.iter().map(|&a| em_flows(m.array(a))).sum::<f64>() / p;
+        let got = m.cardinality().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "{flows} flows: {got} vs {want}"
+        );
+        let fsd = m.flow_size_distribution().unwrap();
+        assert!((fsd.iter().sum::<f64>() - want).abs() <= 1e-9 * want);
+        if flows == 300 {
+            // Light load: EM is near exact.
+            assert!((got - 300.0).abs() < 30.0, "{got}");
+        }
+    }
+}
