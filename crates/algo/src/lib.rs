@@ -191,6 +191,13 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
         None
     }
 
+    /// What `heavy_changers` measures a flow's change against: the previous epoch (the
+    /// default, ALGORITHMS.md 1) or the algorithm's own prediction ([`Change::Ewma`]). The
+    /// runner scores the answer against the exact change of the same definition.
+    fn change_basis(&self) -> Change {
+        Change::LastEpoch
+    }
+
     /// Hosts with more than `threshold` distinct peers. Fed with `pair` keys; whether the host is
     /// the source (superspreaders) or the destination (DDoS victims) is fixed at construction.
     /// The estimate is the distinct-peer count.
@@ -300,6 +307,16 @@ pub fn entropy_of(sizes: impl IntoIterator<Item = u64>) -> f64 {
     } else {
         n.log2() - acc / n
     }
+}
+
+/// The definition of a flow's change in an epoch that an algorithm's `heavy_changers` answers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Change {
+    /// `|s_t − s_(t−1)|`: against the flow's size in the previous epoch.
+    LastEpoch,
+    /// `|V − P|`: against an EWMA prediction, `P = V` after the first epoch, then
+    /// `P ← alpha·V + (1 − alpha)·P` after each (ALGORITHMS.md 11); no answer in the first epoch.
+    Ewma { alpha: f64 },
 }
 
 /// Which endpoint of a `pair` key is the host whose distinct peers are counted.

@@ -36,6 +36,11 @@ pub struct MeasureSpec {
     /// that can, and says so in the report's notes.
     #[serde(skip)]
     pub by_default: bool,
+    /// The task was not asked for by name (no `--task`: every task, or every task the listed
+    /// algorithms answer): a run that cannot measure it (`flow_size_distribution` with
+    /// `--weight bytes`) leaves it out with a note instead of refusing the run.
+    #[serde(skip)]
+    pub task_by_default: bool,
 }
 
 /// A whole run, as a TOML file holds it.
@@ -130,6 +135,13 @@ pub enum ConfigError {
     Catalog(#[from] catalog::CatalogError),
 }
 
+/// Why `flow_size_distribution` is refused with `--weight bytes` (ARCHITECTURE.md, measure).
+const FSD_IN_BYTES: &str = "flow_size_distribution cannot be measured with --weight bytes \
+     (weight = \"bytes\"): it is the number of flows of each size in packets; in bytes every \
+     byte count is its own size (a 1 MB flow is size 1000000), MRD averages over that many \
+     mostly empty sizes and scores any answer near 0, and MRAC's EM over byte values is \
+     intractable (ALGORITHMS.md 1). Measure it with --weight packets.";
+
 fn field(field: &'static str, reason: impl Into<String>) -> ConfigError {
     ConfigError::Field {
         field,
@@ -176,8 +188,30 @@ impl RunConfig {
             if m.k == Some(0) {
                 return Err(field("k", "top-k needs k >= 1"));
             }
+            if m.task == Task::FlowSizeDistribution && self.weight == Weight::Bytes {
+                return Err(field("weight", FSD_IN_BYTES));
+            }
         }
         Ok(())
+    }
+
+    /// Leave out the measures a run in this weight cannot score and that were not asked for by
+    /// name (`MeasureSpec::task_by_default`); returns a note for each task left out. Those
+    /// asked for by name stay, and `validate` refuses them.
+    pub fn drop_unmeasurable(&mut self) -> Vec<String> {
+        if self.weight != Weight::Bytes {
+            return vec![];
+        }
+        let before = self.measures.len();
+        self.measures
+            .retain(|m| !(m.task == Task::FlowSizeDistribution && m.task_by_default));
+        if self.measures.len() == before {
+            return vec![];
+        }
+        vec![format!(
+            "{}: left out, it is measured in packets and the run counts bytes (--weight bytes)",
+            Task::FlowSizeDistribution
+        )]
     }
 
     /// The measurements of `--task` / `--algo` lists: every listed task with every listed
@@ -195,6 +229,7 @@ impl RunConfig {
             k: None,
             params: toml::Table::new(),
             by_default: false,
+            task_by_default: false,
         };
         for a in algos {
             catalog::lookup(a)?;
@@ -220,7 +255,8 @@ impl RunConfig {
                 i += 1;
             }
         }
-        let tasks: Vec<Task> = if tasks.is_empty() {
+        let implicit = tasks.is_empty();
+        let tasks: Vec<Task> = if implicit {
             if algos.is_empty() {
                 Task::ALL.to_vec()
             } else {
@@ -237,6 +273,7 @@ impl RunConfig {
                 .iter()
                 .map(|&t| MeasureSpec {
                     by_default: true,
+                    task_by_default: implicit,
                     ..spec(t, catalog::default_for(t).name)
                 })
                 .collect());
@@ -251,7 +288,10 @@ impl RunConfig {
                 // Name the first algorithm in the error, with what can answer the task.
                 catalog::check(&algos[0], t)?;
             }
-            out.extend(able.into_iter().map(|a| spec(t, a)));
+            out.extend(able.into_iter().map(|a| MeasureSpec {
+                task_by_default: implicit,
+                ..spec(t, a)
+            }));
         }
         for a in &algos {
             if !out.iter().any(|m| &m.algorithm == a) {

@@ -1,10 +1,13 @@
 //! Scoring one task's answer against exact ground truth (ALGORITHMS.md, the task and metric
 //! definitions): thresholds resolved against the epoch, the algorithm queried, the exact
-//! answer computed from the per-flow counts, and the accuracy metrics.
+//! answer computed from the per-flow counts (`truth::answers`, code no algorithm uses), and
+//! the accuracy metrics. Every answer is scored against the same question in the same unit:
+//! sizes in the run's weight, heavy changers against the change the algorithm defines
+//! ([`Algorithm::change_basis`]).
 
-use algo::{Algorithm, Task};
+use algo::{Algorithm, Change, Task};
 use key::{FlowKey, KeyKind, KeyMap, KeySet};
-use truth::{EpochTruth, Weight};
+use truth::{EpochTruth, Ewma, Host};
 
 use crate::config::{MeasureSpec, RunConfig};
 use crate::metrics::{are_of, mrd, rel_err, set_accuracy, Accuracy};
@@ -82,8 +85,10 @@ fn set_result(
 }
 
 /// One task's result this epoch: `spec` answered by `a` (with `prev`, the algorithm's state at
-/// the end of the previous epoch, for heavy changers) on keys of `kind`, scored against `truth`
-/// (and `prev_truth`).
+/// the end of the previous epoch, for heavy changers measured against the previous epoch) on
+/// keys of `kind`, scored against `truth` (and `prev_truth`, or `ewma`, the exact EWMA model of
+/// the past epochs for an algorithm whose changes are against an EWMA prediction).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn evaluate(
     spec: &MeasureSpec,
     kind: KeyKind,
@@ -91,6 +96,7 @@ pub(crate) fn evaluate(
     prev: Option<&dyn Algorithm>,
     truth: &EpochTruth,
     prev_truth: Option<&EpochTruth>,
+    ewma: Option<&Ewma>,
     cfg: &RunConfig,
 ) -> TaskResult {
     let w = cfg.weight;
@@ -111,51 +117,52 @@ pub(crate) fn evaluate(
             r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::HeavyChangers => {
-            let (Some(prev), Some(pt)) = (prev, prev_truth) else {
-                r.note = Some("first epoch: no previous epoch to compare with".into());
-                return r;
+            // The exact change per flow, as the algorithm defines it.
+            let (change, prev) = match a.change_basis() {
+                Change::LastEpoch => {
+                    let (Some(prev), Some(pt)) = (prev, prev_truth) else {
+                        r.note = Some("first epoch: no previous epoch to compare with".into());
+                        return r;
+                    };
+                    (truth::answers::change(truth, pt, w), prev)
+                }
+                Change::Ewma { .. } => {
+                    let Some(change) = ewma.and_then(|m| m.change(truth, w)) else {
+                        r.note = Some("first epoch: no prediction to compare with".into());
+                        return r;
+                    };
+                    // The algorithm carries its own history; `prev` is not read.
+                    (change, prev.unwrap_or(a))
+                }
             };
-            // |s_t - s_(t-1)| over the union of both epochs' flows (absent = 0).
-            let mut change: KeyMap<u64> = KeyMap::default();
-            for (k, s) in truth.sizes(w) {
-                change.insert(*k, s);
-            }
-            for (k, s) in pt.sizes(w) {
-                let e = change.entry(*k).or_insert(0);
-                *e = e.abs_diff(s);
-            }
-            let total: u64 = change.values().sum();
-            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total as f64);
+            let total: f64 = change.values().sum();
+            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total);
             r.threshold = Some(t as f64);
             let rep = a.heavy_changers(prev, t).unwrap_or_default();
-            let tru: KeyMap<u64> = change.into_iter().filter(|&(_, c)| c >= t).collect();
+            // Exact test on the exact change; the size compared with an estimate is rounded as
+            // the estimates are (integers).
+            let tru: KeyMap<u64> = change
+                .into_iter()
+                .filter(|&(_, c)| c >= t as f64)
+                .map(|(k, c)| (k, c.round() as u64))
+                .collect();
             set_result(&mut r, &rep, &tru, None);
             r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::Superspreaders | Task::Ddos => {
-            // Exact distinct peers per host from the pair table.
-            let by_src = spec.task == Task::Superspreaders;
-            let mut peers: KeyMap<u64> = KeyMap::default();
-            let mut peer_side = KeySet::default();
-            for k in truth.flows.keys() {
-                let (h, p) = if by_src {
-                    (k.src_part(), k.dst_part())
-                } else {
-                    (k.dst_part(), k.src_part())
-                };
-                if let (Some(h), Some(p)) = (h, p) {
-                    *peers.entry(h).or_insert(0) += 1;
-                    peer_side.insert(p);
-                }
-            }
+            let host = if spec.task == Task::Superspreaders {
+                Host::Src
+            } else {
+                Host::Dst
+            };
+            let spread = truth.spread(host);
             let t = resolve(
                 spec.threshold.unwrap_or(DEFAULT_SPREAD),
-                peer_side.len() as f64,
+                spread.peer_addresses as f64,
             );
             r.threshold = Some(t as f64);
             let rep = a.spreaders(t).unwrap_or_default();
-            let tru: KeyMap<u64> = peers.into_iter().filter(|&(_, c)| c > t).collect();
-            set_result(&mut r, &rep, &tru, None);
+            set_result(&mut r, &rep, &spread.above(t), None);
             r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::Cardinality => {
@@ -167,15 +174,16 @@ pub(crate) fn evaluate(
         }
         Task::Entropy => {
             let est = a.entropy().unwrap_or(f64::NAN);
-            let tv = algo::entropy_of(truth.sizes(w).map(|(_, s)| s));
+            let tv = truth.entropy(w);
             r.answer.estimate = Some(est);
             r.truth.value = Some(tv);
             r.accuracy.relative_error = Some(rel_err(tv, est));
         }
         Task::FlowSizeDistribution => {
-            // In packets: EM over byte values is intractable (ALGORITHMS.md 1).
+            // In the run's weight, which is packets: a run counting bytes refuses this task
+            // (`RunConfig::validate`).
             let est = a.flow_size_distribution().unwrap_or_default();
-            let tv = algo::size_histogram(truth.sizes(Weight::Packets).map(|(_, s)| s));
+            let tv = truth.size_histogram(w);
             r.answer.estimate = Some(est.iter().sum());
             r.truth.value = Some(tv.iter().sum());
             r.answer.fsd_head = (1..=10)
@@ -192,14 +200,21 @@ pub(crate) fn evaluate(
             let kth = ranked
                 .get(k.min(ranked.len()).saturating_sub(1))
                 .map_or(0, |e| e.1);
-            let sizes: KeyMap<u64> = ranked.iter().copied().collect();
-            let hits = rep
+            // The true members: every flow at least as large as the k-th (ties included).
+            let members: KeyMap<u64> = ranked
                 .iter()
-                .filter(|(key, _)| sizes.get(key).is_some_and(|&s| s >= kth && s > 0))
-                .count() as f64;
+                .copied()
+                .filter(|&(_, s)| s >= kth && s > 0)
+                .collect();
+            let hits = rep.iter().filter(|(key, _)| members.contains_key(key)).count() as f64;
             let want = k.min(ranked.len()) as f64;
+            // As `set_accuracy`: nothing reported is precision 1 when nothing is true, else 0.
             let p = if rep.is_empty() {
-                0.0
+                if want == 0.0 {
+                    1.0
+                } else {
+                    0.0
+                }
             } else {
                 hits / rep.len() as f64
             };
@@ -215,7 +230,8 @@ pub(crate) fn evaluate(
             } else {
                 0.0
             });
-            r.accuracy.are = are_of(&rep, &sizes);
+            // Over the reported true members only (`Accuracy::are`).
+            r.accuracy.are = are_of(&rep, &members);
             r.answer.reported = Some(rep.len() as u64);
             r.truth.count = Some(want as u64);
             r.answer.keys = listed(&rep, cfg.listed);
@@ -236,4 +252,373 @@ pub(crate) fn evaluate(
         }
     }
     r
+}
+
+/// Every metric of every task on hand-computed cases: a fixed answer (`Fixed`) scored against a
+/// small exact epoch. Each value is worked out in the comment above it.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use algo::Estimate;
+    use truth::Weight;
+
+    /// An algorithm whose answers are given.
+    #[derive(Clone, Default)]
+    struct Fixed {
+        hh: Vec<Estimate>,
+        hc: Vec<Estimate>,
+        spread: Vec<Estimate>,
+        card: f64,
+        entropy: f64,
+        fsd: Vec<f64>,
+        top: Vec<Estimate>,
+        sizes: Option<KeyMap<u64>>,
+        ewma: Option<f64>,
+    }
+
+    impl Algorithm for Fixed {
+        fn name(&self) -> &'static str {
+            "fixed"
+        }
+        fn tasks(&self) -> &'static [Task] {
+            &Task::ALL
+        }
+        fn update(&mut self, _: &FlowKey, _: u64) {}
+        fn reset(&mut self) {}
+        fn memory_bytes(&self) -> usize {
+            0
+        }
+        fn heavy_hitters(&self, _: u64) -> Option<Vec<Estimate>> {
+            Some(self.hh.clone())
+        }
+        fn heavy_changers(&self, _: &dyn Algorithm, _: u64) -> Option<Vec<Estimate>> {
+            Some(self.hc.clone())
+        }
+        fn change_basis(&self) -> Change {
+            self.ewma
+                .map_or(Change::LastEpoch, |alpha| Change::Ewma { alpha })
+        }
+        fn spreaders(&self, _: u64) -> Option<Vec<Estimate>> {
+            Some(self.spread.clone())
+        }
+        fn cardinality(&self) -> Option<f64> {
+            Some(self.card)
+        }
+        fn entropy(&self) -> Option<f64> {
+            Some(self.entropy)
+        }
+        fn flow_size_distribution(&self) -> Option<Vec<f64>> {
+            Some(self.fsd.clone())
+        }
+        fn top_k(&self, _: usize) -> Option<Vec<Estimate>> {
+            Some(self.top.clone())
+        }
+        fn flow_size(&self, k: &FlowKey) -> Option<u64> {
+            self.sizes.as_ref().map(|m| m.get(k).copied().unwrap_or(0))
+        }
+    }
+
+    fn k(v: u32) -> FlowKey {
+        FlowKey::from_u32(v)
+    }
+
+    fn pair(s: u32, d: u32) -> FlowKey {
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&s.to_be_bytes());
+        b[4..].copy_from_slice(&d.to_be_bytes());
+        FlowKey::from_bytes(&b).unwrap()
+    }
+
+    /// An epoch of `flows[i] = (key, packets)`, packets of 100 bytes.
+    fn epoch(flows: &[(FlowKey, u64)]) -> EpochTruth {
+        let mut e = EpochTruth::new(0);
+        for &(key, n) in flows {
+            for _ in 0..n {
+                e.add(0, key, 100);
+            }
+        }
+        e
+    }
+
+    fn spec(task: Task, threshold: Option<f64>, k: Option<usize>) -> MeasureSpec {
+        MeasureSpec {
+            task,
+            algorithm: "fixed".into(),
+            key: None,
+            threshold,
+            k,
+            params: toml::Table::new(),
+            by_default: false,
+            task_by_default: false,
+        }
+    }
+
+    fn score(s: &MeasureSpec, a: &Fixed, cur: &EpochTruth, prev: Option<&EpochTruth>) -> TaskResult {
+        score_with(s, a, cur, prev, None, &RunConfig::default())
+    }
+
+    fn score_with(
+        s: &MeasureSpec,
+        a: &Fixed,
+        cur: &EpochTruth,
+        prev: Option<&EpochTruth>,
+        ewma: Option<&Ewma>,
+        cfg: &RunConfig,
+    ) -> TaskResult {
+        let p = a.clone();
+        let prev_state = prev.map(|_| &p as &dyn Algorithm);
+        evaluate(s, KeyKind::Src, a, prev_state, cur, prev, ewma, cfg)
+    }
+
+    fn close(x: Option<f64>, want: f64) {
+        let x = x.expect("a value");
+        assert!((x - want).abs() < 1e-12, "{x} != {want}");
+    }
+
+    /// Sizes 50, 30, 20, 5 packets.
+    fn four() -> EpochTruth {
+        epoch(&[(k(1), 50), (k(2), 30), (k(3), 20), (k(4), 5)])
+    }
+
+    #[test]
+    fn heavy_hitters_by_hand() {
+        // T = 20: true {1, 2, 3} (3 is exactly at T: "at least"). Reported {1, 2, 4, 5}:
+        // 2 true positives, precision 2/4, recall 2/3, ARE over them (5/50 + 0) / 2 = 0.05.
+        let a = Fixed {
+            hh: vec![(k(1), 55), (k(2), 30), (k(4), 5), (k(5), 1)],
+            ..Fixed::default()
+        };
+        let r = score(&spec(Task::HeavyHitters, Some(20.0), None), &a, &four(), None);
+        assert_eq!(r.threshold, Some(20.0));
+        close(r.accuracy.precision, 0.5);
+        close(r.accuracy.recall, 2.0 / 3.0);
+        close(r.accuracy.f1, 2.0 * 0.5 * (2.0 / 3.0) / (0.5 + 2.0 / 3.0));
+        close(r.accuracy.are, 0.05);
+        assert_eq!(r.truth.count, Some(3));
+        assert_eq!(r.answer.reported, Some(4));
+        // A fraction of the epoch's total (105 packets): 0.19 x 105 = 19.95, rounded up to 20.
+        let r = score(&spec(Task::HeavyHitters, Some(0.19), None), &a, &four(), None);
+        assert_eq!(r.threshold, Some(20.0));
+        // With point queries: the relative error over every true instance, missed ones too:
+        // estimates 55, 30, 0 for 50, 30, 20: (0.1 + 0 + 1) / 3.
+        let mut sizes = KeyMap::default();
+        sizes.insert(k(1), 55);
+        sizes.insert(k(2), 30);
+        let a = Fixed {
+            sizes: Some(sizes),
+            ..a
+        };
+        let r = score(&spec(Task::HeavyHitters, Some(20.0), None), &a, &four(), None);
+        close(r.accuracy.relative_error, 1.1 / 3.0);
+        // In bytes (100 per packet) the threshold and sizes are bytes: T = 2000 holds 1, 2, 3
+        // (in packets nothing would be that large). Reported {1, 4}: precision 1/2, recall 1/3.
+        let cfg = RunConfig {
+            weight: Weight::Bytes,
+            ..RunConfig::default()
+        };
+        let a = Fixed {
+            hh: vec![(k(1), 5_000), (k(4), 500)],
+            ..Fixed::default()
+        };
+        let s = spec(Task::HeavyHitters, Some(2_000.0), None);
+        let r = score_with(&s, &a, &four(), None, None, &cfg);
+        close(r.accuracy.precision, 0.5);
+        close(r.accuracy.recall, 1.0 / 3.0);
+        close(r.accuracy.are, 0.0);
+    }
+
+    #[test]
+    fn heavy_changers_against_the_previous_epoch_by_hand() {
+        // Before 10, 40, 5 (flows 1-3); now 50, 30, 20, 5 (flows 1-4): changes 40, 10, 15, 5,
+        // total 70. T = 15: true {1, 3} (3 exactly at T). Reported {1: 38, 2: 10}: precision
+        // 1/2, recall 1/2, ARE 2/40.
+        let before = epoch(&[(k(1), 10), (k(2), 40), (k(3), 5)]);
+        let a = Fixed {
+            hc: vec![(k(1), 38), (k(2), 10)],
+            ..Fixed::default()
+        };
+        let s = spec(Task::HeavyChangers, Some(15.0), None);
+        let r = score(&s, &a, &four(), Some(&before));
+        close(r.accuracy.precision, 0.5);
+        close(r.accuracy.recall, 0.5);
+        close(r.accuracy.are, 0.05);
+        assert_eq!(r.truth.count, Some(2));
+        // A fraction of the total change: 0.2 x 70 = 14.
+        let r = score(&spec(Task::HeavyChangers, Some(0.2), None), &a, &four(), Some(&before));
+        assert_eq!(r.threshold, Some(14.0));
+        // No previous epoch: no score.
+        let r = score(&s, &a, &four(), None);
+        assert!(r.note.is_some() && r.accuracy.precision.is_none());
+    }
+
+    #[test]
+    fn heavy_changers_against_an_ewma_prediction_by_hand() {
+        // alpha 0.5. Epoch A: 10, 40, 5 (flows 1-3) sets P = V. Epoch B: 30, 20, 0 gives
+        // P = 20, 30, 2.5. Now 50, 30, 20, 5: EWMA changes 30, 0, 17.5, 5 (total 52.5);
+        // against epoch B they would be 20, 10, 20, 5.
+        let (ea, eb) = (
+            epoch(&[(k(1), 10), (k(2), 40), (k(3), 5)]),
+            epoch(&[(k(1), 30), (k(2), 20)]),
+        );
+        let mut m = Ewma::new(0.5);
+        let a = Fixed {
+            hc: vec![(k(1), 30)],
+            ewma: Some(0.5),
+            ..Fixed::default()
+        };
+        let s = spec(Task::HeavyChangers, Some(18.0), None);
+        // Before any epoch is folded in there is no prediction: no score.
+        let r = score_with(&s, &a, &ea, None, Some(&m), &RunConfig::default());
+        assert!(r.note.is_some() && r.accuracy.precision.is_none());
+        m.fold(&ea, Weight::Packets);
+        m.fold(&eb, Weight::Packets);
+        // T = 18: the EWMA change holds flow 1 only (17.5 < 18): the answer {1: 30} is
+        // exact. Scored against epoch B it would have recall 1/2.
+        let r = score_with(&s, &a, &four(), Some(&eb), Some(&m), &RunConfig::default());
+        close(r.accuracy.precision, 1.0);
+        close(r.accuracy.recall, 1.0);
+        close(r.accuracy.are, 0.0);
+        assert_eq!(r.truth.count, Some(1));
+        // The fraction is of the total EWMA change: 0.4 x 52.5 = 21.
+        let s = spec(Task::HeavyChangers, Some(0.4), None);
+        let r = score_with(&s, &a, &four(), None, Some(&m), &RunConfig::default());
+        assert_eq!(r.threshold, Some(21.0));
+        // T = 17: flow 3 (17.5, reported rounded as 18) joins the truth; missing it costs recall.
+        let s = spec(Task::HeavyChangers, Some(17.0), None);
+        let r = score_with(&s, &a, &four(), None, Some(&m), &RunConfig::default());
+        close(r.accuracy.recall, 0.5);
+    }
+
+    #[test]
+    fn spreaders_by_hand() {
+        // Sources: 1 -> {10, 11, 12}, 2 -> {10, 11}, 3 -> {10}. Destinations: 10 <- {1, 2, 3},
+        // 11 <- {1, 2}, 12 <- {1}.
+        let e = epoch(&[
+            (pair(1, 10), 5),
+            (pair(1, 11), 1),
+            (pair(1, 12), 1),
+            (pair(2, 10), 2),
+            (pair(2, 11), 1),
+            (pair(3, 10), 1),
+        ]);
+        // Superspreaders, T = 2: "more than 2" is source 1 only (source 2 has exactly 2).
+        // Reported {1, 2}: precision 1/2, recall 1, ARE 0.
+        let a = Fixed {
+            spread: vec![(k(1), 3), (k(2), 2)],
+            ..Fixed::default()
+        };
+        let r = score(&spec(Task::Superspreaders, Some(2.0), None), &a, &e, None);
+        close(r.accuracy.precision, 0.5);
+        close(r.accuracy.recall, 1.0);
+        close(r.accuracy.are, 0.0);
+        assert_eq!(r.truth.count, Some(1));
+        // DDoS, T = 0.5 of the 3 sources = 1.5, rounded up to 2: destination 10 only.
+        // Reported {10: 4, 12: 1}: precision 1/2, recall 1, ARE 1/3.
+        let a = Fixed {
+            spread: vec![(k(10), 4), (k(12), 1)],
+            ..Fixed::default()
+        };
+        let r = score(&spec(Task::Ddos, Some(0.5), None), &a, &e, None);
+        assert_eq!(r.threshold, Some(2.0));
+        close(r.accuracy.precision, 0.5);
+        close(r.accuracy.recall, 1.0);
+        close(r.accuracy.are, 1.0 / 3.0);
+        assert_eq!(r.truth.count, Some(1));
+    }
+
+    #[test]
+    fn scalars_by_hand() {
+        // Cardinality: 4 flows, estimate 5: |4 - 5| / 4.
+        let a = Fixed {
+            card: 5.0,
+            entropy: 1.2,
+            ..Fixed::default()
+        };
+        let r = score(&spec(Task::Cardinality, None, None), &a, &four(), None);
+        close(r.accuracy.relative_error, 0.25);
+        assert_eq!(r.truth.value, Some(4.0));
+        // Entropy of sizes 4, 2, 2: p = 1/2, 1/4, 1/4, H = 1.5 bits; estimate 1.2: 0.3 / 1.5.
+        let e = epoch(&[(k(1), 4), (k(2), 2), (k(3), 2)]);
+        let r = score(&spec(Task::Entropy, None, None), &a, &e, None);
+        close(r.truth.value, 1.5);
+        close(r.accuracy.relative_error, 0.2);
+        // Flow size: estimates 55, 30, 0, 0 for 50, 30, 20, 5: (0.1 + 0 + 1 + 1) / 4.
+        let mut sizes = KeyMap::default();
+        sizes.insert(k(1), 55);
+        sizes.insert(k(2), 30);
+        let a = Fixed {
+            sizes: Some(sizes),
+            ..Fixed::default()
+        };
+        let r = score(&spec(Task::FlowSize, None, None), &a, &four(), None);
+        close(r.accuracy.relative_error, 2.1 / 4.0);
+    }
+
+    #[test]
+    fn flow_size_distribution_by_hand() {
+        // Sizes 1, 1, 1, 1, 2, 4: n = (4, 1, 0, 1) for sizes 1..4. Estimate (2, 1, 0, 0, 1):
+        // z = 5, MRD = (|4-2|/3 + 0 + 0 + |1-0|/0.5 + |0-1|/0.5) / 5 = (2/3 + 4) / 5.
+        let e = epoch(&[
+            (k(1), 1),
+            (k(2), 1),
+            (k(3), 1),
+            (k(4), 1),
+            (k(5), 2),
+            (k(6), 4),
+        ]);
+        let a = Fixed {
+            fsd: vec![0.0, 2.0, 1.0, 0.0, 0.0, 1.0],
+            ..Fixed::default()
+        };
+        let r = score(&spec(Task::FlowSizeDistribution, None, None), &a, &e, None);
+        close(r.accuracy.mrd, (2.0 / 3.0 + 4.0) / 5.0);
+        close(r.truth.value, 6.0);
+        close(r.answer.estimate, 4.0);
+    }
+
+    #[test]
+    fn top_k_by_hand() {
+        // Sizes 10, 8, 8, 5 (flows 1-4), k = 2: the k-th size is 8, flows 2 and 3 tie at it,
+        // so the true members are {1, 2, 3} (any flow as large as the k-th).
+        let e = epoch(&[(k(1), 10), (k(2), 8), (k(3), 8), (k(4), 5)]);
+        // Reported {1: 12, 3: 8}: both members (3 ties the k-th): precision 1, recall 1, ARE
+        // over the members (2/10 + 0) / 2.
+        let a = Fixed {
+            top: vec![(k(1), 12), (k(3), 8)],
+            ..Fixed::default()
+        };
+        let s = spec(Task::TopK, None, Some(2));
+        let r = score(&s, &a, &e, None);
+        close(r.accuracy.precision, 1.0);
+        close(r.accuracy.recall, 1.0);
+        close(r.accuracy.are, 0.1);
+        // Reported {1: 12, 3: 8, 4: 5}: 4 is no member: precision 2/3, and the ARE is still
+        // over the members only (4's exact size is no credit).
+        let a = Fixed {
+            top: vec![(k(1), 12), (k(3), 8), (k(4), 5)],
+            ..Fixed::default()
+        };
+        let r = score(&s, &a, &e, None);
+        close(r.accuracy.precision, 2.0 / 3.0);
+        close(r.accuracy.recall, 1.0);
+        close(r.accuracy.are, 0.1);
+        // Reported {4}: nothing right.
+        let a = Fixed {
+            top: vec![(k(4), 5)],
+            ..Fixed::default()
+        };
+        let r = score(&s, &a, &e, None);
+        close(r.accuracy.precision, 0.0);
+        close(r.accuracy.recall, 0.0);
+        assert_eq!(r.accuracy.are, None);
+        // Nothing reported: precision 0 when flows exist, 1 when none do (as `set_accuracy`).
+        let none = Fixed::default();
+        let r = score(&s, &none, &e, None);
+        close(r.accuracy.precision, 0.0);
+        close(r.accuracy.recall, 0.0);
+        let r = score(&s, &none, &EpochTruth::new(0), None);
+        close(r.accuracy.precision, 1.0);
+        close(r.accuracy.recall, 1.0);
+        close(r.accuracy.f1, 1.0);
+    }
 }

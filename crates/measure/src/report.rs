@@ -68,12 +68,21 @@ pub struct Cost {
     pub key: KeyKind,
     pub memory_bytes: usize,
     pub updates: u64,
+    /// Update time: the timed batches' wall time minus the clock's own cost
+    /// (`clock_seconds`).
     pub seconds: f64,
     /// Update time per keyed packet of the trace.
     pub ns_per_packet: f64,
     /// Update time per update the algorithm received (differs behind an accelerator).
     pub ns_per_update: f64,
     pub mpps: f64,
+    /// Batches timed (one `Instant` pair each).
+    pub timed_batches: u64,
+    /// Wall time of the timed batches as measured, clock included: `seconds + clock_seconds`
+    /// (`seconds` is 0 when the clock's measured cost exceeds it).
+    pub timed_seconds: f64,
+    /// The clock's cost subtracted from `seconds`: `timed_batches` x `Report::clock_ns`.
+    pub clock_seconds: f64,
     /// Keys not fed because the algorithm cannot store their length (the other address family:
     /// see `RunConfig::ipv6`).
     pub skipped: u64,
@@ -129,6 +138,9 @@ pub struct Report {
     /// Wall time of the whole pass (reading, parsing, ground truth and all algorithms).
     pub seconds: f64,
     pub mpps: f64,
+    /// What one timed region costs with nothing in it (`runner::clock_overhead_ns`), measured
+    /// at the start of the run and subtracted once per timed batch from every algorithm's time.
+    pub clock_ns: f64,
     pub throughput: Vec<Cost>,
     pub accel: &'static str,
     /// One entry per key kind when an accelerator is in front of the algorithms.

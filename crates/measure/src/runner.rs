@@ -4,17 +4,19 @@
 //! with the same key kind, side and parameters share one instance, so the update cost of
 //! `count_min` answering both heavy hitters and flow sizes is paid once. Packets reach the
 //! algorithms in batches (`RunConfig::batch`), and each instance's update time is measured per
-//! batch, so the report can give every algorithm its own ns/packet from the same pass.
+//! batch, so the report can give every algorithm its own ns/packet from the same pass. The
+//! clock's own cost is not the algorithm's: the runner measures what one timed region costs
+//! with nothing in it ([`clock_overhead_ns`]) and subtracts it once per timed batch.
 //!
 //! Ground truth is exact per-flow counts per key kind (`truth`), kept for the current and the
 //! previous epoch (heavy changers compare the two).
 
 use std::time::Instant;
 
-use algo::{Algorithm, BuildCtx, KeyBatch, KeyFit, Side, Task};
+use algo::{Algorithm, BuildCtx, Change, KeyBatch, KeyFit, Side, Task};
 use front::{Front, Sink};
 use key::{FlowKey, KeyKind, Tuple};
-use truth::{Clock, EpochTruth};
+use truth::{Clock, EpochTruth, Ewma};
 
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
 use crate::evaluate::evaluate;
@@ -34,7 +36,10 @@ struct Instance {
     /// counted in `skipped`, never silently dropped.
     fit: KeyFit,
     skipped: u64,
+    /// Wall time of its timed batches, clock reads included.
     nanos: u128,
+    /// Number of timed batches (each paid the clock's own cost once).
+    timed: u64,
     updates: u64,
     /// Scratch buffers for a filtered batch.
     keys: Vec<FlowKey>,
@@ -45,6 +50,10 @@ struct Measure {
     spec: MeasureSpec,
     kind: KeyKind,
     instance: usize,
+    /// Heavy changers answered against an EWMA prediction ([`Change::Ewma`]): the exact model
+    /// of the same alpha over the true sizes of every past epoch, the truth they are scored
+    /// against.
+    ewma: Option<Ewma>,
 }
 
 /// The running measurement: push packets, then `finish`.
@@ -68,6 +77,8 @@ pub struct Runner {
     epochs: Vec<EpochReport>,
     totals: Totals,
     started: Instant,
+    /// What one empty timed region measures ([`clock_overhead_ns`]).
+    clock_ns: f64,
     trace: String,
     /// What the run changed from what was asked (a default swapped for one that holds the keys).
     notes: Vec<String>,
@@ -200,8 +211,9 @@ fn kind_of(m: &MeasureSpec, run_key: KeyKind) -> KeyKind {
 
 impl Runner {
     pub fn new(mut cfg: RunConfig, trace: &str) -> Result<Runner, ConfigError> {
+        let mut notes = cfg.drop_unmeasurable();
         cfg.validate()?;
-        let notes = fit_defaults(&mut cfg)?;
+        notes.extend(fit_defaults(&mut cfg)?);
         let clock = Clock::new(cfg.epoch()?);
         let mut kinds: Vec<KeyKind> = vec![];
         let mut instances: Vec<Instance> = vec![];
@@ -271,6 +283,7 @@ impl Runner {
                 spec: spec.clone(),
                 kind,
                 instance,
+                ewma: None,
             });
         }
         check_memory(
@@ -299,12 +312,13 @@ impl Runner {
                 swap_prev: p.entry.resets_to_empty,
                 skipped: 0,
                 nanos: 0,
+                timed: 0,
                 updates: 0,
                 keys: vec![],
                 weights: vec![],
             });
         }
-        for m in &measures {
+        for m in &mut measures {
             let spec = &m.spec;
             let inst = &mut instances[m.instance];
             // The catalog knows what an algorithm answers by default; its configuration can
@@ -331,7 +345,12 @@ impl Runner {
                 });
             }
             if spec.task == Task::HeavyChangers {
-                inst.wants_prev = true;
+                // Scored against the change the algorithm defines: the previous epoch (its
+                // state then is kept) or its own EWMA prediction (an exact model is kept).
+                match inst.algo.change_basis() {
+                    Change::LastEpoch => inst.wants_prev = true,
+                    Change::Ewma { alpha } => m.ewma = Some(Ewma::new(alpha)),
+                }
             }
         }
         let n = kinds.len();
@@ -357,6 +376,7 @@ impl Runner {
             epochs: vec![],
             totals: Totals::default(),
             started: Instant::now(),
+            clock_ns: clock_overhead_ns(),
             notes,
             trace: trace.to_string(),
             cfg,
@@ -454,8 +474,16 @@ impl Runner {
                 inst.prev.as_deref(),
                 &self.truth[ki],
                 self.prev_truth[ki].as_ref(),
+                m.ewma.as_ref(),
                 &self.cfg,
             ));
+        }
+        // The epoch is over for the exact EWMA models too (as for the algorithms' reset below).
+        for m in &mut self.measures {
+            if let Some(model) = &mut m.ewma {
+                let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
+                model.fold(&self.truth[ki], self.cfg.weight);
+            }
         }
         let t0 = &self.truth[0];
         let kind0 = self.kinds.iter().position(|&k| k == self.cfg.key);
@@ -534,17 +562,23 @@ impl Runner {
             .instances
             .iter()
             .map(|i| {
+                // The clock's cost, once per timed batch, is not the algorithm's.
+                let clock = i.timed as f64 * self.clock_ns;
+                let nanos = (i.nanos as f64 - clock).max(0.0);
                 // Per keyed packet, not per update: behind Agg-Evict an algorithm gets fewer
                 // updates than packets, and the per-packet figure is the one to compare.
-                let ns = i.nanos as f64 / keyed.max(1) as f64;
+                let ns = nanos / keyed.max(1) as f64;
                 Cost {
                     algorithm: i.name.clone(),
                     key: i.kind,
                     memory_bytes: i.algo.memory_bytes(),
                     updates: i.updates,
-                    seconds: i.nanos as f64 / 1e9,
+                    seconds: nanos / 1e9,
                     ns_per_packet: ns,
-                    ns_per_update: i.nanos as f64 / i.updates.max(1) as f64,
+                    ns_per_update: nanos / i.updates.max(1) as f64,
+                    timed_batches: i.timed,
+                    timed_seconds: i.nanos as f64 / 1e9,
+                    clock_seconds: clock / 1e9,
                     mpps: if ns > 0.0 { 1e3 / ns } else { 0.0 },
                     skipped: i.skipped,
                 }
@@ -579,6 +613,7 @@ impl Runner {
             batch: self.cfg.batch,
             epochs: self.epochs,
             mpps: self.totals.packets as f64 / seconds / 1e6,
+            clock_ns: self.clock_ns,
             totals: self.totals,
             seconds,
             throughput,
@@ -607,6 +642,7 @@ impl Sink for Fan<'_> {
                     let t = Instant::now();
                     inst.algo.update_batch_u32(&keys[..n], &weights[..n]);
                     inst.nanos += t.elapsed().as_nanos();
+                    inst.timed += 1;
                     inst.updates += n as u64;
                 }
                 KeyBatch::U32(_) => inst.skipped += n as u64,
@@ -627,18 +663,22 @@ impl Sink for Fan<'_> {
                     let t = Instant::now();
                     inst.algo.update_batch(&inst.keys, &inst.weights);
                     inst.nanos += t.elapsed().as_nanos();
+                    inst.timed += 1;
                     inst.updates += inst.keys.len() as u64;
                 }
                 KeyBatch::Keys(keys) => {
                     let t = Instant::now();
                     inst.algo.update_batch(&keys[..n], &weights[..n]);
                     inst.nanos += t.elapsed().as_nanos();
+                    inst.timed += 1;
                     inst.updates += n as u64;
                 }
             }
         }
     }
 
+    /// Everything spent inside the timed regions, clock reads included: the front's own time is
+    /// its wall time minus this.
     fn nanos(&self) -> u128 {
         self.instances
             .iter()
@@ -646,4 +686,20 @@ impl Sink for Fan<'_> {
             .map(|i| i.nanos)
             .sum()
     }
+}
+
+/// What one timed region (`Instant::now()` then `elapsed()`) measures with nothing inside it:
+/// the clock's own cost, which every timed batch pays once. The least of 16 means over 1024
+/// empty regions each (the least disturbed by interrupts and migrations), after a warm-up.
+pub fn clock_overhead_ns() -> f64 {
+    let region = || {
+        let t = Instant::now();
+        std::hint::black_box(t.elapsed().as_nanos())
+    };
+    for _ in 0..256 {
+        region();
+    }
+    (0..16)
+        .map(|_| (0..1024).map(|_| region()).sum::<u128>() as f64 / 1024.0)
+        .fold(f64::INFINITY, f64::min)
 }

@@ -177,6 +177,12 @@ impl Algorithm for EwmaChange {
         Some(v)
     }
 
+    /// `|V - P|` against the EWMA prediction with this model's alpha: the runner scores the
+    /// answer against the exact EWMA-defined change, not against the previous epoch's size.
+    fn change_basis(&self) -> algo::Change {
+        algo::Change::Ewma { alpha: self.alpha }
+    }
+
     /// This epoch's exact count.
     fn flow_size(&self, key: &FlowKey) -> Option<u64> {
         Some(self.flows.get(key).map_or(0, |f| f.current))
@@ -321,5 +327,15 @@ mod tests {
         assert_eq!(e.prediction(&rank_key(1)), Some(0.0));
         e.clear();
         assert_eq!(e.epochs(), 0);
+    }
+
+    #[test]
+    fn says_it_answers_the_ewma_change_with_its_alpha() {
+        let cfg = EwmaChangeConfig {
+            alpha: 0.25,
+            ..Default::default()
+        };
+        let e = EwmaChange::new(cfg).unwrap();
+        assert_eq!(e.change_basis(), algo::Change::Ewma { alpha: 0.25 });
     }
 }

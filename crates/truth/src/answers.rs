@@ -317,6 +317,13 @@ mod tests {
         assert_eq!(change(&e2, &e1, Weight::Packets)[&k(1)], 100.0);
         m.fold(&e2, Weight::Packets);
         assert_eq!(m.epochs(), 3);
+        // alpha 0.25 weighs the newest epoch by a quarter: P(1) = 0.25·300 + 0.75·100 = 150,
+        // P(2) = 0.75·8 = 6, P(3) = 0.25·5 = 1.25 (an empty epoch shows the predictions).
+        let mut q = Ewma::new(0.25);
+        q.fold(&e0, Weight::Packets);
+        q.fold(&e1, Weight::Packets);
+        let c = q.change(&EpochTruth::new(0), Weight::Packets).unwrap();
+        assert_eq!((c[&k(1)], c[&k(2)], c[&k(3)]), (150.0, 6.0, 1.25));
         // alpha = 1 is the previous epoch's size.
         let mut one = Ewma::new(1.0);
         one.fold(&e0, Weight::Packets);

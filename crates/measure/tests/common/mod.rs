@@ -13,5 +13,6 @@ pub fn spec(task: Task, algo: &str) -> MeasureSpec {
         k: None,
         params: toml::Table::new(),
         by_default: false,
+        task_by_default: false,
     }
 }
