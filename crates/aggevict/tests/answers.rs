@@ -452,6 +452,157 @@ fn flow_radar_identical_without_false_positives() {
     }
 }
 
+/// ewma_change keeps exact per-flow counts and predictions (ALGORITHMS.md 12: "yes (exact
+/// per-flow state)"): over several epochs, each fed directly or through the aggregator and ended
+/// with `reset` (which folds the epoch into the predictions), the two models are equal, flow
+/// by flow, and so are their heavy changers.
+#[test]
+fn ewma_change_identical_over_epochs() {
+    for (len, bytes) in [(4, false), (13, true)] {
+        let (mut a, mut b) = (
+            build("ewma_change", "alpha = 0.25", len),
+            build("ewma_change", "alpha = 0.25", len),
+        );
+        for epoch in 0..4u64 {
+            // Another draw each epoch, so predictions and counts differ.
+            let s = zipf(90 + epoch, 60_000, 10_000, len, bytes, 0.0);
+            direct(a.as_mut(), &s);
+            let agg = aggregated(b.as_mut(), &s, &small(Policy::Grr), len, false);
+            assert!(agg.stats().evicted_share() < 0.9);
+            let (ea, eb) = (
+                down::<table::EwmaChange>(a.as_ref()),
+                down::<table::EwmaChange>(b.as_ref()),
+            );
+            assert!(ea == eb, "ewma_change differs in epoch {epoch} ({len}-byte keys)");
+            for (k, &f) in &s.truth {
+                assert_eq!(ea.flow_size(k), Some(f));
+            }
+            if epoch > 0 {
+                let t = s.total / 1000;
+                let (ha, hb) = (
+                    a.heavy_changers(a.as_ref(), t).unwrap(),
+                    b.heavy_changers(b.as_ref(), t).unwrap(),
+                );
+                assert!(!ha.is_empty());
+                assert_eq!(ha, hb);
+            }
+            a.reset();
+            b.reset();
+        }
+        assert!(down::<table::EwmaChange>(a.as_ref()) == down::<table::EwmaChange>(b.as_ref()));
+    }
+}
+
+/// Pair keys whose source is one of `hosts` hosts (Zipf rank modulo `hosts`) and whose
+/// destination is the rank's own address: hosts with tens to thousands of distinct peers.
+fn spread_stream(seed: u64, n: usize, hosts: u64) -> Stream {
+    let zipf = testkit::Zipf::new(20_000, 1.1);
+    let mut rng = Pcg64::seed_from_u64(seed);
+    let mut keys = Vec::with_capacity(n);
+    for _ in 0..n {
+        let r = u64::from(zipf.sample(&mut rng));
+        // Spread the ranks over the hosts unevenly: host h gets every rank with r % hosts == h.
+        let src = (r % hosts) as u32 + 1;
+        let dst = key::mix64(r) as u32;
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&src.to_be_bytes());
+        b[4..].copy_from_slice(&dst.to_be_bytes());
+        keys.push(FlowKey::from_bytes(&b).unwrap());
+    }
+    let weights = vec![1; n];
+    let mut truth = BTreeMap::new();
+    for k in &keys {
+        *truth.entry(*k).or_insert(0) += 1;
+    }
+    Stream {
+        keys,
+        weights,
+        truth,
+        total: n as u64,
+    }
+}
+
+/// Per host: (distinct-peer counter, filter words), from the serialized state (the slots of
+/// the hosts follow their first arrival, which the aggregator reorders).
+fn bloom_hosts(a: &dyn Algorithm) -> BTreeMap<String, (u64, Vec<u64>)> {
+    let b = down::<distinct::BloomSpreader>(a);
+    let v = serde_json::to_value(b).unwrap();
+    let words = b.config().bits.div_ceil(64);
+    let hosts = v["hosts"].as_array().unwrap();
+    let counts = v["counts"].as_array().unwrap();
+    let filters: Vec<u64> = v["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_u64().unwrap())
+        .collect();
+    assert_eq!(hosts.len(), b.hosts());
+    hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            (
+                h.to_string(),
+                (
+                    counts[i].as_u64().unwrap(),
+                    filters[i * words..(i + 1) * words].to_vec(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// bloom_spreader (ALGORITHMS.md 11): each host's Bloom filter is idempotent, so the filters
+/// are identical behind the aggregator; its counter grows only on a peer new to the filter, so
+/// which peers a false positive hides depends on order (class C). With a filter large enough
+/// for no false positive, the counters are the exact distinct peers and the states are equal
+/// host by host; with the paper's 1024 bits they differ, and both keep "never above the truth".
+#[test]
+fn bloom_spreader_identical_filters_and_bounded_counters() {
+    let s = spread_stream(95, 100_000, 40);
+    let mut peers: BTreeMap<FlowKey, u64> = BTreeMap::new();
+    for k in s.truth.keys() {
+        *peers.entry(k.src_part().unwrap()).or_insert(0) += 1;
+    }
+    assert!(peers.values().any(|&p| p > 128), "{peers:?}");
+    for policy in [Policy::Grr, Policy::Lru] {
+        // No false positive: equal state, exact counters.
+        let (a, b) = pair("bloom_spreader", "bits = 65536", &s, &small(policy), 8);
+        let (ha, hb) = (bloom_hosts(a.as_ref()), bloom_hosts(b.as_ref()));
+        assert_eq!(ha, hb, "{policy:?}");
+        for x in [a.as_ref(), b.as_ref()] {
+            let bs = down::<distinct::BloomSpreader>(x);
+            for (h, &p) in &peers {
+                assert_eq!(bs.count(h), p, "{h}");
+            }
+            let mut sp = x.spreaders(128).unwrap();
+            sp.sort();
+            let mut want: Vec<(FlowKey, u64)> =
+                peers.iter().filter(|e| *e.1 > 128).map(|(h, &p)| (*h, p)).collect();
+            want.sort();
+            assert_eq!(sp, want);
+        }
+        // The paper's filter: identical filters, counters at most the truth in both runs.
+        let (a, b) = pair("bloom_spreader", "", &s, &small(policy), 8);
+        let (ha, hb) = (bloom_hosts(a.as_ref()), bloom_hosts(b.as_ref()));
+        assert_eq!(ha.len(), hb.len());
+        let mut under = 0u64;
+        for (h, (ca, fa)) in &ha {
+            let (cb, fb) = &hb[h];
+            assert_eq!(fa, fb, "{h}: filters differ under {policy:?}");
+            under += u64::from(ca != cb);
+        }
+        for x in [a.as_ref(), b.as_ref()] {
+            let bs = down::<distinct::BloomSpreader>(x);
+            for (h, &p) in &peers {
+                assert!(bs.count(h) <= p, "{h}: {} > {p}", bs.count(h));
+            }
+        }
+        // The regime this case is about: false positives made some counters order-dependent.
+        assert!(under > 0, "{policy:?}: no counter differs; the case tests nothing order-dependent");
+    }
+}
+
 // ---- exact tables ---------------------------------------------------------------------------
 
 fn entries(a: &dyn Algorithm) -> BTreeMap<FlowKey, u64> {
