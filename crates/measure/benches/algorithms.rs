@@ -9,6 +9,27 @@
 //!
 //! All in one group and one run, so figures can be stated as ratios (to count_array, to the bare
 //! loop, to the peers).
+//!
+//! What each side computes per key (read every peer ratio with this; the sides do not do the
+//! same work):
+//! - netsift `count_min` (and `count_array`), 4-byte keys, either path: **no hash of the key**.
+//!   The key's value is its code; each row maps it with one multiply-add-shift
+//!   (`HashFn::affine`, strongly universal on 32-bit keys, ALGORITHMS.md 2), then increments
+//!   (batches of 32: all columns first, with prefetch). Wider keys: one xxh3-64 of the key bytes,
+//!   then the same per-row map. With the default candidate set, a probe of that set too.
+//! - netsift `hyperloglog` (and the other distinct counters): one xxh3-64 of the key bytes.
+//! - `datasketches` Count-Min: per row, a **full MurmurHash3 x64-128** of the item with that row's
+//!   seed (4 hashes of the key per update), then a reduction to the bucket. Of a `u32` the hash
+//!   covers its 4 bytes; of `&[u8]` (`_keybytes`) Rust's `Hash` adds a length prefix.
+//! - `datasketches` HyperLogLog: one MurmurHash3 x64-128 per key (its coupon), then the
+//!   list/set/array mode the sketch is in (at 1 M updates over 500 k keys: the array).
+//! - `asap_sketchlib` Count-Min (the default `RegularPath`): per row, a **full seeded xxHash64**
+//!   of the `DataInput` (4 hashes per update), the column as its low 32 bits `% cols` (a
+//!   division), `i32` counters.
+//!
+//! So the Count-Min peers hash every key once per row, where netsift's u32 path hashes nothing:
+//! most of the gap between them is hashing, not memory layout. The `_keybytes` variants give
+//! the peers netsift's `FlowKey` bytes, as `netsift/count_min` receives them.
 
 use std::hint::black_box;
 
