@@ -4,9 +4,12 @@
 //!
 //! One bit per block of [`BLOCK_BYTES`] bytes: marking is one unconditional OR into a bitmap
 //! that is 1/512 of the array's size and stays in cache, with no branch on the hot path; walking
-//! the bitmap costs one word read per 4 KiB of array. A block is marked whenever any element in
-//! it is written, so every element outside the marked blocks still holds its value from the
-//! last [`Dirty::clear_in`] (zero). For arrays whose writes only ever make elements non-zero
+//! the bitmap costs one word read per 4 KiB of array. Either every written element is marked
+//! (then [`Dirty::clear_in`] zeroes the marked blocks), or, for arrays of fixed-size items (a
+//! FlowRadar cell, a Deltoid group, a TwoLevel bucket), the first element of every written item
+//! (then [`Dirty::items`] yields every written item and [`Dirty::clear_items_in`] zeroes them
+//! whole): one mark per item instead of one per block it spans. Either way every item outside
+//! what the marks cover still holds its value from the last clear (zero). For arrays whose writes only ever make elements non-zero
 //! (saturating counters, OR-ed bits, a flow set's counts) the marks are a function of the
 //! contents, so two structures fed the same updates in any order, or merged, have equal marks.
 
@@ -59,16 +62,6 @@ impl Dirty {
         let b = i >> self.shift;
         if let Some(w) = self.bits.get_mut(b >> 6) {
             *w |= 1 << (b & 63);
-        }
-    }
-
-    /// Note a write of elements `start..start + n` (`n >= 1`).
-    #[inline]
-    pub fn mark_range(&mut self, start: usize, n: usize) {
-        for b in start >> self.shift..=(start + n.max(1) - 1) >> self.shift {
-            if let Some(w) = self.bits.get_mut(b >> 6) {
-                *w |= 1 << (b & 63);
-            }
         }
     }
 
@@ -133,6 +126,20 @@ impl Dirty {
             next = next.max(last);
             first..last
         })
+    }
+
+    /// Zero every item of `item_len` consecutive elements of `data` that overlaps a marked block,
+    /// and clear the marks: for arrays of items where a write marks only the item's first
+    /// element (one mark per item written instead of one per block it spans).
+    pub fn clear_items_in<T: Copy + Default>(&mut self, data: &mut [T], item_len: usize) {
+        let item_len = item_len.max(1);
+        for j in self.items(item_len) {
+            let end = ((j + 1) * item_len).min(data.len());
+            if let Some(s) = data.get_mut(j * item_len..end) {
+                s.fill(T::default());
+            }
+        }
+        self.bits.fill(0);
     }
 
     /// Zero the marked blocks of `data` (the array this map tracks) and clear the marks.
@@ -231,17 +238,34 @@ mod tests {
     }
 
     #[test]
+    fn items_marked_by_their_first_element_are_cleared_whole() {
+        // Items of 33 u32 (a Deltoid group): a write marks only the item's first element.
+        let (len, item) = (33 * 100, 33);
+        let mut data = vec![0u32; len];
+        let mut d = Dirty::new(len, 4);
+        for j in [0usize, 1, 50, 99] {
+            data[j * item..(j + 1) * item].fill(j as u32 + 1);
+            d.mark(j * item);
+        }
+        let items: Vec<usize> = d.items(item).collect();
+        for j in [0usize, 1, 50, 99] {
+            assert!(items.contains(&j));
+        }
+        d.clear_items_in(&mut data, item);
+        assert!(data.iter().all(|&x| x == 0));
+        assert!(d.is_clean());
+    }
+
+    #[test]
     fn spans_and_merges() {
         let mut a = Dirty::new(100, 8);
-        a.mark_range(6, 3); // words 6..9: blocks 0 and 1
+        a.mark(6);
+        a.mark(8);
         assert_eq!(a.ranges().collect::<Vec<_>>(), vec![0..16]);
         let mut b = Dirty::new(100, 8);
         b.mark(99);
         a.merge(&b);
         assert_eq!(a.ranges().collect::<Vec<_>>(), vec![0..16, 96..100]);
-        let mut d = Dirty::new(1000, 4);
-        d.mark_range(20, 105); // u32 20..125: blocks 1..=7
-        assert_eq!(d.ranges().collect::<Vec<_>>(), vec![16..128]);
         let c = Dirty::new(50, 8);
         a.merge(&c);
         assert_eq!(a.ranges().collect::<Vec<_>>(), vec![0..100]);

@@ -202,3 +202,136 @@ pub fn cmd_parse(a: ParseArgs, out: &mut Out) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(Args)]
+pub struct EpochsArgs {
+    /// Algorithms to measure, comma-separated (default: every one `netsift algorithms` lists).
+    #[arg(long, value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Packets of the synthetic trace (the generator's default model, Zipf 1.1, one source
+    /// per four flows), all keyed by source address so every algorithm takes them.
+    #[arg(long, default_value_t = 100_000, value_parser = flags::whole::<u64>(1_000..=100_000_000))]
+    packets: u64,
+    /// Packets per short epoch.
+    #[arg(long, default_value_t = 20, value_parser = flags::whole::<u64>(1..=1_000_000))]
+    epoch_packets: u64,
+    /// Timed rounds of each pair of runs; the fastest of each side is kept.
+    #[arg(long, default_value_t = 3, value_parser = flags::whole::<usize>(1..=100))]
+    rounds: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+/// One algorithm's row of `bench epochs`.
+#[derive(Serialize)]
+struct EpochCost {
+    algorithm: String,
+    tasks: Vec<algo::Task>,
+    /// Epochs of the short-epoch run.
+    epochs: u64,
+    /// End-to-end ns per packet with the whole trace as one epoch.
+    ns_per_packet_one_epoch: f64,
+    /// The same with short epochs.
+    ns_per_packet_short_epochs: f64,
+    /// What each extra epoch costs: (short - one) / (epochs - 1), in microseconds: the
+    /// algorithm's reset and queries, the exact truth's and the scoring.
+    us_per_epoch: f64,
+    /// The same in packets' worth of one-epoch work.
+    packets_per_epoch: f64,
+}
+
+/// Time one pass of the runner over `packets` with `epoch` packets per epoch; past epochs are
+/// taken as they close, as a live run does, so memory stays flat.
+fn time_run(
+    cfg: &measure::RunConfig,
+    packets: &[gen::GenPacket],
+    epoch: u64,
+) -> Result<std::time::Duration> {
+    let mut cfg = cfg.clone();
+    cfg.epoch_packets = Some(epoch);
+    let mut runner = measure::Runner::new(cfg, "bench epochs")?;
+    let t = Instant::now();
+    for p in packets {
+        runner.push(p.ts_ns, &p.tuple, p.wire_len);
+        if !runner.completed_epochs().is_empty() {
+            black_box(runner.take_completed());
+        }
+    }
+    black_box(runner.finish());
+    Ok(t.elapsed())
+}
+
+/// `netsift bench epochs`: what an epoch boundary costs each algorithm, end to end through the
+/// runner. A run with short epochs against one with a single epoch over the same packets, in
+/// alternating rounds (the machines are shared: a ratio from one run, the fastest of each side).
+pub fn cmd_epochs(a: EpochsArgs, out: &mut Out) -> Result<()> {
+    let names: Vec<String> = if a.algo.is_empty() {
+        catalog::ALL.iter().map(|e| e.name.to_string()).collect()
+    } else {
+        a.algo.clone()
+    };
+    let spec = gen::Spec {
+        packets: a.packets,
+        flows: (a.packets / 10).max(100),
+        ..gen::Spec::default()
+    };
+    let mut packets = Vec::with_capacity(a.packets as usize);
+    gen::generate(&spec, |p| packets.push(*p))?;
+    let mut rows = Vec::new();
+    for name in &names {
+        let entry = catalog::lookup(name)?;
+        let mut cfg = measure::RunConfig {
+            key: KeyKind::Src,
+            ..measure::RunConfig::default()
+        };
+        cfg.measures =
+            measure::RunConfig::measures_from_lists(entry.tasks, std::slice::from_ref(name))?;
+        cfg.validate()?;
+        let (mut one, mut short) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..a.rounds {
+            one = one.min(time_run(&cfg, &packets, a.packets)?.as_secs_f64());
+            short = short.min(time_run(&cfg, &packets, a.epoch_packets)?.as_secs_f64());
+        }
+        let n = packets.len() as f64;
+        let epochs = a.packets.div_ceil(a.epoch_packets);
+        let per_epoch = (short - one).max(0.0) / (epochs.max(2) - 1) as f64;
+        rows.push(EpochCost {
+            algorithm: name.clone(),
+            tasks: entry.tasks.to_vec(),
+            epochs,
+            ns_per_packet_one_epoch: one * 1e9 / n,
+            ns_per_packet_short_epochs: short * 1e9 / n,
+            us_per_epoch: per_epoch * 1e6,
+            packets_per_epoch: per_epoch / (one / n),
+        });
+    }
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{} packets keyed by source, epochs of {} packets ({} epochs) vs one epoch; fastest of {} rounds",
+        a.packets,
+        a.epoch_packets,
+        a.packets.div_ceil(a.epoch_packets),
+        a.rounds
+    )?;
+    writeln!(
+        out,
+        "{:<16} {:>12} {:>12} {:>12} {:>14}",
+        "algorithm", "ns/pkt one", "ns/pkt short", "us/epoch", "pkts/epoch"
+    )?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{:<16} {:>12.1} {:>12.1} {:>12.2} {:>14.1}",
+            r.algorithm,
+            r.ns_per_packet_one_epoch,
+            r.ns_per_packet_short_epochs,
+            r.us_per_epoch,
+            r.packets_per_epoch
+        )?;
+    }
+    Ok(())
+}

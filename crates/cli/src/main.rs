@@ -136,6 +136,9 @@ enum BenchCmd {
     /// Reproduce the Agg-Evict paper's figures (throughput and latency with and without the
     /// aggregator), writing CSV, JSON, PNG and SVG per figure.
     AggEvict(bench::AggEvictArgs),
+    /// What an epoch boundary costs each algorithm (reset, queries, exact truth, scoring): short
+    /// epochs against one epoch over the same synthetic packets.
+    Epochs(bench::EpochsArgs),
 }
 
 /// Every command writes to `out`; its error, or a failure to flush what it wrote, goes to
@@ -151,6 +154,7 @@ fn main() -> ExitCode {
         Cmd::Gen(a) => cmd_gen(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
     };
     let res = res.and_then(|ok| {
         out.flush()?;

@@ -1061,3 +1061,84 @@ fn a_mostly_ipv6_capture_is_measured_with_ipv6_keys() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(r["notes"].as_array().unwrap().is_empty(), "{}", r["notes"]);
 }
+
+/// Short epochs cost in proportion to the trace: 200 epochs of 1 ms over a 0.2 s trace, with
+/// every default task and algorithm, take at most a few times one epoch over the same trace.
+/// A bound on a ratio measured within this test (fastest of two runs each), with a wide margin:
+/// measured 1.8x in release; before per-epoch costs followed the epoch's work (two_level's
+/// ~110 ms per reset and reversal) it was 20x.
+#[test]
+fn one_ms_epochs_cost_in_proportion_to_the_trace() {
+    let f = gen("ms.pcap", 200_000, 20_000, 4, &[]);
+    let time = |epoch_ms: &str| {
+        let mut best = f64::INFINITY;
+        let mut last = None;
+        for _ in 0..2 {
+            let t = std::time::Instant::now();
+            let out = netsift()
+                .args(["run", "--json", "--epoch-ms", epoch_ms])
+                .arg(&f)
+                .output()
+                .unwrap();
+            best = best.min(t.elapsed().as_secs_f64());
+            assert_ok(&out);
+            last = Some(out.stdout);
+        }
+        let v: serde_json::Value = serde_json::from_slice(&last.unwrap()).unwrap();
+        (best, v)
+    };
+    let (one, v1) = time("1000");
+    let (short, v) = time("1");
+    let epochs = v["epochs"].as_array().unwrap();
+    assert_eq!(v1["epochs"].as_array().unwrap().len(), 1);
+    assert_eq!(epochs.len(), 200);
+    let keyed: u64 = epochs.iter().map(|e| e["packets"].as_u64().unwrap()).sum();
+    assert_eq!(keyed, 200_000);
+    assert!(
+        short < 6.0 * one,
+        "200 epochs of 1 ms took {short:.2} s, one epoch {one:.2} s"
+    );
+}
+
+#[test]
+fn bench_epochs_reports_every_algorithm_asked_for() {
+    let out = netsift()
+        .args([
+            "bench",
+            "epochs",
+            "--packets",
+            "2000",
+            "--epoch-packets",
+            "100",
+        ])
+        .args([
+            "--rounds",
+            "1",
+            "--algo",
+            "count_min,two_level,flow_radar",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["algorithm"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["count_min", "two_level", "flow_radar"]);
+    for r in rows {
+        assert_eq!(r["epochs"], 20);
+        for f in ["ns_per_packet_one_epoch", "ns_per_packet_short_epochs"] {
+            assert!(r[f].as_f64().unwrap() > 0.0, "{r}");
+        }
+        assert!(r["us_per_epoch"].as_f64().unwrap() >= 0.0);
+    }
+    let out = netsift()
+        .args(["bench", "epochs", "--algo", "nonsense"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nonsense"));
+}

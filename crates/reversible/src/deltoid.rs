@@ -141,7 +141,8 @@ impl Deltoid {
         let Some(grp) = self.counters.get_mut(base..base + self.stride) else {
             return;
         };
-        self.dirty.mark_range(base, self.stride);
+        // One mark per group, on its first counter; reset zeroes whole groups.
+        self.dirty.mark(base);
         let (t0, t1) = grp.split_at_mut(1);
         t0[0] = t0[0].saturating_add(w);
         // Branchless over all bits: add `w` masked by the bit. Eight fixed-size lanes per key
@@ -342,7 +343,7 @@ impl Algorithm for Deltoid {
     }
 
     fn reset(&mut self) {
-        self.dirty.clear_in(&mut self.counters);
+        self.dirty.clear_items_in(&mut self.counters, self.stride);
         self.skipped = 0;
     }
 

@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod deltoid;
+mod memo;
 pub mod modular;
 pub mod rev_sketch;
 pub mod two_level;

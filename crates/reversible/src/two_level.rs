@@ -18,7 +18,10 @@
 //!
 //! Query (threshold T, report > T): Rev buckets with estimate > T are heavy; reverse hashing
 //! gives candidate hosts; a candidate is reported when the min over the CM rows of its bucket
-//! estimate is > T, and that min is the reported distinct-peer count. A bucket's bitmap holds
+//! estimate is > T, and that min is the reported distinct-peer count. An epoch with at most
+//! 4096 distinct hosts remembers them (`crate::memo`) and applies the same two tests to each
+//! instead of reversing: short epochs with thresholds of a few peers would otherwise spend
+//! ~100 ms per query on an exploding candidate set. A bucket's bitmap holds
 //! the union of its hosts' peers, so a true spreader's buckets are all heavy up to bitmap noise.
 //!
 //! Default configuration: SketchVisor 7.1 — CM 2 x 4000 buckets, each "two rows with 250
@@ -38,6 +41,7 @@ use algo::{Algorithm, BuildCtx, ConfigError, Dirty, Estimate, MergeError, Side, 
 use key::{sub_seed, FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
+use crate::memo::HostMemo;
 use crate::modular::{LayoutError, ModularHash, MAX_ROWS};
 use crate::{key_to_u64, km_index, prefetch, u64_to_key, Detection};
 
@@ -168,6 +172,9 @@ pub struct TwoLevel {
     /// those (a bucket never written estimates 0 peers, never above a threshold).
     cm_dirty: Dirty,
     rev_dirty: Dirty,
+    /// The epoch's distinct hosts while they are few: a query then checks them instead of
+    /// reversing (see `crate::memo`).
+    memo: HostMemo,
     /// Updates ignored because the key length differed from `key_len`.
     skipped: u64,
 }
@@ -177,6 +184,8 @@ const STEP: usize = 16;
 /// Where one update lands: bucket offsets in both parts and the peer's bit per bitmap.
 #[derive(Clone, Copy, Default)]
 struct Slots {
+    /// The host address as an integer.
+    host: u32,
     cm: [u32; MAX_ROWS],
     rev: [u32; MAX_ROWS],
     bit: [u32; MAX_BITMAPS],
@@ -202,6 +211,7 @@ impl TwoLevel {
             rev: vec![0; cfg.rev_rows * cfg.rev_width * bw],
             cm_dirty: Dirty::new(cfg.cm_rows * cfg.cm_width * bw, 8),
             rev_dirty: Dirty::new(cfg.rev_rows * cfg.rev_width * bw, 8),
+            memo: HostMemo::new(),
             skipped: 0,
             seed,
             cfg,
@@ -246,7 +256,9 @@ impl TwoLevel {
         for (i, slot) in s.cm.iter_mut().enumerate().take(self.cfg.cm_rows) {
             *slot = ((i * self.cfg.cm_width + km_index(h, i, self.cfg.cm_width)) * bw) as u32;
         }
-        let mk = self.host_hash.mangle(key_to_u64(host.as_bytes()));
+        let x = key_to_u64(host.as_bytes());
+        s.host = x as u32;
+        let mk = self.host_hash.mangle(x);
         for (i, slot) in s.rev.iter_mut().enumerate().take(self.cfg.rev_rows) {
             *slot = ((i * self.cfg.rev_width + self.host_hash.index(i, mk)) * bw) as u32;
         }
@@ -278,6 +290,7 @@ impl TwoLevel {
         for &base in &s.rev[..self.cfg.rev_rows] {
             set_bits(&mut self.rev, &mut self.rev_dirty, base as usize, bits);
         }
+        self.memo.insert(s.host);
     }
 
     /// Distinct-peer estimate of the bucket at word offset `base` of `arr`.
@@ -311,8 +324,48 @@ impl TwoLevel {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Hosts with more than `threshold` estimated distinct peers, with the truncation flag.
+    /// Hosts with more than `threshold` estimated distinct peers, with the truncation flag: the
+    /// epoch's hosts checked one by one while they are few, else reverse hashing.
     pub fn detect(&self, threshold: u64) -> Detection {
+        match self.memo.hosts() {
+            Some(hosts) => self.detect_among(&hosts, threshold),
+            None => self.detect_by_reversal(threshold),
+        }
+    }
+
+    /// Is row `i`'s Rev bucket at word offset `base` heavy (estimate > t)?
+    fn heavy_bucket(&self, base: u32, t: f64) -> bool {
+        self.bucket_estimate(&self.rev, base as usize) > t
+    }
+
+    /// The reversal's test applied to known hosts: heavy Rev buckets in at least `rev_rows -
+    /// misses` rows, then the CM estimate > T. Every host this reports, reversal reports too
+    /// (when not truncated); reversal can add hosts never seen (phantoms of the heavy-bucket
+    /// intersection).
+    fn detect_among(&self, hosts: &[u32], threshold: u64) -> Detection {
+        let t = threshold as f64;
+        let mut s = Slots::default();
+        let flows = hosts
+            .iter()
+            .filter_map(|&h| {
+                let host = u64_to_key(u64::from(h), 4);
+                self.host_slots(&host, &mut s);
+                let heavy = s.rev[..self.cfg.rev_rows]
+                    .iter()
+                    .filter(|&&b| self.heavy_bucket(b, t))
+                    .count();
+                if heavy + self.misses < self.cfg.rev_rows {
+                    return None;
+                }
+                let e = self.estimate(&host);
+                (e > t).then(|| (host, e.round() as u64))
+            })
+            .collect();
+        Detection::sorted(flows, false)
+    }
+
+    /// Reverse hashing of the heavy Rev buckets, candidates confirmed by the CM estimate.
+    fn detect_by_reversal(&self, threshold: u64) -> Detection {
         let t = threshold as f64;
         let (bw, w) = (self.bucket_words(), self.cfg.rev_width);
         // A bucket never written estimates 0 peers, never more than T, so only written buckets
@@ -320,7 +373,7 @@ impl TwoLevel {
         // scan would give it.
         let mut heavy: Vec<Vec<u32>> = vec![Vec::new(); self.cfg.rev_rows];
         for j in self.rev_dirty.items(bw) {
-            if self.bucket_estimate(&self.rev, j * bw) > t {
+            if self.heavy_bucket((j * bw) as u32, t) {
                 if let Some(row) = heavy.get_mut(j / w) {
                     row.push((j % w) as u32);
                 }
@@ -348,11 +401,11 @@ impl TwoLevel {
 
 #[inline]
 fn set_bits(arr: &mut [u64], dirty: &mut Dirty, base: usize, bits: &[u32]) {
+    // One mark per bucket, on its first word; reset zeroes whole buckets.
+    dirty.mark(base);
     for &p in bits {
-        let i = base + p as usize / 64;
-        if let Some(w) = arr.get_mut(i) {
+        if let Some(w) = arr.get_mut(base + p as usize / 64) {
             *w |= 1 << (p % 64);
-            dirty.mark(i);
         }
     }
 }
@@ -409,8 +462,10 @@ impl Algorithm for TwoLevel {
     }
 
     fn reset(&mut self) {
-        self.cm_dirty.clear_in(&mut self.cm);
-        self.rev_dirty.clear_in(&mut self.rev);
+        let bw = self.bucket_words();
+        self.cm_dirty.clear_items_in(&mut self.cm, bw);
+        self.rev_dirty.clear_items_in(&mut self.rev, bw);
+        self.memo.clear();
         self.skipped = 0;
     }
 
@@ -419,6 +474,7 @@ impl Algorithm for TwoLevel {
             + self.cfg.rev_rows * 4 * 256 * (4 + 1)
             + self.cm_dirty.memory_bytes()
             + self.rev_dirty.memory_bytes()
+            + HostMemo::memory_bytes()
     }
 
     fn spreaders(&self, threshold: u64) -> Option<Vec<Estimate>> {
@@ -435,6 +491,7 @@ impl Algorithm for TwoLevel {
         }
         self.cm_dirty.merge(&o.cm_dirty);
         self.rev_dirty.merge(&o.rev_dirty);
+        self.memo.merge(&o.memo);
         self.skipped += o.skipped;
         Ok(())
     }
@@ -456,8 +513,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
             let dirty = algo::Dirty::bytes_for(c.cm_rows * c.cm_width * bw as usize, 8)
                 + algo::Dirty::bytes_for(c.rev_rows * c.rev_width * bw as usize, 8);
             // u64 bitmap words per bucket, the host hash's inverse tables, the written-block
-            // maps.
-            Ok(8 * cells * bw + c.rev_rows as u64 * 4 * 256 * (4 + 1) + dirty)
+            // maps, the short-epoch host memo.
+            Ok(8 * cells * bw
+                + c.rev_rows as u64 * 4 * 256 * (4 + 1)
+                + dirty
+                + HostMemo::memory_bytes() as u64)
         })
     },
     defaults: algo::defaults_of::<TwoLevelConfig>,
@@ -564,28 +624,55 @@ mod tests {
         }
     }
 
-    /// The query visits only written blocks; with every block marked it visits all buckets,
-    /// the plain full scan. Both must answer the same, for tiny and full epochs.
+    /// The reversal visits only written blocks; with every block marked it visits all buckets,
+    /// the plain full scan: both answer the same. A short epoch's memo answers what the reversal
+    /// answers among the hosts that were seen (no phantoms), for tiny and full epochs.
     #[test]
-    fn written_block_scan_equals_full_scan() {
+    fn written_block_scan_and_memo_agree_with_the_full_reversal() {
         let (st, _) = stream(Side::Src, 13);
         let c = ctx(5, Side::Src);
-        for n in [10usize, 500, st.len()] {
+        let mut memo_used = 0;
+        for n in [10usize, 500, 3_000, st.len()] {
             let mut s = TwoLevel::new(TwoLevelConfig::default(), &c).unwrap();
             feed(&mut s, &st[..n]);
             let mut full = s.clone();
             full.cm_dirty.mark_all();
             full.rev_dirty.mark_all();
+            let seen: Vec<FlowKey> = st[..n]
+                .iter()
+                .filter_map(|(k, _)| s.split(k).map(|(h, _)| h))
+                .collect();
             for t in [0u64, 1, 5, 50, 200] {
-                assert_eq!(s.detect(t), full.detect(t), "n {n} t {t}");
+                let rev = s.detect_by_reversal(t);
+                assert_eq!(rev, full.detect_by_reversal(t), "n {n} t {t}");
+                let got = s.detect(t);
+                if let Some(hosts) = s.memo.hosts() {
+                    memo_used += 1;
+                    let mut distinct = seen.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    assert_eq!(hosts.len(), distinct.len());
+                    if !rev.truncated {
+                        let want: Vec<_> = rev
+                            .flows
+                            .iter()
+                            .filter(|(h, _)| seen.contains(h))
+                            .copied()
+                            .collect();
+                        assert_eq!(got.flows, want, "n {n} t {t}");
+                    }
+                } else {
+                    assert_eq!(got, rev);
+                }
             }
-            // Reset of either leaves a fresh structure, marks included.
+            // Reset of either leaves a fresh structure, marks and memo included.
             s.reset();
             full.reset();
             let fresh = TwoLevel::new(TwoLevelConfig::default(), &c).unwrap();
             assert_eq!(s, fresh);
             assert_eq!(full, fresh);
         }
+        assert!(memo_used >= 10, "{memo_used}");
     }
 
     #[test]

@@ -300,7 +300,8 @@ impl FlowRadar {
         for j in 0..self.cell_hashes {
             let i = self.cell(h, j);
             let c = &mut self.table[i * stride..(i + 1) * stride];
-            self.table_dirty.mark_range(i * stride, stride);
+            // One mark per cell, on its first word; reset zeroes whole cells.
+            self.table_dirty.mark(i * stride);
             if new {
                 for (x, y) in c.iter_mut().zip(&p[..kw]) {
                     *x ^= y;
@@ -487,7 +488,8 @@ impl Algorithm for FlowRadar {
 
     fn reset(&mut self) {
         self.bf_dirty.clear_in(&mut self.bf);
-        self.table_dirty.clear_in(&mut self.table);
+        self.table_dirty
+            .clear_items_in(&mut self.table, self.stride);
         self.rejected = Dropped::default();
         self.invalidate();
     }
