@@ -473,7 +473,10 @@ fn ewma_change_identical_over_epochs() {
                 down::<table::EwmaChange>(a.as_ref()),
                 down::<table::EwmaChange>(b.as_ref()),
             );
-            assert!(ea == eb, "ewma_change differs in epoch {epoch} ({len}-byte keys)");
+            assert!(
+                ea == eb,
+                "ewma_change differs in epoch {epoch} ({len}-byte keys)"
+            );
             for (k, &f) in &s.truth {
                 assert_eq!(ea.flow_size(k), Some(f));
             }
@@ -577,8 +580,11 @@ fn bloom_spreader_identical_filters_and_bounded_counters() {
             }
             let mut sp = x.spreaders(128).unwrap();
             sp.sort();
-            let mut want: Vec<(FlowKey, u64)> =
-                peers.iter().filter(|e| *e.1 > 128).map(|(h, &p)| (*h, p)).collect();
+            let mut want: Vec<(FlowKey, u64)> = peers
+                .iter()
+                .filter(|e| *e.1 > 128)
+                .map(|(h, &p)| (*h, p))
+                .collect();
             want.sort();
             assert_eq!(sp, want);
         }
@@ -599,7 +605,10 @@ fn bloom_spreader_identical_filters_and_bounded_counters() {
             }
         }
         // The regime this case is about: false positives made some counters order-dependent.
-        assert!(under > 0, "{policy:?}: no counter differs; the case tests nothing order-dependent");
+        assert!(
+            under > 0,
+            "{policy:?}: no counter differs; the case tests nothing order-dependent"
+        );
     }
 }
 

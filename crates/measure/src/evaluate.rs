@@ -206,7 +206,10 @@ pub(crate) fn evaluate(
                 .copied()
                 .filter(|&(_, s)| s >= kth && s > 0)
                 .collect();
-            let hits = rep.iter().filter(|(key, _)| members.contains_key(key)).count() as f64;
+            let hits = rep
+                .iter()
+                .filter(|(key, _)| members.contains_key(key))
+                .count() as f64;
             let want = k.min(ranked.len()) as f64;
             // As `set_accuracy`: nothing reported is precision 1 when nothing is true, else 0.
             let p = if rep.is_empty() {
@@ -353,7 +356,12 @@ mod tests {
         }
     }
 
-    fn score(s: &MeasureSpec, a: &Fixed, cur: &EpochTruth, prev: Option<&EpochTruth>) -> TaskResult {
+    fn score(
+        s: &MeasureSpec,
+        a: &Fixed,
+        cur: &EpochTruth,
+        prev: Option<&EpochTruth>,
+    ) -> TaskResult {
         score_with(s, a, cur, prev, None, &RunConfig::default())
     }
 
@@ -388,7 +396,12 @@ mod tests {
             hh: vec![(k(1), 55), (k(2), 30), (k(4), 5), (k(5), 1)],
             ..Fixed::default()
         };
-        let r = score(&spec(Task::HeavyHitters, Some(20.0), None), &a, &four(), None);
+        let r = score(
+            &spec(Task::HeavyHitters, Some(20.0), None),
+            &a,
+            &four(),
+            None,
+        );
         assert_eq!(r.threshold, Some(20.0));
         close(r.accuracy.precision, 0.5);
         close(r.accuracy.recall, 2.0 / 3.0);
@@ -397,7 +410,12 @@ mod tests {
         assert_eq!(r.truth.count, Some(3));
         assert_eq!(r.answer.reported, Some(4));
         // A fraction of the epoch's total (105 packets): 0.19 x 105 = 19.95, rounded up to 20.
-        let r = score(&spec(Task::HeavyHitters, Some(0.19), None), &a, &four(), None);
+        let r = score(
+            &spec(Task::HeavyHitters, Some(0.19), None),
+            &a,
+            &four(),
+            None,
+        );
         assert_eq!(r.threshold, Some(20.0));
         // With point queries: the relative error over every true instance, missed ones too:
         // estimates 55, 30, 0 for 50, 30, 20: (0.1 + 0 + 1) / 3.
@@ -408,7 +426,12 @@ mod tests {
             sizes: Some(sizes),
             ..a
         };
-        let r = score(&spec(Task::HeavyHitters, Some(20.0), None), &a, &four(), None);
+        let r = score(
+            &spec(Task::HeavyHitters, Some(20.0), None),
+            &a,
+            &four(),
+            None,
+        );
         close(r.accuracy.relative_error, 1.1 / 3.0);
         // In bytes (100 per packet) the threshold and sizes are bytes: T = 2000 holds 1, 2, 3
         // (in packets nothing would be that large). Reported {1, 4}: precision 1/2, recall 1/3.
@@ -444,7 +467,12 @@ mod tests {
         close(r.accuracy.are, 0.05);
         assert_eq!(r.truth.count, Some(2));
         // A fraction of the total change: 0.2 x 70 = 14.
-        let r = score(&spec(Task::HeavyChangers, Some(0.2), None), &a, &four(), Some(&before));
+        let r = score(
+            &spec(Task::HeavyChangers, Some(0.2), None),
+            &a,
+            &four(),
+            Some(&before),
+        );
         assert_eq!(r.threshold, Some(14.0));
         // No previous epoch: no score.
         let r = score(&s, &a, &four(), None);

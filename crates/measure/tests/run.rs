@@ -311,7 +311,9 @@ fn a_run_over_its_memory_budget_is_refused_before_allocating() {
 #[test]
 fn ewma_change_is_scored_against_its_own_change() {
     let mut alpha = spec(Task::HeavyChangers, "ewma_change");
-    alpha.params.insert("alpha".into(), toml::Value::Float(0.25));
+    alpha
+        .params
+        .insert("alpha".into(), toml::Value::Float(0.25));
     let r = run(&cfg(vec![
         spec(Task::HeavyChangers, "ewma_change"),
         alpha,
@@ -352,7 +354,11 @@ fn flow_size_distribution_in_bytes_is_refused_or_left_out() {
     all.weight = truth::Weight::Bytes;
     let r = run(&all);
     assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
-    assert!(r.notes[0].starts_with("flow_size_distribution"), "{:?}", r.notes);
+    assert!(
+        r.notes[0].starts_with("flow_size_distribution"),
+        "{:?}",
+        r.notes
+    );
     for e in &r.epochs {
         assert!(e.tasks.iter().all(|t| t.task != Task::FlowSizeDistribution));
         // The rest is scored in bytes, and the exact table is exact there.
@@ -368,7 +374,10 @@ fn flow_size_distribution_in_bytes_is_refused_or_left_out() {
     }
     // In packets the same lists keep it.
     let all = cfg(RunConfig::measures_from_lists(&[], &["linear_hash".into()]).unwrap());
-    assert!(all.measures.iter().any(|m| m.task == Task::FlowSizeDistribution));
+    assert!(all
+        .measures
+        .iter()
+        .any(|m| m.task == Task::FlowSizeDistribution));
     assert!(Runner::new(all, "t").is_ok());
 }
 

@@ -153,9 +153,7 @@ impl Ewma {
                 *p = a * size(k) + (1.0 - a) * *p;
             }
             for (k, c) in &cur.flows {
-                self.predicted
-                    .entry(*k)
-                    .or_insert(a * c.get(w) as f64);
+                self.predicted.entry(*k).or_insert(a * c.get(w) as f64);
             }
         }
         self.epochs += 1;
