@@ -16,7 +16,7 @@ use wire::Class;
 
 use crate::flags;
 use crate::out::{self, Out, StdoutError};
-use crate::source::each_packet;
+use crate::source::{each_packet, Packet};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -306,21 +306,30 @@ pub fn run(
             if auto.is_some() {
                 cfg.ipv6 = true;
             }
+            // A stream cannot be read twice: its address family is told from its first packets,
+            // held and replayed (at most STREAM_SAMPLE IP packets or one second of capture time).
+            let mut head = (cap.is_stream() && !cfg.ipv6).then(|| StreamHead::default());
+            let ipv6_cfg = RunConfig {
+                ipv6: true,
+                ..cfg.clone()
+            };
             let mut runner = Runner::new(cfg, cap.name())?;
             if let Some(n) = auto {
                 runner.add_note(n);
             }
-            print_notes(&runner);
+            if head.is_none() {
+                print_notes(&runner);
+            }
             let pb = progress(None);
             let mut n = 0u64;
             let mut epochs = 0;
-            let res = each_packet(&cap, |p| {
+            let mut feed = |runner: &mut Runner, p: &Packet| {
                 match p.class {
                     Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
                     c => runner.push_unkeyed(c, p.wire_len),
                 }
                 if runner.completed_epochs().len() != epochs {
-                    if let Err(e) = pb.suspend(|| on_epoch(&mut runner)) {
+                    if let Err(e) = pb.suspend(|| on_epoch(runner)) {
                         pb.finish_and_clear();
                         out::exit(&e);
                     }
@@ -330,7 +339,39 @@ pub fn run(
                 if n.is_multiple_of(65536) {
                     pb.set_position(n);
                 }
+            };
+            let name = cap.name().to_string();
+            let decide = |head: StreamHead,
+                          runner: &mut Runner,
+                          feed: &mut dyn FnMut(&mut Runner, &Packet)| {
+                if let Some(note) = head.ipv6_note() {
+                    match Runner::new(ipv6_cfg.clone(), &name) {
+                        Ok(r) => {
+                            *runner = r;
+                            runner.add_note(note);
+                        }
+                        Err(e) => runner.add_note(format!(
+                            "{note}, but the IPv6 sizing cannot be built ({e}): sized for IPv4"
+                        )),
+                    }
+                }
+                print_notes(runner);
+                for p in &head.packets {
+                    feed(runner, p);
+                }
+            };
+            let res = each_packet(&cap, |p| match head.as_mut() {
+                Some(h) => {
+                    if h.hold(p) {
+                        let h = head.take().unwrap_or_default();
+                        decide(h, &mut runner, &mut feed);
+                    }
+                }
+                None => feed(&mut runner, p),
             });
+            if let Some(h) = head.take() {
+                decide(h, &mut runner, &mut feed);
+            }
             pb.finish_and_clear();
             if let Err(e) = res {
                 read_error = Some(e.to_string());
@@ -343,11 +384,51 @@ pub fn run(
 
 /// Packets a file's first look reads to tell its address family.
 const FAMILY_SAMPLE: usize = 100_000;
+/// IP packets a stream's head holds to tell its address family.
+const STREAM_SAMPLE: usize = 1_000;
+
+/// The first packets of a stream, held until its address family is known: [`STREAM_SAMPLE`] IP
+/// packets, one second of capture time, or the end of the stream, whichever comes first (so a
+/// slow live feed is not held for long).
+#[derive(Default)]
+struct StreamHead {
+    packets: Vec<Packet>,
+    v4: usize,
+    v6: usize,
+    first_ts: Option<u64>,
+}
+
+impl StreamHead {
+    /// Hold `p`; true when the head is complete.
+    fn hold(&mut self, p: &Packet) -> bool {
+        self.packets.push(*p);
+        match p.class {
+            Class::Ipv4 => self.v4 += 1,
+            Class::Ipv6 => self.v6 += 1,
+            _ => {}
+        }
+        let first = *self.first_ts.get_or_insert(p.ts_ns);
+        self.v4 + self.v6 >= STREAM_SAMPLE || p.ts_ns.saturating_sub(first) >= 1_000_000_000
+    }
+
+    /// The note of a mostly-IPv6 head, which sizes the run for IPv6 keys.
+    fn ipv6_note(&self) -> Option<String> {
+        (self.v6 > self.v4).then(|| {
+            format!(
+                "{} of the stream's first {} IP packets are IPv6: fixed-width structures are \
+                 sized for IPv6 keys, as with --ipv6",
+                self.v6,
+                self.v4 + self.v6
+            )
+        })
+    }
+}
 
 /// Size the fixed-width structures for IPv6 keys when a capture file's first packets are mostly
 /// IPv6 and `--ipv6` was not given: without it, the structures that decode keys of one exact
 /// length (deltoid, rev_sketch, two_level, bloom_spreader) would skip every IPv6 key. Returns the
-/// note saying so. Streams (stdin, pipes) are not looked at: they can be read only once.
+/// note saying so. Streams (stdin, pipes) are looked at by their first packets instead
+/// ([`StreamHead`]): they can be read only once.
 fn auto_ipv6(cap: &Capture, cfg: &RunConfig) -> Option<String> {
     if cfg.ipv6 || cap.is_stream() {
         return None;

@@ -1142,3 +1142,33 @@ fn bench_epochs_reports_every_algorithm_asked_for() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nonsense"));
 }
+
+/// A stream on standard input is read once: its address family is told from its first packets,
+/// which are held and replayed, so an IPv6 stream gets IPv6-sized structures (and the same answers
+/// as the file, which is looked at before reading).
+#[test]
+fn an_ipv6_stream_is_sized_for_ipv6_keys_like_the_file() {
+    let Some(f) = testkit::trace("ndpi_reddit.pcap") else {
+        return;
+    };
+    let run = |stdin: bool| {
+        let mut c = netsift();
+        c.args(["run", "--json", "--epoch-packets", "500"]);
+        if stdin {
+            c.arg("-").stdin(std::fs::File::open(&f).unwrap());
+        } else {
+            c.arg(&f);
+        }
+        let out = c.output().unwrap();
+        assert_ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (streamed, err) = run(true);
+    assert!(err.contains("IP packets are IPv6"), "{err}");
+    for c in streamed["throughput"].as_array().unwrap() {
+        assert_eq!(c["skipped"], 0, "{c}");
+    }
+    let (file, _) = run(false);
+    assert_eq!(streamed["epochs"], file["epochs"]);
+}

@@ -10,8 +10,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Open addressing over `u32` hosts; slot value 0 is empty, host 0 is kept in `zero`.
+/// Open addressing over `u32` hosts; slot value 0 is empty, host 0 is kept in `zero`. Serialized
+/// as the sorted set (or `null` past the cap): slot positions depend on insertion order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(into = "Option<Vec<u32>>", from = "Option<Vec<u32>>")]
 pub(crate) struct HostMemo {
     slots: Vec<u32>,
     zero: bool,
@@ -101,6 +103,23 @@ impl HostMemo {
     }
 }
 
+impl From<HostMemo> for Option<Vec<u32>> {
+    fn from(m: HostMemo) -> Self {
+        m.hosts()
+    }
+}
+
+impl From<Option<Vec<u32>>> for HostMemo {
+    fn from(hosts: Option<Vec<u32>>) -> Self {
+        let mut m = HostMemo::new();
+        match hosts {
+            Some(hs) => hs.into_iter().for_each(|h| m.insert(h)),
+            None => m.overflowed = true,
+        }
+        m
+    }
+}
+
 /// Equal as sets (slot positions depend on insertion order).
 impl PartialEq for HostMemo {
     fn eq(&self, o: &HostMemo) -> bool {
@@ -142,6 +161,18 @@ mod tests {
         assert_eq!(a, c);
         c.clear();
         assert_eq!(c, HostMemo::new());
+        // Serialized as the set, whatever the order of insertion.
+        let (mut p, mut q) = (HostMemo::new(), HostMemo::new());
+        [5u32, 0, 9].iter().for_each(|&h| p.insert(h));
+        [9u32, 5, 0, 5].iter().for_each(|&h| q.insert(h));
+        let (sp, sq) = (
+            serde_json::to_string(&p).unwrap(),
+            serde_json::to_string(&q).unwrap(),
+        );
+        assert_eq!(sp, "[0,5,9]");
+        assert_eq!(sp, sq);
+        assert_eq!(serde_json::from_str::<HostMemo>(&sp).unwrap(), p);
+        assert_eq!(serde_json::to_string(&a).unwrap(), "null");
         // Merge of two halves is the memo of the whole.
         let (mut x, mut y) = (HostMemo::new(), HostMemo::new());
         hosts[..100].iter().for_each(|&h| x.insert(h));
