@@ -308,7 +308,7 @@ pub fn run(
             }
             // A stream cannot be read twice: its address family is told from its first packets,
             // held and replayed (at most STREAM_SAMPLE IP packets or one second of capture time).
-            let mut head = (cap.is_stream() && !cfg.ipv6).then(|| StreamHead::default());
+            let mut head = (cap.is_stream() && !cfg.ipv6).then(StreamHead::default);
             let ipv6_cfg = RunConfig {
                 ipv6: true,
                 ..cfg.clone()
