@@ -66,6 +66,8 @@ pub struct EpochReport {
 pub struct Cost {
     pub algorithm: String,
     pub key: KeyKind,
+    /// The instance's memory, the largest seen at an epoch's end (a structure that grows with
+    /// its flows is empty again after each reset).
     pub memory_bytes: usize,
     pub updates: u64,
     /// Update time: the timed batches' wall time minus the clock's own cost

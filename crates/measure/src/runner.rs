@@ -36,6 +36,9 @@ struct Instance {
     /// counted in `skipped`, never silently dropped.
     fit: KeyFit,
     skipped: u64,
+    /// Largest `memory_bytes` seen at an epoch's end: structures that grow with the flows they
+    /// hold (bloom_spreader's per-host counters) are empty again after the reset.
+    peak_memory: usize,
     /// Wall time of its timed batches, clock reads included.
     nanos: u128,
     /// Number of timed batches (each paid the clock's own cost once).
@@ -311,6 +314,7 @@ impl Runner {
                 wants_prev: false,
                 swap_prev: p.entry.resets_to_empty,
                 skipped: 0,
+                peak_memory: 0,
                 nanos: 0,
                 timed: 0,
                 updates: 0,
@@ -496,6 +500,7 @@ impl Runner {
         });
         self.totals.epochs += 1;
         for inst in &mut self.instances {
+            inst.peak_memory = inst.peak_memory.max(inst.algo.memory_bytes());
             if inst.wants_prev {
                 // The finished epoch becomes `prev`. An algorithm whose reset empties it takes
                 // the older copy's place (reset below): no copy of the whole state per epoch.
@@ -571,7 +576,7 @@ impl Runner {
                 Cost {
                     algorithm: i.name.clone(),
                     key: i.kind,
-                    memory_bytes: i.algo.memory_bytes(),
+                    memory_bytes: i.peak_memory.max(i.algo.memory_bytes()),
                     updates: i.updates,
                     seconds: nanos / 1e9,
                     ns_per_packet: ns,

@@ -437,3 +437,14 @@ fn a_deterministic_run_pins_its_scores() {
     close(heap.precision, 0.66);
     close(heap.are, 0.106_730_959_066_776_24);
 }
+
+/// A structure that grows with the hosts it holds (bloom_spreader's per-host counters) is empty
+/// after each epoch's reset: the cost table gives the largest size it reached, not the empty one.
+#[test]
+fn memory_of_a_growing_structure_is_its_largest() {
+    let r = run(&cfg(vec![spec(Task::Superspreaders, "bloom_spreader")]));
+    let c = &r.throughput[0];
+    assert_eq!(c.algorithm, "bloom_spreader");
+    // 20,000 flows over 5,000 sources: thousands of hosts of a few hundred bytes each.
+    assert!(c.memory_bytes > 100_000, "{}", c.memory_bytes);
+}
