@@ -9,6 +9,7 @@ use netsift::{bench, flags, stats};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -258,7 +259,7 @@ fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
 /// file (device, FIFO) is opened and written in place.
 fn write_replacing<T>(
     path: &Path,
-    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<T>,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
 ) -> Result<T> {
     let shown = path.display();
     let existing = match std::fs::metadata(path) {
@@ -296,7 +297,12 @@ fn write_replacing<T>(
         .create_new(true)
         .open(&tmp.path)
         .with_context(|| format!("cannot create {}", tmp.path.display()))?;
-    let n = write(&mut f).with_context(|| format!("writing {shown}"))?;
+    // Ctrl-C or a termination signal stops the write at the next 1 MiB chunk with an error, so
+    // the temporary file is removed on the way out and the old file stays as it was. (If the
+    // handler cannot be installed, the signal ends the process as before: a stray temporary
+    // file, never a damaged target.)
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    let n = write(&mut Interruptible(&mut f)).with_context(|| format!("writing {shown}"))?;
     f.sync_all().with_context(|| format!("writing {shown}"))?;
     if let Some(m) = &existing {
         // The new file keeps the old one's permissions.
@@ -306,6 +312,26 @@ fn write_replacing<T>(
     std::fs::rename(&tmp.path, &target).with_context(|| format!("cannot replace {shown}"))?;
     tmp.keep = true;
     Ok(n)
+}
+
+/// Set by SIGINT or SIGTERM while a file is being replaced.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// A writer that fails once [`INTERRUPTED`] is set.
+struct Interruptible<'a>(&'a mut std::fs::File);
+
+impl std::io::Write for Interruptible<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            // Not `ErrorKind::Interrupted`: `write_all` retries that one.
+            return Err(std::io::Error::other("interrupted by a signal"));
+        }
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// A temporary file removed when dropped unless kept (on every early return of

@@ -1172,3 +1172,43 @@ fn an_ipv6_stream_is_sized_for_ipv6_keys_like_the_file() {
     let (file, _) = run(false);
     assert_eq!(streamed["epochs"], file["epochs"]);
 }
+
+/// Ctrl-C during `gen` over an existing file: the old file is untouched and the temporary file
+/// beside it is gone (the write stops at the next chunk, the temporary file is removed).
+#[test]
+fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
+    let dir = tmp("interrupt");
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("old.pcap");
+    std::fs::write(&f, b"the old content").unwrap();
+    let child = netsift()
+        .args(["gen", "--packets", "1000000000", "--out"])
+        .arg(&f)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the temporary file exists and has grown, then interrupt.
+    let started = std::time::Instant::now();
+    let temp = loop {
+        let t = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name().to_string_lossy().starts_with(".old.pcap.tmp-"));
+        if let Some(t) = t.filter(|t| t.metadata().is_ok_and(|m| m.len() > 1 << 20)) {
+            break t.path();
+        }
+        assert!(started.elapsed().as_secs() < 60, "no temporary file appeared");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(std::fs::read(&f).unwrap(), b"the old content");
+    assert!(!temp.exists(), "{} left behind", temp.display());
+}
