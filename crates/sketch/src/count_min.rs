@@ -819,6 +819,29 @@ mod tests {
         }
     }
 
+    /// A chunk's weight as the counters take it: each weight clamped to u32, so the running total
+    /// bounds every counter exactly as the one-by-one path's does; plain sums only while every
+    /// weight fits u32 (weights with equal high bits must not cancel, multiples of 2^32 must not
+    /// look small).
+    #[test]
+    fn chunk_totals_clamp_each_weight() {
+        let fresh = || CounterMatrix::new(1, 8, HashFn::new(1));
+        let max = u64::from(u32::MAX);
+        let mut m = fresh();
+        assert!(m.take_chunk(&[3, 5, 0]));
+        assert_eq!(m.total, 8);
+        let mut m = fresh();
+        assert!(!m.take_chunk(&[1 << 40, 1 << 40]));
+        assert_eq!(m.total, 2 * max);
+        let mut m = fresh();
+        assert!(!m.take_chunk(&[1 << 40; BATCH]));
+        assert_eq!(m.total, BATCH as u64 * max);
+        let mut m = fresh();
+        assert!(m.take_chunk(&[max]));
+        assert!(!m.take_chunk(&[1]));
+        assert_eq!(m.total, max + 1);
+    }
+
     /// Long keys (not 4 bytes) get distinct codes with the top bit set and the bottom bit clear,
     /// so they never share a code with a 4-byte key or with each other.
     #[test]
