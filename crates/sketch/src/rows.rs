@@ -132,6 +132,9 @@ mod tests {
         let r2 = RowIndex::new(5, 65536); // 5 * 16 > 64 bits
         assert!(matches!(r2, RowIndex::DoubleHash { .. }));
         for h in [0u64, 1, u64::MAX, 0xdead_beef_0000_0001] {
+            // The step is odd (a full cycle mod 2^64) and derived from h alone.
+            assert_eq!(r.h2(h), mix64(h) | 1);
+            assert_eq!(RowIndex::Split { bits: 16 }.h2(h), 0);
             for i in 0..5 {
                 assert!(r.column(h, r.h2(h), i) < 4000);
             }
@@ -141,6 +144,7 @@ mod tests {
     #[test]
     fn median_even_and_odd() {
         assert_eq!(median(&mut [3, 1, 2]), 2);
+        assert_eq!(median(&mut [5, 1, 4, 2, 3]), 3);
         assert_eq!(median(&mut [4, 1, 3, 2]), 2);
         assert_eq!(median(&mut [-3, -2]), -3);
         assert_eq!(median(&mut []), 0);
