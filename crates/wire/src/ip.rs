@@ -3,16 +3,19 @@
 
 use key::Tuple;
 
-use crate::{Class, View, MAX_IPV6_EXT_HEADERS};
+use crate::{encap, Class, Ctx, View, MAX_IPV6_EXT_HEADERS};
 
 /// IP protocol numbers (IANA "Assigned Internet Protocol Numbers").
 pub(crate) mod proto {
     pub const HOPOPT: u8 = 0;
+    pub const IPIP: u8 = 4;
     pub const TCP: u8 = 6;
     pub const UDP: u8 = 17;
     pub const DCCP: u8 = 33;
+    pub const IPV6: u8 = 41;
     pub const ROUTING: u8 = 43;
     pub const FRAGMENT: u8 = 44;
+    pub const GRE: u8 = 47;
     pub const ESP: u8 = 50;
     pub const AH: u8 = 51;
     pub const NO_NEXT: u8 = 59;
@@ -29,6 +32,8 @@ mod v4 {
     pub const VER_IHL: usize = 0;
     pub const TOTAL_LEN: usize = 2;
     pub const FLAGS_FRAG: usize = 6;
+    /// More fragments: a first fragment's payload ends before the datagram's.
+    pub const MORE_FRAGMENTS: u16 = 0x2000;
     pub const PROTO: usize = 9;
     pub const SRC: usize = 12;
     pub const DST: usize = 16;
@@ -80,34 +85,41 @@ fn ports(v: &mut View, d: &[u8], off: usize, end: usize) {
 
 /// Raw IP: the version nibble picks the header.
 #[inline]
-pub(crate) fn raw(d: &[u8]) -> View {
+pub(crate) fn raw(d: &[u8], ctx: Ctx) -> View {
     match d.first().map(|b| b >> 4) {
-        None => View::TRUNCATED,
-        Some(4) => ipv4(d),
-        Some(6) => ipv6(d),
-        Some(_) => View::MALFORMED,
+        None => ctx.short(),
+        Some(4) => ipv4(d, ctx),
+        Some(6) => ipv6(d, ctx),
+        Some(_) => ctx.malformed(),
     }
 }
 
 #[inline]
-pub(crate) fn ipv4(d: &[u8]) -> View {
+pub(crate) fn ipv4(d: &[u8], ctx: Ctx) -> View {
     let Some(h) = d.first_chunk::<{ v4::MIN_HEADER_LEN }>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
     let ver_ihl = h[v4::VER_IHL];
     let ihl = usize::from(ver_ihl & 0x0f) * 4;
     if ver_ihl >> 4 != 4 || ihl < v4::MIN_HEADER_LEN {
-        return View::MALFORMED;
+        return ctx.malformed();
     }
     let total = usize::from(u16::from_be_bytes([h[v4::TOTAL_LEN], h[v4::TOTAL_LEN + 1]]));
     // 0 is TSO ("not filled in yet"): fall back to the capture. Larger than the capture is a
-    // snaplen cut: read what is there. Smaller than the capture is link padding: ignore it.
-    let end = if total == 0 {
-        d.len()
+    // snaplen cut: read what is there (inside a container whose length was declared, a lie).
+    // Smaller than the capture is link padding: ignore it. `cut`: the payload ends where the
+    // capture did, not where this header says (only a tunnel inside looks at it).
+    let (end, cut) = if total == 0 {
+        (d.len(), ctx.cut)
     } else if total < ihl {
-        return View::MALFORMED;
+        return ctx.malformed();
+    } else if total > d.len() {
+        if !ctx.cut {
+            return ctx.malformed();
+        }
+        (d.len(), true)
     } else {
-        total.min(d.len())
+        (total, false)
     };
     let mut src = [0u8; 16];
     let mut dst = [0u8; 16];
@@ -124,6 +136,7 @@ pub(crate) fn ipv4(d: &[u8]) -> View {
             proto: h[v4::PROTO],
         },
         l4_cut: false,
+        encap: ctx.encap,
     };
     let frag = u16::from_be_bytes([h[v4::FLAGS_FRAG], h[v4::FLAGS_FRAG + 1]]);
     if frag & v4::FRAG_OFFSET_MASK != 0 {
@@ -145,26 +158,36 @@ pub(crate) fn ipv4(d: &[u8]) -> View {
         }
     }
     ports(&mut v, d, off, end);
+    if encap::is_tunnel(v.tuple.proto, v.tuple.dport) {
+        let cut = cut || frag & v4::MORE_FRAGMENTS != 0;
+        return encap::ip_payload(v, d, off, end, cut, ctx);
+    }
     v
 }
 
 #[inline]
-pub(crate) fn ipv6(d: &[u8]) -> View {
+pub(crate) fn ipv6(d: &[u8], ctx: Ctx) -> View {
     let Some(h) = d.first_chunk::<{ v6::HEADER_LEN }>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
     if h[v6::VERSION] >> 4 != 6 {
-        return View::MALFORMED;
+        return ctx.malformed();
     }
     let plen = usize::from(u16::from_be_bytes([
         h[v6::PAYLOAD_LEN],
         h[v6::PAYLOAD_LEN + 1],
     ]));
-    // 0: jumbogram (RFC 2675) or a GSO capture; use the capture.
-    let end = if plen == 0 {
-        d.len()
+    // 0: jumbogram (RFC 2675) or a GSO capture; use the capture. Longer than the capture: a
+    // snaplen cut (inside a container whose length was declared, a lie). `cut` as for IPv4.
+    let (end, mut cut) = if plen == 0 {
+        (d.len(), ctx.cut)
+    } else if v6::HEADER_LEN + plen > d.len() {
+        if !ctx.cut {
+            return ctx.malformed();
+        }
+        (d.len(), true)
     } else {
-        (v6::HEADER_LEN + plen).min(d.len())
+        (v6::HEADER_LEN + plen, false)
     };
     let mut src = [0u8; 16];
     let mut dst = [0u8; 16];
@@ -181,6 +204,7 @@ pub(crate) fn ipv6(d: &[u8]) -> View {
             proto: h[v6::NEXT_HEADER],
         },
         l4_cut: false,
+        encap: ctx.encap,
     };
     let mut off = v6::HEADER_LEN;
     let mut walked = 0;
@@ -221,6 +245,8 @@ pub(crate) fn ipv6(d: &[u8]) -> View {
                     // Later fragment: no upper-layer header here.
                     return v;
                 }
+                // A first fragment (M flag): its payload ends before the datagram's.
+                cut |= f[v6::FRAG_OFFSET + 1] & 1 != 0;
                 v6::FRAG_HEADER_LEN
             }
             // RFC 4302 2.2: in 4-byte units, minus 2.
@@ -231,5 +257,8 @@ pub(crate) fn ipv6(d: &[u8]) -> View {
         off += len;
     }
     ports(&mut v, d, off, end);
+    if encap::is_tunnel(v.tuple.proto, v.tuple.dport) {
+        return encap::ip_payload(v, d, off, end, cut, ctx);
+    }
     v
 }

@@ -10,8 +10,9 @@
 //! **Link layers** (see [`linktype`]):
 //! - Ethernet (1): a 14-byte header, then up to [`MAX_VLAN_TAGS`] 4-byte tags of type 802.1Q
 //!   (0x8100), 802.1ad (0x88a8) or 0x9100, in any order. More tags than that is `Malformed`.
-//!   An ethertype that is not IPv4 (0x0800) or IPv6 (0x86dd), including an 802.3 length field
-//!   (< 0x0600), ARP, LLDP and MPLS, is `NonIp`.
+//!   MPLS (0x8847, 0x8848) and PPPoE sessions (0x8864) are looked through (see
+//!   **Encapsulations**). Any other ethertype that is not IPv4 (0x0800) or IPv6 (0x86dd),
+//!   including an 802.3 length field (< 0x0600), ARP, LLDP and PPPoE discovery, is `NonIp`.
 //! - Raw IP (101, 12, 14): the version nibble of the first byte picks IPv4 (4) or IPv6 (6); any
 //!   other nibble is `Malformed`, an empty frame is `Truncated`.
 //! - IPv4 (228) and IPv6 (229): the frame is that IP header; a wrong version is `Malformed`.
@@ -33,8 +34,7 @@
 //! (Ethernet padding) are never read as L4. Options are skipped. Only first fragments
 //! (fragment offset 0) carry ports; later fragments have ports 0 and `l4_cut = false`. An
 //! Authentication Header (51) is walked (RFC 4302: length in 4-byte units + 2) so `proto` is the
-//! protocol it protects, as for IPv6. Tunnels (IP-in-IP, GRE, ...) are not decapsulated: the
-//! outer addresses and the tunnel protocol number form the tuple.
+//! protocol it protects, as for IPv6. Tunnels: see **Encapsulations**.
 //!
 //! **IPv6**: fewer than 40 bytes captured is `Truncated`; version != 6 is `Malformed`. A payload
 //! length of 0 (jumbogram, or a GSO capture) is read as "up to the captured length". The
@@ -59,15 +59,53 @@
 //! the same bytes can only turn `Truncated` into another class, and `l4_cut` into ports; every
 //! other result is final.
 //!
+//! **Encapsulations** (`encap.rs`). Below IP, always looked through (the packet's IP header is the
+//! one inside them):
+//! - MPLS: label stack entries up to the bottom-of-stack bit (at most [`MAX_MPLS_LABELS`]), then
+//!   the first nibble of the payload: 4 IPv4, 6 IPv6, 1 a pseudowire associated channel
+//!   (`NonIp`), 0 an Ethernet pseudowire with a control word (RFC 4385/4448) unless the
+//!   ethertype after the control word is unknown and the one read without it is known (a
+//!   destination MAC starting with a 0 nibble), anything else an Ethernet pseudowire without a
+//!   control word (Wireshark's reading; RFC 4385 is why control words exist).
+//! - PPPoE session: the 6-byte header (version/type 0x11, code 0, its length), then PPP: an
+//!   optional 0xff03 address/control, a 1- or 2-byte protocol: 0x21 IPv4, 0x57 IPv6, 0x281 MPLS,
+//!   anything else (LCP, IPCP, ...) `NonIp`.
+//!
+//! Above IP, tunnels found by protocol number or UDP destination port: GRE (47; version 0 with
+//! checksum, key and sequence fields; version 1 = PPTP carrying PPP; payload by ethertype,
+//! 0x6558 Ethernet, 0x88be ERSPAN I/II, 0x22eb ERSPAN III, MPLS; a routing field is not walked
+//! and ends the walk as an unknown payload), VXLAN (UDP 4789, Ethernet), GENEVE (UDP 6081, options
+//! skipped, payload by ethertype), GTP-U (UDP 2152, version 1 T-PDU, optional fields and
+//! extension headers walked; other messages carry no packet), IP-in-IP (4 in IPv4), 6in4 (41 in
+//! IPv4), 4in6 (4 in IPv6), 6in6 (41 in IPv6). Only a first fragment is looked into.
+//! [`Tunnel`] picks the header that makes the tuple: `Outer` (the default, [`parse`]) keeps the
+//! outer IP header's class and tuple whatever the tunnel holds, and walks the tunnel only to
+//! record its layers; `Inner` ([`parse_with`]) takes the innermost IP header: a tunnel whose
+//! payload is not IP (ARP in VXLAN, GTP-U echo, an unknown GRE payload) keeps the outer header,
+//! a tunnel or inner header that is cut or lies makes the packet `Truncated` or `Malformed`.
+//!
+//! Every header length is checked against what its container holds, never read past the frame:
+//! a header that needs more bytes than were captured is `Truncated`; one that needs more than an
+//! enclosing header declared (an inner IPv4 total length, a UDP length, a PPPoE or GTP-U length
+//! running past the outer datagram, an MPLS stack without a bottom) is `Malformed`. At most
+//! [`MAX_LAYERS`] layers (a label stack, a pseudowire, PPPoE, each tunnel header) are walked;
+//! one more is `Malformed` (in `Outer` mode, above the outer IP header, it just ends the
+//! record). `View::encap` is the set of layers seen, on every class.
+//!
 //! **Every frame gets exactly one class**; for non-IP classes the tuple is all zeros.
 
 #![forbid(unsafe_code)]
 
 use key::{FlowKey, KeyKind, Tuple};
 
+mod encap;
 mod ip;
+mod layer;
 mod link;
 pub mod linktype;
+
+pub(crate) use layer::Ctx;
+pub use layer::{Encap, EncapCounts, Layer, Tunnel, MAX_LAYERS, MAX_MPLS_LABELS};
 
 /// The most VLAN tags (802.1Q, 802.1ad, 0x9100) walked on one frame before it is `Malformed`.
 pub const MAX_VLAN_TAGS: usize = 8;
@@ -83,11 +121,13 @@ pub enum Class {
     Ipv4,
     /// IPv6 with complete addresses; the tuple is valid (ports possibly 0, see `l4_cut`).
     Ipv6,
-    /// A frame of a supported link type that does not carry IP (ARP, LLDP, MPLS, 802.3, ...).
+    /// A frame of a supported link type that does not carry IP (ARP, LLDP, 802.3, MPLS or PPPoE
+    /// not carrying IP, ...).
     NonIp,
     /// Cut before the IP addresses were complete (or inside the link header).
     Truncated,
-    /// An IP header with invalid fields (version, IHL, total length) or too many VLAN tags.
+    /// An IP header with invalid fields (version, IHL, total length), too many VLAN tags or
+    /// layers, or an encapsulation header that lies about its length.
     Malformed,
     /// A link type netsift does not decode.
     Unsupported,
@@ -194,6 +234,8 @@ pub struct View {
     /// the last next-header value read. Always false for non-IP classes and when the final
     /// protocol is known to carry no ports (ICMP, later fragments, ESP, ...).
     pub l4_cut: bool,
+    /// The encapsulation layers the frame carried (on every class, `Outer` mode included).
+    pub encap: Encap,
 }
 
 const ZERO_TUPLE: Tuple = Tuple {
@@ -213,12 +255,10 @@ impl View {
             class,
             tuple: ZERO_TUPLE,
             l4_cut: false,
+            encap: Encap::NONE,
         }
     }
 
-    pub(crate) const NON_IP: View = View::of(Class::NonIp);
-    pub(crate) const TRUNCATED: View = View::of(Class::Truncated);
-    pub(crate) const MALFORMED: View = View::of(Class::Malformed);
     pub(crate) const UNSUPPORTED: View = View::of(Class::Unsupported);
 
     /// The flow key of kind `kind`, or `None` for non-IP classes.
@@ -232,22 +272,32 @@ impl View {
     }
 }
 
-/// Classify a captured frame of link type `link` and extract its 5-tuple.
+/// Classify a captured frame of link type `link` and extract its 5-tuple; a tunnel's outer IP
+/// header makes the tuple ([`Tunnel::Outer`]).
 #[inline]
 pub fn parse(link: u32, data: &[u8]) -> View {
+    parse_with(link, data, Tunnel::Outer)
+}
+
+/// [`parse`], with `tunnel` picking which IP header of a tunnelled packet makes the tuple.
+#[inline]
+pub fn parse_with(link: u32, data: &[u8], tunnel: Tunnel) -> View {
+    // Everything but the mode is a constant at the top, so the common path compiles as it did
+    // before encapsulations: a tunnel costs one protocol/port test after the ports are read.
+    let ctx = Ctx::top(tunnel);
     // Ethernet first with one compare: the switch below compiles to a range check plus a jump
     // table, a few branches more than the common case deserves.
     if link == linktype::ETHERNET {
-        return link::ethernet(data);
+        return link::ethernet(data, ctx);
     }
     match link {
-        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip::raw(data),
-        linktype::IPV4 => ip::ipv4(data),
-        linktype::IPV6 => ip::ipv6(data),
-        linktype::LINUX_SLL => link::sll(data),
-        linktype::LINUX_SLL2 => link::sll2(data),
-        linktype::NULL => link::null(data),
-        linktype::LOOP => link::loopback(data),
+        linktype::RAW | linktype::RAW_12 | linktype::RAW_14 => ip::raw(data, ctx),
+        linktype::IPV4 => ip::ipv4(data, ctx),
+        linktype::IPV6 => ip::ipv6(data, ctx),
+        linktype::LINUX_SLL => link::sll(data, ctx),
+        linktype::LINUX_SLL2 => link::sll2(data, ctx),
+        linktype::NULL => link::null(data, ctx),
+        linktype::LOOP => link::loopback(data, ctx),
         _ => View::UNSUPPORTED,
     }
 }
@@ -260,19 +310,48 @@ pub fn parse(link: u32, data: &[u8]) -> View {
 /// [`parse`]. The two agree on every frame (tests: `fast_path_equals_parse`).
 #[inline]
 pub fn parse_key(link: u32, data: &[u8], kind: KeyKind) -> (Class, FlowKey) {
+    parse_key_with(link, data, kind, Tunnel::Outer)
+}
+
+/// [`parse_key`] with a [`Tunnel`] mode. In `Inner` mode the fast path declines UDP to a tunnel
+/// port (the general parser looks inside).
+#[inline]
+pub fn parse_key_with(link: u32, data: &[u8], kind: KeyKind, tunnel: Tunnel) -> (Class, FlowKey) {
     if link == linktype::ETHERNET {
         if let Some(k) = fast_ethernet_ipv4(data, kind) {
-            return (Class::Ipv4, k);
+            if tunnel == Tunnel::Outer || !fast_udp_tunnel(data) {
+                return (Class::Ipv4, k);
+            }
         }
     }
-    parse_key_general(link, data, kind)
+    parse_key_general_with(link, data, kind, tunnel)
 }
 
 /// The general path of [`parse_key`]: [`parse`], then the key.
 #[inline]
 pub fn parse_key_general(link: u32, data: &[u8], kind: KeyKind) -> (Class, FlowKey) {
-    let v = parse(link, data);
+    parse_key_general_with(link, data, kind, Tunnel::Outer)
+}
+
+/// The general path of [`parse_key_with`]: [`parse_with`], then the key.
+#[inline]
+pub fn parse_key_general_with(
+    link: u32,
+    data: &[u8],
+    kind: KeyKind,
+    tunnel: Tunnel,
+) -> (Class, FlowKey) {
+    let v = parse_with(link, data, tunnel);
     (v.class, v.key(kind).unwrap_or(FlowKey::EMPTY))
+}
+
+/// A frame the fast path accepted is UDP to a tunnel port (VXLAN, GENEVE, GTP-U).
+#[inline]
+fn fast_udp_tunnel(d: &[u8]) -> bool {
+    match (d.get(23), d.get(36..38)) {
+        (Some(&proto), Some(&[a, b])) => encap::is_tunnel(proto, u16::from_be_bytes([a, b])),
+        _ => false,
+    }
 }
 
 /// Untagged Ethernet / IPv4 with IHL 5 / TCP or UDP / fragment offset 0 / total length covering

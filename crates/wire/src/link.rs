@@ -1,6 +1,6 @@
 //! Link-layer headers: Ethernet (+ VLAN tags), Linux SLL/SLL2, BSD null/loop.
 
-use crate::{ip, View, MAX_VLAN_TAGS};
+use crate::{encap, ip, Class, Ctx, View, MAX_VLAN_TAGS};
 
 /// Ethertypes.
 pub(crate) mod ethertype {
@@ -9,6 +9,12 @@ pub(crate) mod ethertype {
     pub const VLAN: u16 = 0x8100;
     pub const QINQ: u16 = 0x88a8;
     pub const QINQ_OLD: u16 = 0x9100;
+    pub const ARP: u16 = 0x0806;
+    pub const MPLS: u16 = 0x8847;
+    pub const MPLS_MULTICAST: u16 = 0x8848;
+    pub const PPPOE_SESSION: u16 = 0x8864;
+    /// Transparent Ethernet bridging: the payload is an Ethernet frame (GRE, GENEVE).
+    pub const TEB: u16 = 0x6558;
 }
 
 mod eth {
@@ -47,60 +53,71 @@ fn be16(b: &[u8], at: usize) -> u16 {
 }
 
 #[inline]
-pub(crate) fn ethernet(d: &[u8]) -> View {
+pub(crate) fn ethernet(d: &[u8], ctx: Ctx) -> View {
     let Some((h, rest)) = d.split_first_chunk::<{ eth::HEADER_LEN }>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
     let et = u16::from_be_bytes([h[eth::ETHERTYPE], h[eth::ETHERTYPE + 1]]);
     // The common case first: untagged IPv4 goes straight to the IP parser.
     if et == ethertype::IPV4 {
-        return ip::ipv4(rest);
+        return ip::ipv4(rest, ctx);
     }
-    by_ethertype(et, rest)
+    by_ethertype(et, rest, ctx)
+}
+
+/// The ethertype of an Ethernet header at the start of `d`, if captured.
+#[inline]
+pub(crate) fn ethertype_at(d: &[u8], at: usize) -> Option<u16> {
+    match d.get(at..at + 2) {
+        Some(&[x, y]) => Some(u16::from_be_bytes([x, y])),
+        _ => None,
+    }
 }
 
 /// Dispatch on an ethertype, walking VLAN tags first.
 #[inline]
-pub(crate) fn by_ethertype(mut et: u16, mut rest: &[u8]) -> View {
+pub(crate) fn by_ethertype(mut et: u16, mut rest: &[u8], ctx: Ctx) -> View {
     let mut tags = 0;
     while matches!(et, ethertype::VLAN | ethertype::QINQ | ethertype::QINQ_OLD) {
         if tags == MAX_VLAN_TAGS {
-            return View::MALFORMED;
+            return ctx.malformed();
         }
         let Some((tag, r)) = rest.split_first_chunk::<{ eth::TAG_LEN }>() else {
-            return View::TRUNCATED;
+            return ctx.short();
         };
         et = be16(tag, eth::TAG_ETHERTYPE);
         rest = r;
         tags += 1;
     }
     match et {
-        ethertype::IPV4 => ip::ipv4(rest),
-        ethertype::IPV6 => ip::ipv6(rest),
-        // 802.3 length fields (< 0x0600), ARP, LLDP, MPLS, ...
-        _ => View::NON_IP,
+        ethertype::IPV4 => ip::ipv4(rest, ctx),
+        ethertype::IPV6 => ip::ipv6(rest, ctx),
+        ethertype::MPLS | ethertype::MPLS_MULTICAST => encap::mpls(rest, ctx),
+        ethertype::PPPOE_SESSION => encap::pppoe(rest, ctx),
+        // 802.3 length fields (< 0x0600), ARP, LLDP, PPPoE discovery, ...
+        _ => ctx.view(Class::NonIp),
     }
 }
 
-pub(crate) fn sll(d: &[u8]) -> View {
+pub(crate) fn sll(d: &[u8], ctx: Ctx) -> View {
     let Some((h, rest)) = d.split_first_chunk::<{ sll::HEADER_LEN }>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
-    by_ethertype(be16(h, sll::PROTOCOL), rest)
+    by_ethertype(be16(h, sll::PROTOCOL), rest, ctx)
 }
 
-pub(crate) fn sll2(d: &[u8]) -> View {
+pub(crate) fn sll2(d: &[u8], ctx: Ctx) -> View {
     let Some((h, rest)) = d.split_first_chunk::<{ sll2::HEADER_LEN }>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
-    by_ethertype(be16(h, sll2::PROTOCOL), rest)
+    by_ethertype(be16(h, sll2::PROTOCOL), rest, ctx)
 }
 
-fn by_family(fam: u32, rest: &[u8]) -> Option<View> {
+fn by_family(fam: u32, rest: &[u8], ctx: Ctx) -> Option<View> {
     if fam == af::INET {
-        Some(ip::ipv4(rest))
+        Some(ip::ipv4(rest, ctx))
     } else if af::INET6.contains(&fam) {
-        Some(ip::ipv6(rest))
+        Some(ip::ipv6(rest, ctx))
     } else {
         None
     }
@@ -109,19 +126,19 @@ fn by_family(fam: u32, rest: &[u8]) -> Option<View> {
 /// LINKTYPE_NULL: the family is in the capturing host's byte order, which the file does not
 /// record, so try both; the valid values are small, so no value means different families in
 /// the two orders.
-pub(crate) fn null(d: &[u8]) -> View {
+pub(crate) fn null(d: &[u8], ctx: Ctx) -> View {
     let Some((h, rest)) = d.split_first_chunk::<4>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
-    by_family(u32::from_le_bytes(*h), rest)
-        .or_else(|| by_family(u32::from_be_bytes(*h), rest))
-        .unwrap_or(View::NON_IP)
+    by_family(u32::from_le_bytes(*h), rest, ctx)
+        .or_else(|| by_family(u32::from_be_bytes(*h), rest, ctx))
+        .unwrap_or(ctx.view(Class::NonIp))
 }
 
 /// LINKTYPE_LOOP: the family is always in network byte order.
-pub(crate) fn loopback(d: &[u8]) -> View {
+pub(crate) fn loopback(d: &[u8], ctx: Ctx) -> View {
     let Some((h, rest)) = d.split_first_chunk::<4>() else {
-        return View::TRUNCATED;
+        return ctx.short();
     };
-    by_family(u32::from_be_bytes(*h), rest).unwrap_or(View::NON_IP)
+    by_family(u32::from_be_bytes(*h), rest, ctx).unwrap_or(ctx.view(Class::NonIp))
 }

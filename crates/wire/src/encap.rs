@@ -1,0 +1,446 @@
+//! Encapsulations: MPLS label stacks (with Ethernet pseudowires) and PPPoE sessions below IP;
+//! GRE (with PPTP and ERSPAN), VXLAN, GENEVE, GTP-U, IP-in-IP, 6in4, 4in6 and 6in6 above it.
+//!
+//! Hand-written like the rest of the crate rather than built on a packet library (etherparse,
+//! pnet): this code runs on the parser's hot path, and what it must do is narrow and precise:
+//! never allocate, never read past a length any enclosing header declared, tell a cut capture
+//! (`Truncated`) from a header that lies (`Malformed`), and cost nothing on a frame that carries
+//! no encapsulation. Every entry point here is `#[cold]` and out of line, so the common
+//! Ethernet/IP path keeps its size and its inlining; the crate docs give the semantics.
+//!
+//! Each decoder takes the bytes its container holds (already cut to any declared length) and a
+//! [`Ctx`]; it enters its layer (bounded by `MAX_LAYERS`, recording the layer), checks its header
+//! against those bytes, and hands the payload on.
+
+use crate::ip::{self, proto};
+use crate::link::{self, ethertype};
+use crate::{Class, Ctx, Layer, Tunnel, View, MAX_MPLS_LABELS};
+
+/// UDP destination ports of the UDP tunnels.
+pub(crate) mod port {
+    pub const VXLAN: u16 = 4789;
+    pub const GENEVE: u16 = 6081;
+    pub const GTP_U: u16 = 2152;
+}
+
+/// Whether an IP payload of protocol `p` (UDP: to destination port `dport`) is a tunnel. The only
+/// test the common path pays: a TCP segment fails it at the first compare.
+#[inline(always)]
+pub(crate) fn is_tunnel(p: u8, dport: u16) -> bool {
+    match p {
+        proto::TCP => false,
+        proto::UDP => matches!(dport, port::VXLAN | port::GENEVE | port::GTP_U),
+        proto::IPIP | proto::IPV6 | proto::GRE => true,
+        _ => false,
+    }
+}
+
+/// Unwrap a `Result<Ctx | bytes, View>` or return its view.
+macro_rules! tri {
+    ($e:expr) => {
+        match $e {
+            Ok(x) => x,
+            Err(v) => return v,
+        }
+    };
+}
+
+#[inline]
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    match b.get(at..at + 2) {
+        Some(&[x, y]) => Some(u16::from_be_bytes([x, y])),
+        _ => None,
+    }
+}
+
+/// The IP packet `outer` (addresses, protocol and ports read) carries a tunnel in
+/// `d[off..end]`; `cut`: that payload ends where the capture (or a first fragment) ended.
+/// `Outer` mode keeps `outer` and records the layers inside; `Inner` mode takes the innermost
+/// IP header, or `outer` when the tunnel carries no IP, or the tunnel's `Truncated`/`Malformed`.
+#[cold]
+#[inline(never)]
+pub(crate) fn ip_payload(
+    outer: View,
+    d: &[u8],
+    off: usize,
+    end: usize,
+    cut: bool,
+    ctx: Ctx,
+) -> View {
+    // `off > end` (an AH longer than the datagram) leaves nothing: the tunnel header is short.
+    let p = d.get(off..end).unwrap_or(&[]);
+    let inner = tunnel(outer.tuple.proto, outer.tuple.v6, p, Ctx { cut, ..ctx });
+    match (ctx.mode, inner.class) {
+        (Tunnel::Inner, Class::Ipv4 | Class::Ipv6 | Class::Truncated | Class::Malformed) => inner,
+        _ => View {
+            encap: inner.encap,
+            ..outer
+        },
+    }
+}
+
+fn tunnel(p_proto: u8, outer_v6: bool, p: &[u8], ctx: Ctx) -> View {
+    match p_proto {
+        proto::IPIP => {
+            let l = if outer_v6 {
+                Layer::FourInSix
+            } else {
+                Layer::IpIp
+            };
+            ip::ipv4(p, tri!(ctx.enter(l)))
+        }
+        proto::IPV6 => {
+            let l = if outer_v6 {
+                Layer::SixInSix
+            } else {
+                Layer::SixInFour
+            };
+            ip::ipv6(p, tri!(ctx.enter(l)))
+        }
+        proto::GRE => gre(p, ctx),
+        proto::UDP => udp(p, ctx),
+        _ => ctx.view(Class::NonIp),
+    }
+}
+
+/// An Ethernet frame, or a payload named by an ethertype, inside a layer.
+fn by_ethertype(et: u16, p: &[u8], ctx: Ctx) -> View {
+    if et == ethertype::TEB {
+        link::ethernet(p, ctx)
+    } else {
+        link::by_ethertype(et, p, ctx)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Below IP.
+
+/// MPLS label stack entries (RFC 3032): label 20 bits, TC 3, bottom of stack 1, TTL 8.
+mod mpls_hdr {
+    pub const ENTRY_LEN: usize = 4;
+    pub const BOS_BYTE: usize = 2;
+    /// RFC 4385 pseudowire control word; then an Ethernet header, its ethertype at 12.
+    pub const CONTROL_WORD_LEN: usize = 4;
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn mpls(d: &[u8], ctx: Ctx) -> View {
+    let ctx = tri!(ctx.enter(Layer::Mpls));
+    let mut rest = d;
+    let mut labels = 0;
+    loop {
+        let Some((e, r)) = rest.split_first_chunk::<{ mpls_hdr::ENTRY_LEN }>() else {
+            return ctx.short();
+        };
+        rest = r;
+        labels += 1;
+        if e[mpls_hdr::BOS_BYTE] & 1 == 1 {
+            break;
+        }
+        if labels == MAX_MPLS_LABELS {
+            return ctx.malformed();
+        }
+    }
+    match rest.first().map(|b| b >> 4) {
+        None => ctx.short(),
+        Some(4) => ip::ipv4(rest, ctx),
+        Some(6) => ip::ipv6(rest, ctx),
+        // Pseudowire associated channel (RFC 4385 5): OAM, not a packet.
+        Some(1) => ctx.view(Class::NonIp),
+        Some(0) => pseudowire_zero_nibble(rest, ctx),
+        // An Ethernet pseudowire without control word: the destination MAC.
+        Some(_) => link::ethernet(rest, tri!(ctx.enter(Layer::Pseudowire))),
+    }
+}
+
+/// Ethertypes that make "an Ethernet header starts here" plausible.
+fn known_ethertype(et: u16) -> bool {
+    matches!(
+        et,
+        ethertype::IPV4
+            | ethertype::IPV6
+            | ethertype::VLAN
+            | ethertype::QINQ
+            | ethertype::QINQ_OLD
+            | ethertype::ARP
+            | ethertype::MPLS
+            | ethertype::MPLS_MULTICAST
+            | ethertype::PPPOE_SESSION
+    )
+}
+
+/// An MPLS payload starting with a 0 nibble: a control word then Ethernet (the RFC 4448
+/// recommendation and what the first nibble 0 exists for), unless only the reading without it
+/// (a destination MAC starting with a 0 nibble) gives a known ethertype. Both ethertypes must
+/// be captured before choosing, so a longer capture never changes the reading.
+fn pseudowire_zero_nibble(p: &[u8], ctx: Ctx) -> View {
+    let ctx = tri!(ctx.enter(Layer::Pseudowire));
+    const CW: usize = mpls_hdr::CONTROL_WORD_LEN;
+    let (Some(with_cw), Some(without)) =
+        (link::ethertype_at(p, CW + 12), link::ethertype_at(p, 12))
+    else {
+        return ctx.short();
+    };
+    if !known_ethertype(with_cw) && known_ethertype(without) {
+        link::ethernet(p, ctx)
+    } else {
+        link::ethernet(&p[CW..], ctx)
+    }
+}
+
+/// PPPoE session stage (RFC 2516): version/type 0x11, code 0, session id, length of the payload.
+mod pppoe_hdr {
+    pub const HEADER_LEN: usize = 6;
+    pub const VER_TYPE: u8 = 0x11;
+    pub const LENGTH: usize = 4;
+}
+
+#[cold]
+#[inline(never)]
+pub(crate) fn pppoe(d: &[u8], ctx: Ctx) -> View {
+    let ctx = tri!(ctx.enter(Layer::Pppoe));
+    let Some(h) = d.first_chunk::<{ pppoe_hdr::HEADER_LEN }>() else {
+        return ctx.short();
+    };
+    if h[0] != pppoe_hdr::VER_TYPE || h[1] != 0 {
+        return ctx.malformed();
+    }
+    let len = usize::from(u16::from_be_bytes([
+        h[pppoe_hdr::LENGTH],
+        h[pppoe_hdr::LENGTH + 1],
+    ]));
+    let (body, ctx) = tri!(ctx.declared(d, pppoe_hdr::HEADER_LEN + len, pppoe_hdr::HEADER_LEN));
+    ppp(&body[pppoe_hdr::HEADER_LEN..], ctx)
+}
+
+/// PPP protocol numbers (RFC 1661 and IANA).
+mod ppp_proto {
+    pub const IPV4: u16 = 0x0021;
+    pub const IPV6: u16 = 0x0057;
+    pub const MPLS: u16 = 0x0281;
+}
+
+/// A PPP frame inside PPPoE or PPTP: an optional 0xff 0x03 address/control, then a protocol
+/// field of 2 bytes, or 1 when compressed (RFC 1661 6.5: the first byte odd).
+fn ppp(p: &[u8], ctx: Ctx) -> View {
+    let mut p = p;
+    if p.first() == Some(&0xff) {
+        // No protocol number starts with 0xff: this is the address field, and control follows.
+        match p.get(1) {
+            None => return ctx.short(),
+            Some(0x03) => p = &p[2..],
+            Some(_) => return ctx.malformed(),
+        }
+    }
+    let (num, rest) = match p {
+        [] => return ctx.short(),
+        [b, rest @ ..] if b & 1 == 1 => (u16::from(*b), rest),
+        [_] => return ctx.short(),
+        [a, b, rest @ ..] => (u16::from_be_bytes([*a, *b]), rest),
+    };
+    match num {
+        ppp_proto::IPV4 => ip::ipv4(rest, ctx),
+        ppp_proto::IPV6 => ip::ipv6(rest, ctx),
+        ppp_proto::MPLS => mpls(rest, ctx),
+        // LCP, IPCP, CCP, ...: control traffic.
+        _ => ctx.view(Class::NonIp),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Above IP.
+
+/// GRE (RFC 2784, 2890; version 1: RFC 2637).
+mod gre_hdr {
+    pub const BASE_LEN: usize = 4;
+    pub const CHECKSUM: u16 = 0x8000;
+    pub const ROUTING: u16 = 0x4000;
+    pub const KEY: u16 = 0x2000;
+    pub const SEQUENCE: u16 = 0x1000;
+    /// Version 1 only: an acknowledgment number follows.
+    pub const ACK: u16 = 0x0080;
+    pub const VERSION: u16 = 0x0007;
+    /// Version 1 (PPTP): the key field holds the payload length (then the call id).
+    pub const PPTP_PAYLOAD_LEN: usize = 4;
+    pub const PPTP_PPP: u16 = 0x880b;
+    pub const ERSPAN_I_II: u16 = 0x88be;
+    pub const ERSPAN_III: u16 = 0x22eb;
+}
+
+fn gre(p: &[u8], ctx: Ctx) -> View {
+    use gre_hdr::*;
+    let ctx = tri!(ctx.enter(Layer::Gre));
+    let (Some(flags), Some(ptype)) = (be16(p, 0), be16(p, 2)) else {
+        return ctx.short();
+    };
+    let word = |bit: u16| if flags & bit != 0 { 4 } else { 0 };
+    match flags & VERSION {
+        0 => {
+            if flags & ROUTING != 0 {
+                // RFC 1701 source routing (deprecated; RFC 2784 receivers discard it): its
+                // routing entries are not walked, so nothing after them is read.
+                return ctx.view(Class::NonIp);
+            }
+            let len = BASE_LEN + word(CHECKSUM) + word(KEY) + word(SEQUENCE);
+            let Some(rest) = p.get(len..) else {
+                return ctx.short();
+            };
+            match ptype {
+                ERSPAN_I_II => erspan(rest, flags & SEQUENCE != 0, ctx),
+                ERSPAN_III => erspan(rest, true, ctx),
+                _ => by_ethertype(ptype, rest, ctx),
+            }
+        }
+        1 => {
+            if ptype != PPTP_PPP || flags & KEY == 0 {
+                return ctx.malformed();
+            }
+            let len = BASE_LEN + 4 + word(SEQUENCE) + word(ACK);
+            let Some(payload) = be16(p, PPTP_PAYLOAD_LEN) else {
+                return ctx.short();
+            };
+            let (body, ctx) = tri!(ctx.declared(p, len + usize::from(payload), len));
+            ppp(&body[len..], ctx)
+        }
+        // Versions 2-7 do not exist.
+        _ => ctx.malformed(),
+    }
+}
+
+/// ERSPAN inside GRE: type I has no header (GRE without a sequence number), type II an 8-byte
+/// header of version 1, type III a 12-byte header of version 2 plus 8 bytes when its O flag
+/// (the low bit of byte 11) is set. Then the mirrored frame: Ethernet, or for type III with
+/// frame type 2 (bits 2-6 of byte 10) an IP packet.
+fn erspan(p: &[u8], has_header: bool, ctx: Ctx) -> View {
+    let ctx = tri!(ctx.enter(Layer::Erspan));
+    if !has_header {
+        return link::ethernet(p, ctx);
+    }
+    let Some(&first) = p.first() else {
+        return ctx.short();
+    };
+    let (len, frame_type) = match first >> 4 {
+        1 => (8, 0),
+        2 => match (p.get(10), p.get(11)) {
+            (Some(ft), Some(o)) => (if o & 1 == 1 { 20 } else { 12 }, (ft >> 2) & 0x1f),
+            _ => return ctx.short(),
+        },
+        _ => return ctx.malformed(),
+    };
+    let Some(rest) = p.get(len..) else {
+        return ctx.short();
+    };
+    match frame_type {
+        0 => link::ethernet(rest, ctx),
+        2 => ip::raw(rest, ctx),
+        _ => ctx.view(Class::NonIp),
+    }
+}
+
+mod udp_hdr {
+    pub const HEADER_LEN: usize = 8;
+    pub const DST_PORT: usize = 2;
+    pub const LENGTH: usize = 4;
+}
+
+/// A UDP datagram to a tunnel port: its length field bounds the tunnel (0: as long as the IP
+/// payload, as for IPv6 jumbograms).
+fn udp(p: &[u8], ctx: Ctx) -> View {
+    use udp_hdr::*;
+    let (Some(dport), Some(len)) = (be16(p, DST_PORT), be16(p, LENGTH)) else {
+        return ctx.short();
+    };
+    let (body, ctx) = if len == 0 {
+        (p, ctx)
+    } else {
+        tri!(ctx.declared(p, usize::from(len), HEADER_LEN))
+    };
+    let body = &body[HEADER_LEN.min(body.len())..];
+    match dport {
+        port::VXLAN => vxlan(body, ctx),
+        port::GENEVE => geneve(body, ctx),
+        port::GTP_U => gtp_u(body, ctx),
+        _ => ctx.view(Class::NonIp),
+    }
+}
+
+/// VXLAN (RFC 7348): 8 bytes (flags, VNI), then Ethernet. The flags are not checked: VXLAN-GBP
+/// and other extensions use the reserved bits.
+fn vxlan(p: &[u8], ctx: Ctx) -> View {
+    let ctx = tri!(ctx.enter(Layer::Vxlan));
+    match p.get(8..) {
+        Some(rest) => link::ethernet(rest, ctx),
+        None => ctx.short(),
+    }
+}
+
+/// GENEVE (RFC 8926): version (2 bits, 0), options length (6 bits, 4-byte units), flags,
+/// protocol type (an ethertype), VNI; options; then the payload.
+fn geneve(p: &[u8], ctx: Ctx) -> View {
+    let ctx = tri!(ctx.enter(Layer::Geneve));
+    let (Some(&first), Some(ptype)) = (p.first(), be16(p, 2)) else {
+        return ctx.short();
+    };
+    if first >> 6 != 0 {
+        return ctx.malformed();
+    }
+    let len = 8 + usize::from(first & 0x3f) * 4;
+    match p.get(len..) {
+        Some(rest) => by_ethertype(ptype, rest, ctx),
+        None => ctx.short(),
+    }
+}
+
+/// GTP-U (3GPP TS 29.281): flags (version 3 bits = 1, PT = 1, E, S, PN), message type, length
+/// of what follows the first 8 bytes, TEID; with any of E/S/PN a 4-byte field (sequence, N-PDU,
+/// next extension type); with E a chain of extension headers (length in 4-byte units, last byte
+/// the next type, 0 ends). A T-PDU (type 255) carries the user's IP packet.
+fn gtp_u(p: &[u8], ctx: Ctx) -> View {
+    const T_PDU: u8 = 255;
+    let ctx = tri!(ctx.enter(Layer::GtpU));
+    let Some(h) = p.first_chunk::<8>() else {
+        return ctx.short();
+    };
+    let flags = h[0];
+    // Version 1 with PT = 1 is GTP; GTP' (PT = 0) and other versions carry no user packet here.
+    if flags >> 5 != 1 || flags & 0x10 == 0 {
+        return ctx.malformed();
+    }
+    let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    let (p, ctx) = tri!(ctx.declared(p, 8 + len, 8));
+    let mut off = 8;
+    if flags & 0x07 != 0 {
+        let Some(&next) = p.get(11) else {
+            return ctx.short();
+        };
+        off = 12;
+        let mut next = if flags & 0x04 != 0 { next } else { 0 };
+        // Each extension header is at least 4 bytes (length 0 is refused), so the walk ends
+        // within the datagram.
+        while next != 0 {
+            let Some(&units) = p.get(off) else {
+                return ctx.short();
+            };
+            if units == 0 {
+                return ctx.malformed();
+            }
+            off += usize::from(units) * 4;
+            let Some(&n) = p.get(off - 1) else {
+                return ctx.short();
+            };
+            next = n;
+        }
+    }
+    if h[1] != T_PDU {
+        // Echo, error indication, end marker: signalling, keyed by the outer header.
+        return ctx.view(Class::NonIp);
+    }
+    let rest = p.get(off..).unwrap_or(&[]);
+    match rest.first().map(|b| b >> 4) {
+        None => ctx.short(),
+        Some(4) => ip::ipv4(rest, ctx),
+        Some(6) => ip::ipv6(rest, ctx),
+        Some(_) => ctx.view(Class::NonIp),
+    }
+}
