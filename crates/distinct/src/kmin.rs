@@ -312,6 +312,28 @@ mod tests {
         }
     }
 
+    /// Merging sketches that are not full (one side runs out before k values are taken) keeps
+    /// every value of both, once, in order: the sketch of the union.
+    #[test]
+    fn merge_of_partial_sketches_is_the_union() {
+        let keys = distinct_stream(700, 8);
+        let (a_keys, b_keys) = keys.split_at(200);
+        for k in [1024usize, 500] {
+            let whole = run(kmin(k, 8), &keys);
+            for (x, y) in [(a_keys, b_keys), (b_keys, a_keys)] {
+                let mut a = run(kmin(k, 8), x);
+                a.merge(&run(kmin(k, 8), y)).unwrap();
+                assert_eq!(a, whole, "k = {k}");
+            }
+            let mut e = kmin(k, 8);
+            e.merge(&whole).unwrap();
+            assert_eq!(e, whole);
+            let mut w = whole.clone();
+            w.merge(&kmin(k, 8)).unwrap();
+            assert_eq!(w, whole);
+        }
+    }
+
     #[test]
     fn malformed_snapshot_is_rejected() {
         let s = kmin(3, 1);
