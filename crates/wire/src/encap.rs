@@ -348,7 +348,17 @@ mod udp_hdr {
 /// payload, as for IPv6 jumbograms).
 fn udp(p: &[u8], ctx: Ctx) -> View {
     use udp_hdr::*;
-    let (Some(dport), Some(len)) = (be16(p, DST_PORT), be16(p, LENGTH)) else {
+    // The port names the layer, which is entered (recorded) before any length is checked, so a
+    // longer capture never records fewer layers.
+    let layer = match be16(p, DST_PORT) {
+        Some(port::VXLAN) => Layer::Vxlan,
+        Some(port::GENEVE) => Layer::Geneve,
+        Some(port::GTP_U) => Layer::GtpU,
+        Some(_) => return ctx.view(Class::NonIp),
+        None => return ctx.short(),
+    };
+    let ctx = tri!(ctx.enter(layer));
+    let Some(len) = be16(p, LENGTH) else {
         return ctx.short();
     };
     let (body, ctx) = if len == 0 {
@@ -357,18 +367,16 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
         tri!(ctx.declared(p, usize::from(len), HEADER_LEN))
     };
     let body = &body[HEADER_LEN.min(body.len())..];
-    match dport {
-        port::VXLAN => vxlan(body, ctx),
-        port::GENEVE => geneve(body, ctx),
-        port::GTP_U => gtp_u(body, ctx),
-        _ => ctx.view(Class::NonIp),
+    match layer {
+        Layer::Vxlan => vxlan(body, ctx),
+        Layer::Geneve => geneve(body, ctx),
+        _ => gtp_u(body, ctx),
     }
 }
 
 /// VXLAN (RFC 7348): 8 bytes (flags, VNI), then Ethernet. The flags are not checked: VXLAN-GBP
 /// and other extensions use the reserved bits.
 fn vxlan(p: &[u8], ctx: Ctx) -> View {
-    let ctx = tri!(ctx.enter(Layer::Vxlan));
     match p.get(8..) {
         Some(rest) => link::ethernet(rest, ctx),
         None => ctx.short(),
@@ -378,7 +386,6 @@ fn vxlan(p: &[u8], ctx: Ctx) -> View {
 /// GENEVE (RFC 8926): version (2 bits, 0), options length (6 bits, 4-byte units), flags,
 /// protocol type (an ethertype), VNI; options; then the payload.
 fn geneve(p: &[u8], ctx: Ctx) -> View {
-    let ctx = tri!(ctx.enter(Layer::Geneve));
     let (Some(&first), Some(ptype)) = (p.first(), be16(p, 2)) else {
         return ctx.short();
     };
@@ -398,7 +405,6 @@ fn geneve(p: &[u8], ctx: Ctx) -> View {
 /// the next type, 0 ends). A T-PDU (type 255) carries the user's IP packet.
 fn gtp_u(p: &[u8], ctx: Ctx) -> View {
     const T_PDU: u8 = 255;
-    let ctx = tri!(ctx.enter(Layer::GtpU));
     let Some(h) = p.first_chunk::<8>() else {
         return ctx.short();
     };

@@ -289,8 +289,9 @@ impl Ctx {
     }
 
     /// The bytes `p[..len]` a header declares as its own, at least `min` of them: complete
-    /// (`cut` false) when all are there; what was captured when the capture ended first; `Err`
-    /// `Malformed` when `len < min`, or when `len` runs past a container that is complete.
+    /// (`cut` false) when all are there; what was captured when the capture ended first (at
+    /// least `min` bytes, else `Truncated`); `Err` `Malformed` when `len < min`, or when `len`
+    /// runs past a container that is complete.
     #[inline]
     pub fn declared(self, p: &[u8], len: usize, min: usize) -> Result<(&[u8], Ctx), View> {
         if len < min {
@@ -298,8 +299,8 @@ impl Ctx {
         }
         match p.get(..len) {
             Some(b) => Ok((b, Ctx { cut: false, ..self })),
-            None if self.cut => Ok((p, self)),
-            None => Err(self.malformed()),
+            None if self.cut && p.len() >= min => Ok((p, self)),
+            None => Err(self.short()),
         }
     }
 }
