@@ -80,6 +80,11 @@ pub struct RunArgs {
     /// keys; without it they hold IPv4 keys and count the others as skipped.
     #[arg(long)]
     ipv6: bool,
+    /// Which IP header of a tunnelled packet (GRE, ERSPAN, VXLAN, GENEVE, GTP-U, IP-in-IP, 6in4,
+    /// 4in6) makes the flow key: outer (default, as tshark's first ip.src) or inner. MPLS and
+    /// PPPoE are always looked through.
+    #[arg(long)]
+    tunnel: Option<TunnelArg>,
     /// Packets per batch handed to the algorithms (1..=8192).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=8192))]
     batch: Option<usize>,
@@ -106,6 +111,12 @@ pub enum AccelArg {
     None,
     #[value(alias = "agg_evict")]
     AggEvict,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum TunnelArg {
+    Outer,
+    Inner,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -176,6 +187,12 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if a.ipv6 {
         cfg.ipv6 = true;
+    }
+    if let Some(t) = a.tunnel {
+        cfg.tunnel = match t {
+            TunnelArg::Outer => wire::Tunnel::Outer,
+            TunnelArg::Inner => wire::Tunnel::Inner,
+        };
     }
     if a.max_memory.is_some() {
         cfg.max_memory = a.max_memory;
@@ -303,6 +320,7 @@ pub fn run(
             let cap = Capture::open(&path, format)?;
             let mut cfg = cfg;
             let auto = auto_ipv6(&cap, &cfg);
+            let tunnel = cfg.tunnel;
             if auto.is_some() {
                 cfg.ipv6 = true;
             }
@@ -360,7 +378,7 @@ pub fn run(
                     feed(runner, p);
                 }
             };
-            let res = each_packet(&cap, |p| match head.as_mut() {
+            let res = each_packet(&cap, tunnel, |p| match head.as_mut() {
                 Some(h) => {
                     if h.hold(p) {
                         let h = head.take().unwrap_or_default();
@@ -436,7 +454,7 @@ fn auto_ipv6(cap: &Capture, cfg: &RunConfig) -> Option<String> {
     let (mut v4, mut v6) = (0usize, 0usize);
     for rec in cap.records().take(FAMILY_SAMPLE) {
         let Ok(rec) = rec else { break };
-        match crate::source::packet(rec).class {
+        match crate::source::packet(rec, cfg.tunnel).class {
             Class::Ipv4 => v4 += 1,
             Class::Ipv6 => v6 += 1,
             _ => {}

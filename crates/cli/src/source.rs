@@ -4,7 +4,7 @@
 
 use key::Tuple;
 use trace::{Body, Capture, TraceError};
-use wire::Class;
+use wire::{Class, Encap, Tunnel};
 
 /// One packet after parsing: its class and, for IPv4/IPv6, its 5-tuple.
 #[derive(Clone, Copy, Debug)]
@@ -17,25 +17,32 @@ pub struct Packet {
     pub class: Class,
     pub l4_cut: bool,
     pub tuple: Tuple,
+    /// The encapsulation layers the frame carried (MPLS, PPPoE, tunnels).
+    pub encap: Encap,
 }
 
-/// Read every record of `cap`, classify it and call `f`. Stops at the first read error and
-/// returns it; every record before it has been delivered.
+/// Read every record of `cap`, classify it (`tunnel`: which IP header of a tunnelled packet
+/// makes its tuple) and call `f`. Stops at the first read error and returns it; every record
+/// before it has been delivered.
 #[inline]
-pub fn each_packet(cap: &Capture, mut f: impl FnMut(&Packet)) -> Result<(), TraceError> {
+pub fn each_packet(
+    cap: &Capture,
+    tunnel: Tunnel,
+    mut f: impl FnMut(&Packet),
+) -> Result<(), TraceError> {
     // `for_each_streamed` rather than the `records()` iterator: it keeps the decoder state in
     // registers and is measurably faster per record (trace crate's `read` bench), and it reads
     // stdin and pipes as they arrive instead of into memory first (a live `tcpdump -w -` feed).
-    cap.for_each_streamed(|rec| f(&packet(rec)))?;
+    cap.for_each_streamed(|rec| f(&packet(rec, tunnel)))?;
     Ok(())
 }
 
 /// One capture record, classified: a frame parsed by `wire`, a key-trace tuple as IPv4 or IPv6.
 #[inline]
-pub fn packet(rec: trace::Record<'_>) -> Packet {
+pub fn packet(rec: trace::Record<'_>, tunnel: Tunnel) -> Packet {
     match rec.body {
         Body::Frame { link, data } => {
-            let v = wire::parse(link, data);
+            let v = wire::parse_with(link, data, tunnel);
             Packet {
                 ts_ns: rec.ts_ns,
                 wire_len: rec.wire_len,
@@ -43,6 +50,7 @@ pub fn packet(rec: trace::Record<'_>) -> Packet {
                 class: v.class,
                 l4_cut: v.l4_cut,
                 tuple: v.tuple,
+                encap: v.encap,
             }
         }
         Body::Tuple(t) => Packet {
@@ -52,6 +60,7 @@ pub fn packet(rec: trace::Record<'_>) -> Packet {
             class: if t.v6 { Class::Ipv6 } else { Class::Ipv4 },
             l4_cut: false,
             tuple: t,
+            encap: Encap::NONE,
         },
     }
 }

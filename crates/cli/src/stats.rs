@@ -6,7 +6,7 @@ use key::{KeyKind, KeyMap, KeySet};
 use serde::Serialize;
 use trace::Capture;
 use truth::Counts;
-use wire::Class;
+use wire::{Class, Tunnel};
 
 use crate::out::{Out, StdoutError};
 use crate::source::{each_packet, keyed};
@@ -37,6 +37,11 @@ pub struct FileStats {
     pub bytes: u64,
     #[serde(flatten)]
     pub classes: wire::Classes,
+    /// Packets per encapsulation layer (MPLS, PPPoE, tunnels; `plain`: none), each packet once
+    /// under every kind of layer it carried. Tunnels are recognised in both tunnel modes.
+    pub encapsulations: wire::EncapCounts,
+    /// Which IP header of a tunnelled packet made the tuples (`outer` unless asked).
+    pub tunnel: wire::Tunnel,
     /// IPv4/IPv6 packets whose capture ends before the 4 port bytes (ports taken as 0).
     pub l4_cut: u64,
     pub flows: Flows,
@@ -91,6 +96,8 @@ impl FileStats {
             packets: 0,
             bytes: 0,
             classes: wire::Classes::default(),
+            encapsulations: wire::EncapCounts::default(),
+            tunnel: wire::Tunnel::Outer,
             l4_cut: 0,
             flows: Flows::default(),
             first_ts_ns: None,
@@ -110,17 +117,24 @@ impl FileStats {
     }
 }
 
-/// Compute the statistics of one capture. A read error ends the file early: the counts read so
-/// far are kept and the error is recorded.
+/// Compute the statistics of one capture, keying tunnelled packets by their outer IP header. A
+/// read error ends the file early: the counts read so far are kept and the error is recorded.
 pub fn file_stats(cap: &Capture, top_n: usize, top_key: KeyKind) -> FileStats {
+    file_stats_with(cap, top_n, top_key, Tunnel::Outer)
+}
+
+/// [`file_stats`], with `tunnel` picking which IP header of a tunnelled packet makes its tuple.
+pub fn file_stats_with(cap: &Capture, top_n: usize, top_key: KeyKind, tunnel: Tunnel) -> FileStats {
     let mut st = FileStats::empty(cap.name().to_string(), cap.format().to_string(), top_key);
+    st.tunnel = tunnel;
     let mut sets: [KeySet; 5] = Default::default();
     let mut sizes: KeyMap<Counts> = KeyMap::default();
     let mut links = BTreeSet::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
-    let res = each_packet(cap, |p| {
+    let res = each_packet(cap, tunnel, |p| {
         st.packets += 1;
         st.bytes += p.wire_len as u64;
+        st.encapsulations.add(p.encap);
         first = first.min(p.ts_ns);
         last = last.max(p.ts_ns);
         if let Some(l) = p.link {
@@ -190,6 +204,23 @@ pub fn print_table(st: &FileStats, out: &mut Out) -> Result<(), StdoutError> {
     }
     if st.l4_cut > 0 {
         writeln!(out, "  (l4 cut      {:>14}  ports taken as 0)", st.l4_cut)?;
+    }
+    // Only the layers present: most captures carry none.
+    let layers: Vec<String> = st
+        .encapsulations
+        .layers()
+        .filter(|&(_, n)| n > 0)
+        .map(|(l, n)| format!("{l} {n}"))
+        .collect();
+    if !layers.is_empty() {
+        writeln!(
+            out,
+            "  encapsulated {:>14}  {:>6.2}%  ({}; key from the {} IP header)",
+            st.packets - st.encapsulations.plain,
+            pct(st.packets - st.encapsulations.plain),
+            layers.join(", "),
+            st.tunnel
+        )?;
     }
     writeln!(
         out,

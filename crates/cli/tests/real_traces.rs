@@ -90,3 +90,30 @@ fn per_packet_tuples_agree() {
         assert_eq!(same, compared);
     }
 }
+
+/// tcpreplay_test.pcap's 16 MPLS packets (6 IPv4 over MPLS, 10 Ethernet pseudowires with control
+/// word, 802.1Q and IPv4) are IPv4: 166 IPv4 packets, as tshark counts (150 before MPLS was
+/// decoded, the 16 counted as non_ip). The layers are counted per packet, the same in both
+/// tunnel modes (MPLS is below IP).
+#[test]
+fn tcpreplay_mpls_is_ip() {
+    let Some(path) = testkit::trace("tcpreplay_test.pcap") else {
+        return;
+    };
+    let cap = Capture::open(path.to_str().unwrap(), None).unwrap();
+    for tunnel in wire::Tunnel::ALL {
+        let st = netsift::stats::file_stats_with(&cap, 5, KeyKind::FiveTuple, tunnel);
+        assert_eq!(st.packets, 179);
+        assert_eq!(
+            (st.classes.ipv4, st.classes.ipv6, st.classes.non_ip),
+            (166, 10, 3)
+        );
+        assert_eq!(st.classified(), st.packets);
+        assert_eq!(st.encapsulations.get(wire::Layer::Mpls), 16);
+        assert_eq!(st.encapsulations.get(wire::Layer::Pseudowire), 10);
+        assert_eq!(st.encapsulations.plain, 179 - 16);
+        let json = serde_json::to_value(&st).unwrap();
+        assert_eq!(json["encapsulations"]["mpls"], 16);
+        assert_eq!(json["tunnel"], tunnel.name());
+    }
+}

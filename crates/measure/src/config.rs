@@ -70,6 +70,11 @@ pub struct RunConfig {
     /// hold are counted per algorithm (`skipped` in the report), never dropped silently.
     #[serde(default)]
     pub ipv6: bool,
+    /// Which IP header of a tunnelled packet (GRE, VXLAN, GENEVE, GTP-U, IP-in-IP, 6in4, 4in6)
+    /// makes its flow key: `outer` (the default, tshark's first `ip.src`) or `inner`. MPLS and
+    /// PPPoE are below IP and always looked through.
+    #[serde(default)]
+    pub tunnel: wire::Tunnel,
     #[serde(default)]
     pub accel: Accel,
     /// The aggregator's parameters when `accel = "agg_evict"` (table `[agg_evict]`).
@@ -114,6 +119,7 @@ impl Default for RunConfig {
             epoch_ms: None,
             seed: default_seed(),
             ipv6: false,
+            tunnel: wire::Tunnel::Outer,
             accel: Accel::None,
             agg_evict: aggevict::AggConfig::default(),
             batch: default_batch(),

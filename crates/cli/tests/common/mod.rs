@@ -96,12 +96,33 @@ pub fn peer_frames(path: &Path) -> Vec<PeerFrame> {
     out
 }
 
+/// etherparse has no MPLS: skip the label stack here (4-byte entries up to the bottom-of-stack
+/// bit), then IPv4 or IPv6 by the first nibble, or an Ethernet pseudowire: after a 4-byte control
+/// word when the nibble is 0 (RFC 4385), else from the first byte.
+fn peer_mpls(d: &[u8]) -> Option<LaxSlicedPacket<'_>> {
+    let mut at = 0;
+    loop {
+        let entry = d.get(at..at + 4)?;
+        at += 4;
+        if entry[2] & 1 == 1 {
+            break;
+        }
+    }
+    let rest = &d[at..];
+    match rest.first()? >> 4 {
+        4 | 6 => LaxSlicedPacket::from_ip(rest).ok(),
+        0 => LaxSlicedPacket::from_ethernet(rest.get(4..)?).ok(),
+        _ => LaxSlicedPacket::from_ethernet(rest).ok(),
+    }
+}
+
 /// The 5-tuple etherparse finds in a frame, with netsift's documented rules for what etherparse
 /// leaves open: ports of TCP/UDP/SCTP/DCCP/UDP-Lite come from the first 4 bytes of L4 when they
 /// were captured (real CAIDA packets are cut inside the TCP header), and non-first fragments carry
 /// no ports. `None` when etherparse finds no IP header.
 pub fn peer_tuple(link: u32, data: &[u8]) -> Option<Tuple> {
     let p = match link {
+        1 if data.get(12..14) == Some(&[0x88, 0x47]) => peer_mpls(&data[14..])?,
         1 => LaxSlicedPacket::from_ethernet(data).ok()?,
         101 | 12 | 14 => LaxSlicedPacket::from_ip(data).ok()?,
         _ => return None,
