@@ -708,14 +708,30 @@ fn evictions_come_in_batches_and_flush_empties() {
         evict_batch: 7,
         ..cfg(8, Policy::Grr, Simd::Auto)
     };
+    // Both input paths hand evictions on during the updates, in whole batches, and keep fewer
+    // than a batch plus a chunk pending.
+    let us: Vec<u32> = ks.iter().map(|k| k.prefix_u32()).collect();
+    for u32_path in [true, false] {
+        let mut a = Aggregator::new(&c, 4).unwrap();
+        let mut sizes = Vec::new();
+        let mut sink = |k: KeyBatch<'_>, w: &[u64]| {
+            assert_eq!(k.len(), w.len());
+            assert!(matches!(k, KeyBatch::U32(_)));
+            sizes.push(k.len());
+        };
+        for (i, (k, w)) in ks.chunks(100).zip(ws.chunks(100)).enumerate() {
+            if u32_path {
+                a.update_batch_u32(&us[i * 100..i * 100 + k.len()], w, &mut sink);
+            } else {
+                a.update_batch(k, w, &mut sink);
+            }
+            assert!(a.out_n < 7 + CHUNK, "{} pending", a.out_n);
+        }
+        assert!(sizes.len() > 100, "{} batches handed on", sizes.len());
+        assert!(sizes.iter().all(|&s| s == 7));
+    }
     let mut a = Aggregator::new(&c, 4).unwrap();
-    let mut sizes = Vec::new();
-    a.update_batch(&ks, &ws, &mut |k: KeyBatch<'_>, w: &[u64]| {
-        assert_eq!(k.len(), w.len());
-        assert!(matches!(k, KeyBatch::U32(_)));
-        sizes.push(k.len());
-    });
-    assert!(sizes.iter().all(|&s| s == 7));
+    a.update_batch(&ks, &ws, &mut |_, _| {});
     assert!(!a.is_empty());
     let mut n = 0;
     a.flush(&mut |k: KeyBatch<'_>, _: &[u64]| n += k.len());
