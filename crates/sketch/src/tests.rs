@@ -416,6 +416,44 @@ fn count_sketch_error_within_sqrt_3f2_over_w() {
     assert!(nonzero > truth.len() / 2);
 }
 
+/// Each row of a Count Sketch is unbiased (the signs cancel collisions in expectation), so the
+/// mean signed error over many keys is near zero, unlike Count-Min's; and each row's spread is
+/// `sqrt((F2 - f^2) / w)`. Broken signs (all +1: a Count-Min with a median) err by about one
+/// row's `(N - f) / w` on every key.
+#[test]
+fn count_sketch_is_unbiased_over_many_keys() {
+    for wide in [false, true] {
+        let stream = flat_stream(20_000, wide, 32);
+        let truth = truth(&stream);
+        let mut s = cs(5, 1024, 0);
+        feed(&mut s, &stream);
+        let errs: Vec<f64> = truth
+            .iter()
+            .map(|(k, &f)| (s.estimate(k) - f as i64) as f64)
+            .collect();
+        let n = errs.len() as f64;
+        let mean = errs.iter().sum::<f64>() / n;
+        let sd = (errs.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        let f2: f64 = truth.values().map(|&f| (f as f64).powi(2)).sum();
+        let row_sd = (f2 / 1024.0).sqrt();
+        let se = sd / n.sqrt();
+        eprintln!(
+            "count_sketch wide={wide}: mean error {mean:+.3} ({:.2} SE of {se:.3}), sd {sd:.2} = {:.3} x one row's {row_sd:.2}",
+            mean.abs() / se,
+            sd / row_sd
+        );
+        assert!(
+            mean.abs() <= 4.0 * se,
+            "wide={wide}: mean error {mean} vs SE {se}"
+        );
+        // The median of 5 rows has a smaller spread than one row, but not zero.
+        assert!(
+            (0.3..1.0).contains(&(sd / row_sd)),
+            "wide={wide}: sd {sd} vs {row_sd}"
+        );
+    }
+}
+
 #[test]
 fn count_sketch_linear_merge_aggregation_batch() {
     let stream = zipf_keys(30_000, 4_000, 1.1, 11);
