@@ -310,7 +310,15 @@ pub fn parse_with(link: u32, data: &[u8], tunnel: Tunnel) -> View {
 /// [`parse`]. The two agree on every frame (tests: `fast_path_equals_parse`).
 #[inline]
 pub fn parse_key(link: u32, data: &[u8], kind: KeyKind) -> (Class, FlowKey) {
-    parse_key_with(link, data, kind, Tunnel::Outer)
+    // Written out rather than `parse_key_with(.., Tunnel::Outer)`: the shared tail that form
+    // compiles to hands the fast path's key back through the stack, a store-forwarding stall
+    // that cost the bench parse loop half its speed.
+    if link == linktype::ETHERNET {
+        if let Some(k) = fast_ethernet_ipv4(data, kind) {
+            return (Class::Ipv4, k);
+        }
+    }
+    parse_key_general(link, data, kind)
 }
 
 /// [`parse_key`] with a [`Tunnel`] mode. In `Inner` mode the fast path declines UDP to a tunnel
@@ -330,7 +338,8 @@ pub fn parse_key_with(link: u32, data: &[u8], kind: KeyKind, tunnel: Tunnel) -> 
 /// The general path of [`parse_key`]: [`parse`], then the key.
 #[inline]
 pub fn parse_key_general(link: u32, data: &[u8], kind: KeyKind) -> (Class, FlowKey) {
-    parse_key_general_with(link, data, kind, Tunnel::Outer)
+    let v = parse(link, data);
+    (v.class, v.key(kind).unwrap_or(FlowKey::EMPTY))
 }
 
 /// The general path of [`parse_key_with`]: [`parse_with`], then the key.
