@@ -1162,14 +1162,14 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         (1u8..4).prop_map(Step::Mpls),
         Just(Step::Pppoe),
         (
-            v6.clone(),
+            v6,
             prop::sample::select(vec![0u16, 0x8000, 0x2000, 0x3000, 0xb000])
         )
             .prop_map(|(v6, flags)| Step::Gre { v6, flags }),
-        (v6.clone(), 0u8..4).prop_map(|(v6, kind)| Step::Erspan { v6, kind }),
-        v6.clone().prop_map(|v6| Step::Vxlan { v6 }),
-        (v6.clone(), 0u8..3).prop_map(|(v6, words)| Step::Geneve { v6, words }),
-        (v6.clone(), any::<bool>()).prop_map(|(v6, opt)| Step::Gtp { v6, opt }),
+        (v6, 0u8..4).prop_map(|(v6, kind)| Step::Erspan { v6, kind }),
+        v6.prop_map(|v6| Step::Vxlan { v6 }),
+        (v6, 0u8..3).prop_map(|(v6, words)| Step::Geneve { v6, words }),
+        (v6, any::<bool>()).prop_map(|(v6, opt)| Step::Gtp { v6, opt }),
         v6.prop_map(|v6| Step::IpIp { v6 }),
     ]
 }
