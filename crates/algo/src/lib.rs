@@ -191,6 +191,15 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
         None
     }
 
+    /// Why this epoch's answer to `task` may be wrong although the algorithm did what it
+    /// should: the configuration cannot hold what was asked (Space-Saving's smallest count near
+    /// the threshold, FlowRadar past its decoding capacity, a saturated bitmap, too few UnivMon
+    /// levels). `threshold` is the task's absolute threshold (k for top-k), `total` the epoch's
+    /// total weight. Each caveat names the parameter and the size that would do (issue 12).
+    fn caveats(&self, _task: Task, _threshold: Option<u64>, _total: u64) -> Vec<Caveat> {
+        Vec::new()
+    }
+
     /// What `heavy_changers` measures a flow's change against: the previous epoch (the
     /// default, ALGORITHMS.md 1) or the algorithm's own prediction ([`Change::Ewma`]). The
     /// runner scores the answer against the exact change of the same definition.
@@ -307,6 +316,17 @@ pub fn entropy_of(sizes: impl IntoIterator<Item = u64>) -> f64 {
     } else {
         n.log2() - acc / n
     }
+}
+
+/// A configuration that cannot guarantee an answer ([`Algorithm::caveats`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Caveat {
+    /// The parameter to change.
+    pub parameter: &'static str,
+    /// What went wrong this epoch, with the numbers.
+    pub message: String,
+    /// The value that would do, as `parameter = value` or a short instruction.
+    pub suggestion: String,
 }
 
 /// The definition of a flow's change in an epoch that an algorithm's `heavy_changers` answers.

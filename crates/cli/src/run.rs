@@ -498,6 +498,26 @@ fn print_header(
     )
 }
 
+/// Say on stderr, once per epoch and task, why an answer may be wrong (`TaskResult::warnings`),
+/// for the epochs after `last` (the last epoch already warned about).
+fn warn(epochs: &[EpochReport], last: &mut Option<u64>) {
+    let from = *last;
+    for e in epochs.iter().filter(|e| from.is_none_or(|l| e.index > l)) {
+        for w in measure::Warning::of(e) {
+            crate::say!(
+                "netsift: warning: epoch {}, {} by {}: {} ({}: {})",
+                w.epoch,
+                w.task.name(),
+                w.algorithm,
+                w.message,
+                w.parameter,
+                w.suggestion
+            );
+        }
+        *last = Some(e.index);
+    }
+}
+
 /// Print the epochs `runner` completed and take them out of it (the header first, unless
 /// `header` says it is printed already); returns that the header is printed.
 pub fn print_new_epochs(
@@ -661,7 +681,9 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     // document at the end, so it keeps them.
     let mut header = false;
     let (json, lines) = (a.json, a.json_lines);
+    let mut warned = None;
     let (mut report, err) = run(cfg, format, &mut |runner| {
+        warn(runner.completed_epochs(), &mut warned);
         if lines {
             for e in runner.take_completed() {
                 print_epoch_line(out, &e)?;
@@ -672,6 +694,7 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         }
         Ok(())
     })?;
+    warn(&report.epochs, &mut warned);
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if lines {

@@ -51,6 +51,7 @@ fn blank(spec: &MeasureSpec, kind: KeyKind) -> TaskResult {
         truth: Exact::default(),
         accuracy: Accuracy::default(),
         note: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -254,6 +255,7 @@ pub(crate) fn evaluate(
             }
         }
     }
+    r.warnings = a.caveats(spec.task, r.threshold.map(|t| t as u64), truth.total(w));
     r
 }
 

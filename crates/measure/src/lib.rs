@@ -13,5 +13,5 @@ pub mod runner;
 pub use config::{ConfigError, MeasureSpec, RunConfig};
 pub use evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 pub use front::Accel;
-pub use report::{EpochReport, Report};
+pub use report::{EpochReport, Report, Warning};
 pub use runner::Runner;

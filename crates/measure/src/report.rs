@@ -50,6 +50,10 @@ pub struct TaskResult {
     pub accuracy: Accuracy,
     /// Why the task has no answer this epoch (heavy changers in the first epoch).
     pub note: Option<String>,
+    /// Why this answer may be wrong: the configuration cannot hold what was asked
+    /// (`Algorithm::caveats`), each naming the parameter and the size that would do.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<algo::Caveat>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -150,6 +154,36 @@ pub struct Report {
     /// What the run changed from what was asked (a default algorithm that cannot hold the keys,
     /// swapped for one that can), one line each.
     pub notes: Vec<String>,
+    /// Every task answer's warnings (`TaskResult::warnings`) of the epochs kept in `epochs`, in
+    /// order, each with its epoch, task and algorithm.
+    pub warnings: Vec<Warning>,
+}
+
+/// A task answer's warning with where it was given.
+#[derive(Clone, Debug, Serialize)]
+pub struct Warning {
+    pub epoch: u64,
+    pub task: Task,
+    pub algorithm: String,
+    pub parameter: &'static str,
+    pub message: String,
+    pub suggestion: String,
+}
+
+impl Warning {
+    /// The warnings of one epoch's answers.
+    pub fn of(e: &EpochReport) -> impl Iterator<Item = Warning> + '_ {
+        e.tasks.iter().flat_map(move |t| {
+            t.warnings.iter().map(move |c| Warning {
+                epoch: e.index,
+                task: t.task,
+                algorithm: t.algorithm.clone(),
+                parameter: c.parameter,
+                message: c.message.clone(),
+                suggestion: c.suggestion.clone(),
+            })
+        })
+    }
 }
 
 /// `1.5 GiB`, `12.0 MiB`, `640 B`.

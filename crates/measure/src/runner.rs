@@ -20,7 +20,7 @@ use truth::{Clock, EpochTruth, Ewma};
 
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
 use crate::evaluate::evaluate;
-use crate::report::{AccelCost, Cost, EpochReport, Report, Totals};
+use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
 
 struct Instance {
     name: String,
@@ -609,6 +609,7 @@ impl Runner {
             })
             .collect();
         let epoch = self.epoch_label();
+        let warnings = self.epochs.iter().flat_map(Warning::of).collect();
         Report {
             trace: self.trace,
             key: self.cfg.key,
@@ -625,6 +626,7 @@ impl Runner {
             accel: self.cfg.accel.name(),
             accelerators,
             notes: self.notes,
+            warnings,
         }
     }
 }

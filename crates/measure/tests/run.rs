@@ -413,6 +413,7 @@ fn a_deterministic_run_pins_its_scores() {
     let mut mg = spec(Task::HeavyHitters, "misra_gries");
     mg.params.insert("k".into(), toml::Value::Integer(64));
     let mut heap = spec(Task::TopK, "heap");
+    heap.params.insert("k".into(), toml::Value::Integer(128));
     heap.k = Some(50);
     let r = run(&cfg(vec![ss, mg, heap]));
     let e = &r.epochs[0];

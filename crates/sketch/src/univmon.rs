@@ -449,6 +449,31 @@ impl Algorithm for UnivMon {
         sort_estimates(&mut v);
         Some(v)
     }
+    /// The G-sums (cardinality, entropy) need the last level's substream to fit its heap: when
+    /// that heap is full, the flows beyond it are lost to the recursion.
+    fn caveats(&self, task: Task, _threshold: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+        let Some(last) = self.levels.last() else {
+            return Vec::new();
+        };
+        if !matches!(task, Task::Cardinality | Task::Entropy)
+            || last.heap.entries.len() < last.heap.cap
+        {
+            return Vec::new();
+        }
+        let n = self.levels.len();
+        vec![algo::Caveat {
+            parameter: "widths",
+            message: format!(
+                "the last of {n} levels has filled its heap of {}: the flows its substream \
+                 holds beyond that are lost to the estimate",
+                last.heap.cap
+            ),
+            suggestion: format!(
+                "widths with {} entries (four more levels), or a larger heap",
+                n + 4
+            ),
+        }]
+    }
     fn cardinality(&self) -> Option<f64> {
         Some(self.gsum(|_| 1.0).max(0.0))
     }

@@ -502,6 +502,29 @@ impl Algorithm for FlowRadar {
 
     crate::exact::flow_set_queries!(FlowRadar);
 
+    /// Past its capacity (about 0.77 flows a cell with 4 hashes) the peel stops: the flows left
+    /// in undecoded cells are missing from every answer.
+    fn caveats(&self, _task: Task, _threshold: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+        let d = self.decode();
+        if d.is_complete() {
+            return Vec::new();
+        }
+        let flows = self.flows_inserted();
+        let per = self.cell_hashes as u64;
+        let cells = ((flows * 1.3).ceil() as u64).div_ceil(per) * per;
+        vec![algo::Caveat {
+            parameter: "cells",
+            message: format!(
+                "decoded {} of about {flows:.0} flows; {} of {} cells could not be peeled and \
+                 their flows are missing from the answer",
+                d.flows().len(),
+                d.undecoded_cells(),
+                self.cells()
+            ),
+            suggestion: format!("cells = {cells} (1.3 x the flows)"),
+        }]
+    }
+
     /// OR the filters, add the counts and XOR the keys. Exact only for disjoint flow sets (e.g.
     /// per-core sharding by flow hash): a flow present in both is XOR-ed out of its cells and
     /// its FlowCount doubled, leaving those cells undecodable. Same shape and seed required.

@@ -118,6 +118,13 @@ impl Algorithm for Heap {
     fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
         Some(exact::top_k(self.entries(), k))
     }
+
+    /// As Space-Saving's: held counts are over by at most `min_count()`.
+    fn caveats(&self, task: Task, threshold: Option<u64>, total: u64) -> Vec<algo::Caveat> {
+        let m = self.min_count();
+        let counts: Vec<(u64, u64)> = self.entries().map(|e| (e.1, m)).collect();
+        crate::overcount_caveats(task, threshold, &counts, total)
+    }
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.

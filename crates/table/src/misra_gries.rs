@@ -185,6 +185,22 @@ impl Algorithm for MisraGries {
         Some(self.count(key))
     }
 
+    /// Counts are under by at most d = (N - sum c)/(k+1): a held flow whose count is below the
+    /// threshold but within d of it may be a heavy hitter left unreported.
+    fn caveats(&self, task: Task, threshold: Option<u64>, total: u64) -> Vec<algo::Caveat> {
+        let (Task::HeavyHitters, Some(t)) = (task, threshold) else {
+            return Vec::new();
+        };
+        let held: u64 = self.entries().map(|e| e.1).sum();
+        let d = self.total.saturating_sub(held) / (self.k() as u64 + 1);
+        let reported = self.entries().filter(|e| e.1 >= t).count();
+        let ambiguous = self
+            .entries()
+            .filter(|e| e.1 < t && e.1.saturating_add(d) >= t)
+            .count();
+        crate::bound_caveat(task, t, ambiguous, reported, d, total)
+    }
+
     /// Agarwal et al.'s merge: add the two summaries' counters, subtract the (k+1)-th largest
     /// from all of them and keep the positive ones. The guarantee holds for the union with
     /// N = N1 + N2. Requires the same k.

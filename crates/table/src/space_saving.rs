@@ -134,6 +134,13 @@ impl Algorithm for SpaceSaving {
     fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
         Some(exact::top_k(self.entries().map(|e| (e.0, e.1)), k))
     }
+
+    /// A held count c is over by at most its own ε: a reported flow with c - ε below the
+    /// threshold may not be above it.
+    fn caveats(&self, task: Task, threshold: Option<u64>, total: u64) -> Vec<algo::Caveat> {
+        let counts: Vec<(u64, u64)> = self.entries().map(|e| (e.1, e.2)).collect();
+        crate::overcount_caveats(task, threshold, &counts, total)
+    }
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
