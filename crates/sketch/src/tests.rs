@@ -454,6 +454,26 @@ fn count_sketch_is_unbiased_over_many_keys() {
     }
 }
 
+/// The signed change of a key between two epochs' sketches (the reported heavy changers are its
+/// magnitude, so the sign is checked here directly): +w for a key that grew by w, -w for one
+/// that shrank, in a sketch too sparse for collisions.
+#[test]
+fn count_sketch_change_has_the_sign_of_the_difference() {
+    let (a, b) = (
+        FlowKey::from_u32(0x0a00_0001),
+        FlowKey::from_u32(0x0a00_0002),
+    );
+    let (mut prev, mut cur) = (cs(5, 4096, 0), cs(5, 4096, 0));
+    prev.update(&a, 100);
+    prev.update(&b, 700);
+    cur.update(&a, 600);
+    cur.update(&b, 200);
+    let (ma, mb) = (cur.matrix(), prev.matrix());
+    assert_eq!(ma.change_h(mb, ma.hash(&a)), 500);
+    assert_eq!(ma.change_h(mb, ma.hash(&b)), -500);
+    assert_eq!(mb.change_h(ma, mb.hash(&a)), -500);
+}
+
 #[test]
 fn count_sketch_linear_merge_aggregation_batch() {
     let stream = zipf_keys(30_000, 4_000, 1.1, 11);
