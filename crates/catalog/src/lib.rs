@@ -15,6 +15,8 @@
 
 #![forbid(unsafe_code)]
 
+pub mod presets;
+
 use algo::{Algorithm, BuildCtx, ConfigError, Entry, Task};
 
 /// Every algorithm, in the order `netsift algorithms` lists them.
@@ -67,6 +69,8 @@ pub enum CatalogError {
     CannotAnswer { algo: String, task: Task },
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("unknown preset `{0}` (presets: {1})")]
+    UnknownPreset(String, String),
 }
 
 pub fn names() -> Vec<&'static str> {

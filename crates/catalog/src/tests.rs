@@ -466,3 +466,40 @@ fn nothing_matches_on_algorithm_names() {
         "name matches outside the catalog: {found:#?}"
     );
 }
+
+/// Every preset's parameters build for its algorithm (at the key length the algorithm's paper
+/// used: source addresses, or pairs for the spreader structures); a measure's own parameters
+/// win over the preset's; an unknown preset lists the presets.
+#[test]
+fn presets_build_and_yield_to_explicit_parameters() {
+    for (preset, entries) in crate::presets::PRESETS {
+        for (algo, _) in *entries {
+            let e = get(algo).unwrap_or_else(|| panic!("{preset}: unknown algorithm {algo}"));
+            let p = crate::presets::params(preset, algo).unwrap();
+            assert!(!p.is_empty());
+            let key_len = if e.answers(Task::Superspreaders) {
+                8
+            } else {
+                4
+            };
+            let ctx = BuildCtx {
+                key_len,
+                ..BuildCtx::default()
+            };
+            let built = e.build(&p, &ctx);
+            assert!(built.is_ok(), "{preset} {algo}: {:?}", built.err());
+        }
+    }
+    let mine: toml::Table = "k = 64".parse().unwrap();
+    let p = crate::presets::apply("agg-evict", "space_saving", &mine).unwrap();
+    assert_eq!(p["k"].as_integer(), Some(64));
+    let p = crate::presets::apply("agg-evict", "space_saving", &toml::Table::new()).unwrap();
+    assert_eq!(p["k"].as_integer(), Some(128));
+    assert!(crate::presets::params("agg-evict", "hyperloglog")
+        .unwrap()
+        .is_empty());
+    let err = crate::presets::params("nope", "fm")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("agg-evict, sketchvisor, reeval"), "{err}");
+}

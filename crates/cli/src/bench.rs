@@ -108,9 +108,11 @@ pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
             )?;
         }
         crate::say!(
-            "netsift bench agg-evict: {} points written under {}",
+            "netsift bench agg-evict: {} points written under {} (preset {}: the paper's \
+             parameters for every algorithm)",
             points.len(),
-            a.out.display()
+            a.out.display(),
+            lab::PRESET
         );
     }
     Ok(())

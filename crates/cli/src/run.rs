@@ -76,6 +76,12 @@ pub struct RunArgs {
     /// refused before allocating, naming the largest parts. Default: 3/4 of physical memory.
     #[arg(long, value_parser = flags::bytes)]
     max_memory: Option<u64>,
+    /// A paper's configuration: every algorithm it used gets the parameters it ran with
+    /// (agg-evict: Agg-Evict 4.1; sketchvisor: SketchVisor 7.1; reeval: Re-evaluating 5). The
+    /// defaults are sized to answer well instead. A `[[measure]]`'s own `params` in a --config
+    /// file are applied after the preset, so they win.
+    #[arg(long, value_parser = PossibleValuesParser::new(catalog::presets::names()))]
+    preset: Option<String>,
     /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6
     /// keys; without it they hold IPv4 keys and count the others as skipped.
     #[arg(long)]
@@ -193,6 +199,9 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
             TunnelArg::Outer => wire::Tunnel::Outer,
             TunnelArg::Inner => wire::Tunnel::Inner,
         };
+    }
+    if a.preset.is_some() {
+        cfg.preset = a.preset.clone();
     }
     if a.max_memory.is_some() {
         cfg.max_memory = a.max_memory;

@@ -1193,11 +1193,18 @@ fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
         let t = std::fs::read_dir(&dir)
             .unwrap()
             .filter_map(|e| e.ok())
-            .find(|e| e.file_name().to_string_lossy().starts_with(".old.pcap.tmp-"));
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(".old.pcap.tmp-")
+            });
         if let Some(t) = t.filter(|t| t.metadata().is_ok_and(|m| m.len() > 1 << 20)) {
             break t.path();
         }
-        assert!(started.elapsed().as_secs() < 60, "no temporary file appeared");
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no temporary file appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let killed = Command::new("kill")
@@ -1211,4 +1218,58 @@ fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
     assert!(err.contains("interrupted"), "{err}");
     assert_eq!(std::fs::read(&f).unwrap(), b"the old content");
     assert!(!temp.exists(), "{} left behind", temp.display());
+}
+
+/// `--preset agg-evict` gives Space-Saving the paper's 128 counters (the default is sized for the
+/// default threshold), a config's own params win over it, and an unknown preset is refused with
+/// the list.
+#[test]
+fn presets_set_the_papers_parameters_under_the_given_ones() {
+    let f = gen("preset.pcap", 20_000, 2_000, 9, &[]);
+    let mem = |extra: &[&str]| {
+        let out = netsift()
+            .args([
+                "run",
+                "--json",
+                "--task",
+                "heavy_hitters",
+                "--algo",
+                "space_saving",
+            ])
+            .args(extra)
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["throughput"][0]["memory_bytes"].as_u64().unwrap()
+    };
+    let (default, paper) = (mem(&[]), mem(&["--preset", "agg-evict"]));
+    assert!(paper * 16 < default, "{paper} vs {default}");
+    let cfg = tmp("preset.toml");
+    std::fs::write(
+        &cfg,
+        "preset = \"agg-evict\"\n[[measure]]\ntask = \"heavy_hitters\"\nalgo = \"space_saving\"\n\
+         params = { k = 8192 }\n",
+    )
+    .unwrap();
+    let out = netsift()
+        .args(["run", "--json", "--config"])
+        .arg(&cfg)
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["throughput"][0]["memory_bytes"].as_u64().unwrap(),
+        default
+    );
+    let out = netsift()
+        .args(["run", "--preset", "nope"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("agg-evict, sketchvisor, reeval"));
 }

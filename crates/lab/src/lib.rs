@@ -19,6 +19,7 @@ mod figures;
 pub mod limit;
 pub mod output;
 pub mod run;
+pub use run::PRESET;
 pub mod workload;
 
 use std::fmt;

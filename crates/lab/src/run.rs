@@ -76,6 +76,9 @@ impl Measured {
     }
 }
 
+/// The preset every algorithm of the lab is built with: the Agg-Evict paper's configuration.
+pub const PRESET: &str = "agg-evict";
+
 pub(crate) fn build_algorithm(
     name: &str,
     params: &str,
@@ -90,6 +93,8 @@ pub(crate) fn build_algorithm(
     let params: toml::Table = params.parse().map_err(|e: toml::de::Error| {
         LabError::Config(format!("parameters `{params}` of {name}: {e}"))
     })?;
+    // The paper's parameters (the defaults are sized for accuracy, not the paper's figures).
+    let params = catalog::presets::apply(PRESET, name, &params)?;
     Ok(catalog::build(name, &params, &ctx)?)
 }
 

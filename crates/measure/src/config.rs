@@ -93,6 +93,10 @@ pub struct RunConfig {
     /// anything is allocated. None: no limit (the CLI sets a default from physical memory).
     #[serde(default)]
     pub max_memory: Option<u64>,
+    /// A paper's configuration (`agg-evict`, `sketchvisor`, `reeval`: `catalog::presets`): the
+    /// parameters it gives each algorithm, under each measure's own `params` (which win).
+    #[serde(default)]
+    pub preset: Option<String>,
 }
 
 fn default_key() -> KeyKind {
@@ -125,6 +129,7 @@ impl Default for RunConfig {
             batch: default_batch(),
             listed: default_listed(),
             max_memory: None,
+            preset: None,
             measures: vec![],
         }
     }
@@ -183,6 +188,9 @@ impl RunConfig {
         }
         if self.measures.is_empty() {
             return Err(field("measure", "no measurement asked for"));
+        }
+        if let Some(p) = &self.preset {
+            catalog::presets::params(p, "")?;
         }
         for m in &self.measures {
             catalog::check(&m.algorithm, m.task)?;

@@ -216,6 +216,15 @@ impl Runner {
     pub fn new(mut cfg: RunConfig, trace: &str) -> Result<Runner, ConfigError> {
         let mut notes = cfg.drop_unmeasurable();
         cfg.validate()?;
+        if let Some(p) = cfg.preset.take() {
+            for m in &mut cfg.measures {
+                m.params = catalog::presets::apply(&p, &m.algorithm, &m.params)?;
+            }
+            notes.push(format!(
+                "preset {p}: its paper's parameters, under any given ones"
+            ));
+            cfg.preset = Some(p);
+        }
         notes.extend(fit_defaults(&mut cfg)?);
         let clock = Clock::new(cfg.epoch()?);
         let mut kinds: Vec<KeyKind> = vec![];

@@ -1,0 +1,91 @@
+//! The papers' own configurations, one flag away (`--preset`, `preset = "..."` in a run's TOML):
+//! the defaults are sized to answer well (issue 12), the presets reproduce what each paper ran.
+//! A preset sets the parameters of the algorithms its paper used; parameters a measure gives
+//! itself are applied after it, so they win.
+
+use crate::CatalogError;
+
+/// (preset, [(algorithm, parameters as TOML)]).
+pub static PRESETS: &[(&str, &[(&str, &str)])] = &[
+    (
+        // Agg-Evict section 4.1 (DESIGN.md digest), source IPs as keys.
+        "agg-evict",
+        &[
+            ("count_min", "rows = 4\nwidth = 65536"),
+            ("rev_sketch", "rows = 4\nwidth = 65536\nrow_misses = 1"),
+            ("mrac", "arrays = 4\nwidth = 65536"),
+            (
+                "flow_radar",
+                "cells = 262144\ncell_hashes = 4\nbf_hashes = 4",
+            ),
+            ("space_saving", "k = 128"),
+            ("heap", "k = 128"),
+            ("misra_gries", "k = 128"),
+            (
+                "two_level",
+                "cm_rows = 4\ncm_width = 65536\nbitmaps = 1\nbitmap_bits = 96\nrev_rows = 4\n\
+                 rev_width = 4096",
+            ),
+            (
+                "univmon",
+                "widths = [65536, 32768, 16384, 8192]\nrows = 4\nheap = 128",
+            ),
+            ("fm", "bitmaps = 4"),
+            ("linear_counting", "rows = 4\nbits = 2097152"),
+        ],
+    ),
+    (
+        // SketchVisor section 7.1: Deltoid 4 x 4000 groups, TwoLevel 2 x 4000 CM buckets of two
+        // 250-bit bitmaps with a 2 x 4096 reversible part, MRAC 1 x 4000.
+        "sketchvisor",
+        &[
+            ("deltoid", "rows = 4\ngroups = 4000"),
+            (
+                "two_level",
+                "cm_rows = 2\ncm_width = 4000\nbitmaps = 2\nbitmap_bits = 250\nrev_rows = 2\n\
+                 rev_width = 4096\nrow_misses = 0",
+            ),
+            ("mrac", "arrays = 1\nwidth = 4000"),
+        ],
+    ),
+    (
+        // Re-evaluating section 5: the large count array (2^20 counters) and the per-source
+        // 1024-bit Bloom filters with 3 hashes reporting past 128 destinations.
+        "reeval",
+        &[
+            ("count_array", "width = 1048576"),
+            ("bloom_spreader", "bits = 1024\nhashes = 3\nthreshold = 128"),
+        ],
+    ),
+];
+
+/// The preset names.
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.0).collect()
+}
+
+/// The parameters preset `name` gives `algo` (empty when the preset leaves it at its defaults);
+/// an unknown preset is an error listing the presets.
+pub fn params(name: &str, algo: &str) -> Result<toml::Table, CatalogError> {
+    let (_, entries) = PRESETS
+        .iter()
+        .find(|p| p.0 == name)
+        .ok_or_else(|| CatalogError::UnknownPreset(name.to_string(), names().join(", ")))?;
+    Ok(entries
+        .iter()
+        .find(|e| e.0 == algo)
+        .map(|e| {
+            e.1.parse()
+                .expect("preset parameters are valid TOML (tested)")
+        })
+        .unwrap_or_default())
+}
+
+/// `params` with the preset's parameters added under those it does not set itself.
+pub fn apply(name: &str, algo: &str, params: &toml::Table) -> Result<toml::Table, CatalogError> {
+    let mut out = self::params(name, algo)?;
+    for (k, v) in params {
+        out.insert(k.clone(), v.clone());
+    }
+    Ok(out)
+}
