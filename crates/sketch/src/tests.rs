@@ -508,6 +508,24 @@ fn count_sketch_linear_merge_aggregation_batch() {
         let e = hh.iter().find(|(x, _)| x == k).map(|&(_, e)| e);
         assert!(e.is_some_and(|e| e.abs_diff(f) < 100), "{k:?} {f} {e:?}");
     }
+    // Top-k: the exact top 3 (well separated heads), with their estimates; flow size is the
+    // point estimate clamped at 0.
+    let mut exact: Vec<(FlowKey, u64)> = truth.iter().map(|(k, &f)| (*k, f)).collect();
+    exact.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let top = whole.top_k(3).unwrap();
+    let keys: Vec<FlowKey> = top.iter().map(|&(k, _)| k).collect();
+    assert_eq!(
+        keys,
+        exact.iter().take(3).map(|&(k, _)| k).collect::<Vec<_>>()
+    );
+    for (k, e) in top {
+        assert_eq!(Some(e), whole.flow_size(&k));
+    }
+    for (k, &f) in &truth {
+        let e = whole.flow_size(k).unwrap();
+        assert_eq!(e, whole.estimate(k).max(0) as u64);
+        assert!(f < 1000 || e.abs_diff(f) < 100, "{k:?} {f} {e}");
+    }
 }
 
 // ---------------------------------------------------------------- count array
