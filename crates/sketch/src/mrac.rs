@@ -463,3 +463,19 @@ pub const ENTRY: algo::Entry = algo::Entry {
     flow_size_only: "",
     resets_to_empty: true,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The split limits the doc of `max_parts` states (6 flows up to 50, 4 up to 100, 3 up to
+    /// 600, 2 above).
+    #[test]
+    fn split_limits_are_the_documented_ones() {
+        let got: Vec<usize> = [1u64, 50, 51, 100, 101, 600, 601, 1 << 40]
+            .iter()
+            .map(|&v| max_parts(v))
+            .collect();
+        assert_eq!(got, vec![6, 6, 4, 4, 3, 3, 2, 2]);
+    }
+}
