@@ -125,8 +125,11 @@ fn check_memory<'a>(
             .map_err(catalog::CatalogError::from)?;
         // A heavy-changers task keeps a second copy: the previous epoch's state.
         let copies = if keeps_prev { 2 } else { 1 };
+        let driver = memory_driver(entry, params, ctx, bytes)
+            .map(|(p, v)| format!(", mostly `{p} = {v}`"))
+            .unwrap_or_default();
         parts.push((
-            format!("{} ({kind})", entry.name),
+            format!("{} ({kind}{driver})", entry.name),
             bytes.saturating_mul(copies),
         ));
     }
@@ -159,6 +162,31 @@ fn check_memory<'a>(
             crate::report::human_bytes(budget)
         ),
     })
+}
+
+/// The parameter of `entry` (given in `params` or defaulted) whose halving saves the most of its
+/// `bytes`, with its value: what a refusal for memory names. Computed with the entry's memory
+/// function (nothing allocated); `None` when no integer parameter changes the size.
+fn memory_driver(
+    entry: &algo::Entry,
+    params: &toml::Table,
+    ctx: &BuildCtx,
+    bytes: u64,
+) -> Option<(String, i64)> {
+    let mut all = (entry.defaults)();
+    for (k, v) in params {
+        all.insert(k.clone(), v.clone());
+    }
+    all.iter()
+        .filter_map(|(k, v)| {
+            let v = v.as_integer().filter(|&v| v > 1)?;
+            let mut half = params.clone();
+            half.insert(k.clone(), toml::Value::Integer(v / 2));
+            let saved = bytes.saturating_sub(entry.memory(&half, ctx).ok()?);
+            (saved > 0).then(|| (saved, k.clone(), v))
+        })
+        .max_by_key(|e| e.0)
+        .map(|(_, k, v)| (k, v))
 }
 
 /// A task whose default algorithm cannot hold the run's keys (two_level and `--ipv6` pairs: 32

@@ -290,6 +290,8 @@ fn a_run_over_its_memory_budget_is_refused_before_allocating() {
             e.contains("max_memory") && e.contains(algo) && e.contains("GiB"),
             "{algo}: {e}"
         );
+        // The parameter that makes it large is named, with its value.
+        assert!(e.contains(&format!("mostly `{params}`")), "{algo}: {e}");
     }
     // The defaults fit a small budget; a tiny one names the largest structures.
     let mut c = cfg(RunConfig::measures_from_lists(&[], &[]).unwrap());
