@@ -439,6 +439,7 @@ fn algorithms_json_lists_the_catalog_with_defaults() {
     let names: Vec<String> = String::from_utf8(text.stdout)
         .unwrap()
         .lines()
+        .skip(1)
         .map(|l| l.split_whitespace().next().unwrap().to_string())
         .collect();
     let out = netsift().args(["algorithms", "--json"]).output().unwrap();
@@ -453,8 +454,11 @@ fn algorithms_json_lists_the_catalog_with_defaults() {
     assert_eq!(cm["defaults"]["rows"], 4);
     assert_eq!(cm["defaults"]["width"], 65536);
     assert_eq!(cm["flow_size_only"]["candidates"], 0);
+    // What the defaults cost: Count-Min's 4 x 65536 u32 counters and its candidate set.
+    assert_eq!(cm["default_memory"]["key_len"], 13);
+    assert!(cm["default_memory"]["bytes"].as_u64().unwrap() > 4 * 65536 * 4);
     let ss = all.iter().find(|a| a["name"] == "space_saving").unwrap();
-    assert_eq!(ss["defaults"]["k"], 128);
+    assert_eq!(ss["defaults"]["k"], 8192);
     // The defaults of an algorithm, given back as its params, run.
     let cfg = tmp("defaults.toml");
     let params: Vec<String> = cm["defaults"]
