@@ -43,6 +43,10 @@ pub(crate) trait Counter {
     /// Add `o`'s state (same configuration and hash, checked by the caller): the state of the
     /// union of both streams.
     fn union(&mut self, o: &Self);
+    /// Why the estimate may be wrong (`Algorithm::caveats`): a saturated bitmap.
+    fn caveats(&self) -> Vec<algo::Caveat> {
+        Vec::new()
+    }
 }
 
 /// `impl Algorithm` for a [`Counter`] with fields `cfg` and `hash`: it answers cardinality only;
@@ -82,6 +86,15 @@ macro_rules! counter_algorithm {
 
             fn cardinality(&self) -> Option<f64> {
                 Some(self.estimate())
+            }
+
+            fn caveats(
+                &self,
+                _task: algo::Task,
+                _threshold: Option<u64>,
+                _total: u64,
+            ) -> Vec<algo::Caveat> {
+                $crate::Counter::caveats(self)
             }
 
             fn merge(&mut self, other: &dyn algo::Algorithm) -> Result<(), algo::MergeError> {

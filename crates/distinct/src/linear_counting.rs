@@ -247,6 +247,29 @@ impl crate::Counter for LinearCounting {
             *a |= b;
         }
     }
+
+    /// Past about 1% zero bits a row's estimate m·ln(m/z) rests on a handful of bits (and with
+    /// none left it is only a lower bound): say so, with a size that keeps the load below 1.
+    fn caveats(&self) -> Vec<algo::Caveat> {
+        let m = self.cfg.bits;
+        let zeros = self.zeros_per_row();
+        let full = zeros.iter().filter(|&&z| z * 100 < m).count();
+        if full == 0 {
+            return Vec::new();
+        }
+        let bits = ((2.0 * self.estimate()).ceil() as usize)
+            .max(2 * m)
+            .min(LinearCountingConfig::MAX_BITS);
+        vec![algo::Caveat {
+            parameter: "bits",
+            message: format!(
+                "{full} of {} rows of {m} bits have fewer than 1% zero bits left: the estimate \
+                 is coarse, a lower bound once a row has none",
+                zeros.len()
+            ),
+            suggestion: format!("bits = {bits} (twice the estimate)"),
+        }]
+    }
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.

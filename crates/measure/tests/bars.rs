@@ -198,6 +198,7 @@ fn too_small_configurations_warn_naming_the_parameter() {
             Task::Entropy,
             "widths",
         ),
+        ("linear_counting", "bits = 4096", Task::Cardinality, "bits"),
     ];
     for (algo, params, task, parameter) in cases {
         // Zipf 0.6 over 100 k flows: the hardest of the traces.
