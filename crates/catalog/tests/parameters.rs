@@ -291,21 +291,8 @@ fn default_value(s: &str, at: &str) -> Option<Value> {
     t.get("v").cloned()
 }
 
-/// The bytes as `netsift run` prints them (`measure::report::human_bytes`).
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+/// The bytes as `netsift run` prints them.
+use measure::report::human_bytes;
 
 fn entry(name: &str, at: &str) -> &'static Entry {
     catalog::ALL
