@@ -49,11 +49,14 @@ pub static PRESETS: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
-        // Re-evaluating section 5: the large count array (2^20 counters) and the per-source
-        // 1024-bit Bloom filters with 3 hashes reporting past 128 destinations.
+        // Re-evaluating section 5: the large count array and exact tables (2^20 entries) and the
+        // per-source 1024-bit Bloom filters with 3 hashes reporting past 128 destinations.
         "reeval",
         &[
             ("count_array", "width = 1048576"),
+            ("linear_hash", "capacity = 1048576"),
+            ("cuckoo1", "capacity = 1048576"),
+            ("cuckoo4", "capacity = 1048576"),
             ("bloom_spreader", "bits = 1024\nhashes = 3\nthreshold = 128"),
         ],
     ),

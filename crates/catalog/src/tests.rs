@@ -83,11 +83,11 @@ fn defaults_are_the_tables_build_reads() {
         let b = e.build(&toml::Table::new(), &ctx).unwrap();
         assert_eq!(a.memory_bytes(), b.memory_bytes(), "{}", e.name);
     }
-    // Two sizes, read back: FlowRadar's (Agg-Evict 4.1) and Space-Saving's, sized for the
-    // default heavy-hitter threshold (issue 12).
+    // Two sizes, read back: FlowRadar's (within 4 MiB with 5-tuple keys) and Space-Saving's,
+    // sized for the default heavy-hitter threshold (issue 12).
     assert_eq!(
         (table::flow_radar::ENTRY.defaults)()["cells"].as_integer(),
-        Some(262_144)
+        Some(90_112)
     );
     assert_eq!(
         (table::space_saving::ENTRY.defaults)()["k"].as_integer(),
@@ -212,7 +212,7 @@ fn memory_of_huge_sizes_is_computed_without_allocating() {
         m,
         (1 << 32) * 16 + ((0.9 * 4294967296f64).floor() as u64) * 4
     );
-    // FlowRadar: a 2^40-bit filter is 2^37 bytes, plus the default 262,144 cells of 3 words,
+    // FlowRadar: a 2^40-bit filter is 2^37 bytes, plus the default 90,112 cells of 3 words,
     // plus their written-block maps (one bit per 64 bytes: 1/512 of each).
     let m = get("flow_radar")
         .unwrap()
@@ -220,7 +220,7 @@ fn memory_of_huge_sizes_is_computed_without_allocating() {
         .unwrap();
     assert_eq!(
         m,
-        (1 << 37) + 262_144 * 24 + (1 << 37) / 512 + 262_144 * 24 / 512
+        (1 << 37) + 90_112 * 24 + (1 << 37) / 512 + 90_112 * 24 / 512
     );
     // linear_counting's largest: 64 rows of 2^32 bits, 32 GiB.
     let m = get("linear_counting")

@@ -199,6 +199,13 @@ fn too_small_configurations_warn_naming_the_parameter() {
             "widths",
         ),
         ("linear_counting", "bits = 4096", Task::Cardinality, "bits"),
+        (
+            "linear_hash",
+            "capacity = 4096",
+            Task::HeavyHitters,
+            "capacity",
+        ),
+        ("cuckoo4", "capacity = 4096", Task::Entropy, "capacity"),
     ];
     for (algo, params, task, parameter) in cases {
         // Zipf 0.6 over 100 k flows: the hardest of the traces.

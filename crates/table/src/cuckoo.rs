@@ -63,7 +63,7 @@ impl Slots {
 #[serde(deny_unknown_fields, default)]
 pub struct CuckooConfig {
     /// Number of entries (slots); the table has `capacity / entries_per_bucket` buckets.
-    /// Default 2^20, like the linear table.
+    /// Default 2^17, like the linear table (`--preset reeval`: 2^20).
     pub capacity: usize,
     /// Longest eviction chain before an insertion is given up (default 500).
     pub max_kicks: usize,
@@ -72,7 +72,7 @@ pub struct CuckooConfig {
 impl Default for CuckooConfig {
     fn default() -> Self {
         CuckooConfig {
-            capacity: 1 << 20,
+            capacity: 1 << 17,
             max_kicks: 500,
         }
     }
@@ -419,6 +419,10 @@ impl Algorithm for Cuckoo {
     }
 
     crate::exact::flow_set_queries!(Cuckoo);
+
+    fn caveats(&self, _task: Task, _threshold: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+        crate::full_table_caveat(self.dropped, self.len(), self.capacity())
+    }
 
     /// Adds `other`'s counts (same shape and seed); counts equal those of one table fed both
     /// streams as long as nothing is dropped.

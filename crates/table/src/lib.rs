@@ -171,3 +171,24 @@ pub(crate) fn overcount_caveats(
     }
     bound_caveat(task, t, ambiguous, reported, over, total)
 }
+
+/// The caveat of an exact table that filled up: the new flows it turned away (`dropped`) are
+/// missing from every answer. Suggests twice the capacity.
+pub(crate) fn full_table_caveat(
+    dropped: Dropped,
+    flows: usize,
+    capacity: usize,
+) -> Vec<algo::Caveat> {
+    if dropped.weight == 0 {
+        return Vec::new();
+    }
+    vec![algo::Caveat {
+        parameter: "capacity",
+        message: format!(
+            "the table is full ({flows} flows in {capacity} slots): {} updates of new flows \
+             ({} in weight) were not stored and are missing from the answer",
+            dropped.updates, dropped.weight
+        ),
+        suggestion: format!("capacity = {} (at least)", capacity.saturating_mul(2)),
+    }]
+}
