@@ -651,4 +651,126 @@ mod tests {
         close(r.accuracy.recall, 1.0);
         close(r.accuracy.f1, 1.0);
     }
+
+    /// Thresholds: below 1 a fraction of the base, rounded up and at least 1; from 1 up an
+    /// absolute value (1.0 itself is 1, not all of the base).
+    #[test]
+    fn thresholds_resolve_by_hand() {
+        assert_eq!(resolve(1.0, 1_000.0), 1);
+        assert_eq!(resolve(2.5, 1_000.0), 3);
+        assert_eq!(resolve(0.5, 3.0), 2);
+        assert_eq!(resolve(0.0001, 10.0), 1);
+    }
+
+    /// The listed keys: largest estimate first, ties by key, at most `cfg.listed` of them; the
+    /// count reported is all of them.
+    #[test]
+    fn listed_keys_by_hand() {
+        let a = Fixed {
+            hh: vec![(k(4), 5), (k(2), 30), (k(1), 55), (k(3), 30)],
+            ..Fixed::default()
+        };
+        let cfg = RunConfig {
+            listed: 3,
+            ..RunConfig::default()
+        };
+        let s = spec(Task::HeavyHitters, Some(20.0), None);
+        let r = score_with(&s, &a, &four(), None, None, &cfg);
+        let got: Vec<(String, u64)> = r
+            .answer
+            .keys
+            .iter()
+            .map(|l| (l.key.clone(), l.estimate))
+            .collect();
+        let want = vec![
+            (k(1).to_string(), 55),
+            (k(2).to_string(), 30),
+            (k(3).to_string(), 30),
+        ];
+        assert_eq!(got, want);
+        assert_eq!(r.answer.reported, Some(4));
+    }
+
+    /// Point queries with nothing true: no relative error (not 0/0); a flow-size task on an
+    /// empty epoch likewise.
+    #[test]
+    fn empty_truth_has_no_relative_error() {
+        let mut sizes = KeyMap::default();
+        sizes.insert(k(1), 55);
+        let a = Fixed {
+            hh: vec![(k(1), 55)],
+            sizes: Some(sizes),
+            ..Fixed::default()
+        };
+        // T = 1000 packets: no flow of `four()` is that large.
+        let r = score(
+            &spec(Task::HeavyHitters, Some(1_000.0), None),
+            &a,
+            &four(),
+            None,
+        );
+        assert_eq!(r.truth.count, Some(0));
+        assert_eq!(r.accuracy.relative_error, None);
+        close(r.accuracy.precision, 0.0);
+        let r = score(
+            &spec(Task::FlowSize, None, None),
+            &a,
+            &EpochTruth::new(0),
+            None,
+        );
+        assert_eq!(r.answer.reported, Some(0));
+        assert_eq!(r.accuracy.relative_error, None);
+        assert_eq!(r.accuracy.are, None);
+    }
+
+    /// Top-k F1 and recall away from 0 and 1, and an F1 of 0 (not 0/0) when nothing is right.
+    #[test]
+    fn top_k_f1_and_partial_recall_by_hand() {
+        // Sizes 10, 8, 8, 5, k = 2: members {1, 2, 3}, want = 2.
+        let e = epoch(&[(k(1), 10), (k(2), 8), (k(3), 8), (k(4), 5)]);
+        let s = spec(Task::TopK, None, Some(2));
+        // Reported {1}: precision 1, recall 1/2, F1 2 x 1 x 1/2 / (3/2) = 2/3.
+        let a = Fixed {
+            top: vec![(k(1), 12)],
+            ..Fixed::default()
+        };
+        let r = score(&s, &a, &e, None);
+        close(r.accuracy.precision, 1.0);
+        close(r.accuracy.recall, 0.5);
+        close(r.accuracy.f1, 2.0 / 3.0);
+        // Reported {1, 3, 4}: precision 2/3, recall 1, F1 2 x 2/3 / (5/3) = 0.8.
+        let a = Fixed {
+            top: vec![(k(1), 12), (k(3), 8), (k(4), 5)],
+            ..Fixed::default()
+        };
+        let r = score(&s, &a, &e, None);
+        close(r.accuracy.f1, 0.8);
+        // Reported {4}: precision 0, recall 0, F1 0.
+        let a = Fixed {
+            top: vec![(k(4), 5)],
+            ..Fixed::default()
+        };
+        let r = score(&s, &a, &e, None);
+        close(r.accuracy.f1, 0.0);
+    }
+
+    /// A flow of size 0 in the run's weight (bytes, packets of length 0) is never a top-k
+    /// member, even when it is the k-th largest.
+    #[test]
+    fn top_k_zero_size_flows_are_no_members() {
+        let mut e = EpochTruth::new(0);
+        e.add(0, k(1), 100);
+        e.add(0, k(2), 0);
+        let cfg = RunConfig {
+            weight: Weight::Bytes,
+            ..RunConfig::default()
+        };
+        // k = 5: the k-th is the last, flow 2 of 0 bytes; members {1}.
+        let a = Fixed {
+            top: vec![(k(1), 100), (k(2), 0)],
+            ..Fixed::default()
+        };
+        let r = score_with(&spec(Task::TopK, None, Some(5)), &a, &e, None, None, &cfg);
+        close(r.accuracy.precision, 0.5);
+    }
 }

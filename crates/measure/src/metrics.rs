@@ -129,4 +129,13 @@ mod tests {
         assert!((are_of(&rep, &truth).unwrap() - 0.1).abs() < 1e-12);
         assert_eq!(are_of(&[], &truth), None);
     }
+
+    #[test]
+    fn rel_err_by_hand() {
+        assert_eq!(rel_err(0.0, 0.0), 0.0);
+        assert_eq!(rel_err(0.0, 3.0), 1.0);
+        assert_eq!(rel_err(4.0, 5.0), 0.25);
+        assert_eq!(rel_err(4.0, 3.0), 0.25);
+        assert_eq!(rel_err(4.0, 0.0), 1.0);
+    }
 }
