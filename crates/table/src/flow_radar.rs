@@ -832,4 +832,62 @@ mod tests {
         assert!(want.len() > 5, "{}", want.len());
         assert_eq!(hc.len(), want.len());
     }
+
+    /// Exact cell counts on hand-made states. A false positive by construction (the filter
+    /// filled with ones before flow y arrives): y's packets land in its 4 cells without a
+    /// FlowCount, 4 stray cells, and x decodes alone. A flow in both halves of a merge: its key
+    /// XOR-ed out of its 4 cells, FlowCount 2 in each, 4 undecoded cells and no flow.
+    #[test]
+    fn stray_and_undecoded_cells_by_hand() {
+        let (x, y) = (FlowKey::from_u32(1), FlowKey::from_u32(2));
+        let mut fr = radar(1_024, None, 3, 4);
+        let (cx, cy) = (fr.cells_of(&x), fr.cells_of(&y));
+        assert!(
+            cx[..4].iter().all(|c| !cy[..4].contains(c)),
+            "pick keys with disjoint cells"
+        );
+        fr.update(&x, 3);
+        fr.bf.iter_mut().for_each(|w| *w = u64::MAX);
+        fr.update(&y, 5);
+        let d = fr.decode();
+        assert_eq!(d.stray_packet_cells(), 4);
+        assert_eq!(d.undecoded_cells(), 0);
+        assert!(d.is_complete());
+        assert_eq!(as_map(d), [(x, 3)].into_iter().collect());
+        assert_eq!(fr.flows_inserted(), 1.0);
+        assert!(fr.caveats(Task::FlowSize, None, 8).is_empty());
+
+        let mut a = radar(1_024, None, 3, 4);
+        a.update(&x, 3);
+        let b = a.clone();
+        a.merge(&b).unwrap();
+        let d = a.decode();
+        assert_eq!(d.undecoded_cells(), 4);
+        assert_eq!(d.stray_packet_cells(), 0);
+        assert!(!d.is_complete());
+        assert!(d.flows().is_empty());
+        assert_eq!(a.flows_inserted(), 2.0);
+    }
+
+    /// Past the peeling threshold the caveat names the cells: 1.3 x the flows in the flow set,
+    /// rounded up to a multiple of the cell hashes (4,900 flows: 6,370, so 6,372).
+    #[test]
+    fn caveat_names_the_cells_that_would_decode() {
+        let keys = stream(4_900, 20_000, 4);
+        let mut fr = radar(4_096, Some(1 << 22), 4, 4);
+        fr.update_batch(&keys, &vec![1; keys.len()]);
+        assert_eq!(fr.flows_inserted(), 4_900.0);
+        let d = fr.decode();
+        assert!(!d.is_complete());
+        let c = fr.caveats(Task::HeavyHitters, Some(100), keys.len() as u64);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].parameter, "cells");
+        assert_eq!(c[0].suggestion, "cells = 6372 (1.3 x the flows)");
+        let want = format!(
+            "decoded {} of about 4900 flows; {} of 4096 cells could not be peeled",
+            d.flows().len(),
+            d.undecoded_cells()
+        );
+        assert!(c[0].message.starts_with(&want), "{}", c[0].message);
+    }
 }
