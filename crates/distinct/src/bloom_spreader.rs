@@ -420,6 +420,44 @@ impl Algorithm for BloomSpreader {
         self.hosts.len() * per_host + self.crossed.len() * std::mem::size_of::<u32>()
     }
 
+    /// Past the threshold's worth of peers a filter turns new peers away as false positives at
+    /// `false_positive_rate(T)`: above 5% there, the counts of hosts near the threshold fall
+    /// short of it. Hosts turned away past `max_hosts` are not counted at all.
+    fn caveats(&self, _task: Task, threshold: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+        let mut out = Vec::new();
+        let t = threshold.unwrap_or(0);
+        let fp = self.cfg.false_positive_rate(t);
+        let near = self.counts.iter().filter(|&&c| c > t / 2).count();
+        if fp > 0.05 && near > 0 {
+            // k·T/m = 1/4 keeps the rate at T near (1 - e^-1/4)^k: 1% with 3 hashes.
+            let bits = (4 * t * u64::from(self.cfg.hashes))
+                .next_power_of_two()
+                .max(2 * self.cfg.bits as u64);
+            out.push(algo::Caveat {
+                parameter: "bits",
+                message: format!(
+                    "a host's {}-bit filter takes its {t}th new peer for a known one with \
+                     probability {:.0}%: the counts of the {near} hosts above half the \
+                     threshold fall short",
+                    self.cfg.bits,
+                    100.0 * fp
+                ),
+                suggestion: format!("bits = {bits}"),
+            });
+        }
+        if self.dropped > 0 {
+            out.push(algo::Caveat {
+                parameter: "max_hosts",
+                message: format!(
+                    "{} updates of hosts past max_hosts = {} were not counted",
+                    self.dropped, self.cfg.max_hosts
+                ),
+                suggestion: format!("max_hosts = {} (or 0: no limit)", 2 * self.cfg.max_hosts),
+            });
+        }
+        out
+    }
+
     /// Hosts whose distinct-peer counter is above `threshold`, largest first (ties by key).
     fn spreaders(&self, threshold: u64) -> Option<Vec<Estimate>> {
         let mut out: Vec<Estimate> = self

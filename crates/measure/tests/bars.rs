@@ -206,6 +206,7 @@ fn too_small_configurations_warn_naming_the_parameter() {
             "capacity",
         ),
         ("cuckoo4", "capacity = 4096", Task::Entropy, "capacity"),
+        ("bloom_spreader", "bits = 64", Task::Superspreaders, "bits"),
     ];
     for (algo, params, task, parameter) in cases {
         // Zipf 0.6 over 100 k flows: the hardest of the traces.
