@@ -43,6 +43,22 @@ pub struct MeasureSpec {
     pub task_by_default: bool,
 }
 
+impl MeasureSpec {
+    /// `algo` answering `task` with its default parameters, on the run's key and thresholds.
+    pub fn new(task: Task, algo: &str) -> MeasureSpec {
+        MeasureSpec {
+            task,
+            algorithm: algo.to_string(),
+            key: None,
+            threshold: None,
+            k: None,
+            params: toml::Table::new(),
+            by_default: false,
+            task_by_default: false,
+        }
+    }
+}
+
 /// A whole run, as a TOML file holds it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -235,16 +251,7 @@ impl RunConfig {
         tasks: &[Task],
         algos: &[String],
     ) -> Result<Vec<MeasureSpec>, ConfigError> {
-        let spec = |task: Task, algo: &str| MeasureSpec {
-            task,
-            algorithm: algo.to_string(),
-            key: None,
-            threshold: None,
-            k: None,
-            params: toml::Table::new(),
-            by_default: false,
-            task_by_default: false,
-        };
+        let spec = MeasureSpec::new;
         for a in algos {
             catalog::lookup(a)?;
         }

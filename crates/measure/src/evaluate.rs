@@ -347,14 +347,9 @@ mod tests {
 
     fn spec(task: Task, threshold: Option<f64>, k: Option<usize>) -> MeasureSpec {
         MeasureSpec {
-            task,
-            algorithm: "fixed".into(),
-            key: None,
             threshold,
             k,
-            params: toml::Table::new(),
-            by_default: false,
-            task_by_default: false,
+            ..MeasureSpec::new(task, "fixed")
         }
     }
 

@@ -477,11 +477,7 @@ mod tests {
 
     /// The pairs of a full pass over the slots (the reference for the sparse path).
     fn scanned(t: &Cuckoo) -> Vec<Estimate> {
-        t.table
-            .chunks_exact(t.stride)
-            .filter(|s| s[0] != 0)
-            .map(|s| (packed::unpack(&s[1..]).unwrap(), s[0]))
-            .collect()
+        packed::scan(&t.table, t.stride)
     }
 
     #[test]

@@ -327,11 +327,7 @@ mod tests {
 
     /// The pairs of a full pass over the slots (the reference for the sparse path).
     fn scanned(t: &LinearHash) -> Vec<Estimate> {
-        t.slots
-            .chunks_exact(t.stride)
-            .filter(|s| s[0] != 0)
-            .map(|s| (packed::unpack(&s[1..]).unwrap(), s[0]))
-            .collect()
+        packed::scan(&t.slots, t.stride)
     }
 
     #[test]

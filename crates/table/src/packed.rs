@@ -54,6 +54,17 @@ pub(crate) fn unpack(words: &[u64]) -> Option<FlowKey> {
     FlowKey::from_bytes(&b[1..1 + len])
 }
 
+/// The (key, count) pairs of a slot array of `stride` words, count first then the packed key;
+/// count 0 is an empty slot. The exact tables' tests use it as the full-pass reference.
+#[cfg(test)]
+pub(crate) fn scan(words: &[u64], stride: usize) -> Vec<algo::Estimate> {
+    words
+        .chunks_exact(stride)
+        .filter(|s| s[0] != 0)
+        .map(|s| (unpack(&s[1..]).unwrap(), s[0]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
