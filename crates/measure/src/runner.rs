@@ -118,25 +118,29 @@ fn check_memory<'a>(
     >,
     kinds: &[KeyKind],
 ) -> Result<(), ConfigError> {
-    let mut parts: Vec<(String, u64)> = vec![];
+    // (name and key kind, bytes, what names its largest parameter when the run is refused)
+    type Part<'a> = (
+        String,
+        u64,
+        Option<(&'static algo::Entry, &'a toml::Table, &'a BuildCtx)>,
+    );
+    let mut parts: Vec<Part<'a>> = vec![];
     for (entry, params, ctx, kind, keeps_prev) in plans {
         let bytes = entry
             .memory(params, ctx)
             .map_err(catalog::CatalogError::from)?;
         // A heavy-changers task keeps a second copy: the previous epoch's state.
         let copies = if keeps_prev { 2 } else { 1 };
-        let driver = memory_driver(entry, params, ctx, bytes)
-            .map(|(p, v)| format!(", mostly `{p} = {v}`"))
-            .unwrap_or_default();
         parts.push((
-            format!("{} ({kind}{driver})", entry.name),
+            format!("{} ({kind}", entry.name),
             bytes.saturating_mul(copies),
+            Some((entry, params, ctx)),
         ));
     }
     if cfg.accel == front::Accel::AggEvict {
         for k in kinds {
             let b = aggevict::Aggregator::memory_for(&cfg.agg_evict, k.len(cfg.ipv6));
-            parts.push((format!("agg_evict ({k})"), b as u64));
+            parts.push((format!("agg_evict ({k}"), b as u64, None));
         }
     }
     let total = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
@@ -150,7 +154,14 @@ fn check_memory<'a>(
     let largest: Vec<String> = parts
         .iter()
         .take(3)
-        .map(|(n, b)| format!("{n} {}", crate::report::human_bytes(*b)))
+        .map(|(n, b, plan)| {
+            // Only for a refusal: which parameter makes the part large.
+            let driver = plan
+                .and_then(|(e, p, c)| memory_driver(e, p, c, e.memory(p, c).ok()?))
+                .map(|(p, v)| format!(", mostly `{p} = {v}`"))
+                .unwrap_or_default();
+            format!("{n}{driver}) {}", crate::report::human_bytes(*b))
+        })
         .collect();
     Err(ConfigError::Field {
         field: "max_memory",
