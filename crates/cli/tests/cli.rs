@@ -431,7 +431,7 @@ fn run_on_a_live_pipe_prints_each_epoch_as_it_closes() {
 }
 
 /// `algorithms --json` is the catalog: every algorithm the text listing names, with its tasks and
-/// its default parameters (the papers' sizes), which `run` accepts back as `params`.
+/// its default parameters, which `run` accepts back as `params`.
 #[test]
 fn algorithms_json_lists_the_catalog_with_defaults() {
     let text = netsift().arg("algorithms").output().unwrap();

@@ -29,7 +29,7 @@ const NAME: &str = "misra_gries";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MisraGriesConfig {
-    /// Number of counters (default 128).
+    /// Number of counters (default 16384, module docs).
     pub k: usize,
 }
 
