@@ -541,10 +541,7 @@ mod tests {
     use std::collections::{HashMap, HashSet};
 
     fn pair(src: u32, dst: u32) -> FlowKey {
-        let mut b = [0u8; 8];
-        b[..4].copy_from_slice(&src.to_be_bytes());
-        b[4..].copy_from_slice(&dst.to_be_bytes());
-        FlowKey::from_bytes(&b).unwrap()
+        FlowKey::from_u32_pair(src, dst)
     }
 
     fn spreader(side: Side, seed: u64, max_hosts: usize) -> BloomSpreader {

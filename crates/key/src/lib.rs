@@ -246,6 +246,16 @@ impl FlowKey {
         k
     }
 
+    /// An 8-byte `pair` key of two IPv4 addresses given as u32 (source, then destination).
+    #[inline]
+    pub fn from_u32_pair(src: u32, dst: u32) -> FlowKey {
+        let mut k = FlowKey::EMPTY;
+        k.bytes[..4].copy_from_slice(&src.to_be_bytes());
+        k.bytes[4..8].copy_from_slice(&dst.to_be_bytes());
+        k.len = 8;
+        k
+    }
+
     /// A 4-byte key from a u32 (stored big-endian, as an IPv4 address would be).
     #[inline]
     pub fn from_u32(v: u32) -> FlowKey {
@@ -661,6 +671,17 @@ mod tests {
                 assert!(reduce(h, n) < n);
             }
         }
+    }
+
+    #[test]
+    fn a_u32_pair_is_the_two_addresses_big_endian() {
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&0x0a00_0001u32.to_be_bytes());
+        b[4..].copy_from_slice(&0xc0a8_0002u32.to_be_bytes());
+        assert_eq!(
+            FlowKey::from_u32_pair(0x0a00_0001, 0xc0a8_0002),
+            FlowKey::from_bytes(&b).unwrap()
+        );
     }
 
     proptest! {

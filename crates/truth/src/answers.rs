@@ -206,10 +206,7 @@ mod tests {
     }
 
     fn pair(s: u32, d: u32) -> FlowKey {
-        let mut b = [0u8; 8];
-        b[..4].copy_from_slice(&s.to_be_bytes());
-        b[4..].copy_from_slice(&d.to_be_bytes());
-        FlowKey::from_bytes(&b).unwrap()
+        FlowKey::from_u32_pair(s, d)
     }
 
     /// An epoch with `flows[i] = (key, packets)`, every packet `len` bytes.
