@@ -1,5 +1,6 @@
-//! Encapsulations: MPLS label stacks (with Ethernet pseudowires) and PPPoE sessions below IP;
-//! GRE (with PPTP and ERSPAN), VXLAN, GENEVE, GTP-U, IP-in-IP, 6in4, 4in6 and 6in6 above it.
+//! Encapsulations: MPLS label stacks (with Ethernet pseudowires), PPPoE sessions and NSH below IP;
+//! GRE (with RFC 1701 source routing, PPTP and ERSPAN), VXLAN, VXLAN-GPE, GENEVE, GTP-U, MPLS over
+//! UDP, IP-in-IP, 6in4, 4in6 and 6in6 above it.
 //!
 //! Hand-written like the rest of the crate rather than built on a packet library (etherparse,
 //! pnet): this code runs on the parser's hot path, and what it must do is narrow and precise:
@@ -14,13 +15,18 @@
 
 use crate::ip::{self, proto};
 use crate::link::{self, ethertype};
-use crate::{Class, Ctx, Layer, Tunnel, View, MAX_MPLS_LABELS};
+use crate::{Class, Ctx, Layer, Tunnel, View, MAX_GRE_SRES, MAX_MPLS_LABELS};
 
 /// UDP destination ports of the UDP tunnels.
 pub(crate) mod port {
     pub const VXLAN: u16 = 4789;
+    /// Linux's VXLAN port before IANA's (still its default when `dstport` is not given).
+    pub const VXLAN_LINUX: u16 = 8472;
+    pub const VXLAN_GPE: u16 = 4790;
     pub const GENEVE: u16 = 6081;
     pub const GTP_U: u16 = 2152;
+    /// RFC 7510.
+    pub const MPLS_UDP: u16 = 6635;
 }
 
 /// Whether an IP payload of protocol `p` (UDP: to destination port `dport`) is a tunnel. The only
@@ -29,7 +35,15 @@ pub(crate) mod port {
 pub(crate) fn is_tunnel(p: u8, dport: u16) -> bool {
     match p {
         proto::TCP => false,
-        proto::UDP => matches!(dport, port::VXLAN | port::GENEVE | port::GTP_U),
+        proto::UDP => matches!(
+            dport,
+            port::VXLAN
+                | port::VXLAN_LINUX
+                | port::VXLAN_GPE
+                | port::GENEVE
+                | port::GTP_U
+                | port::MPLS_UDP
+        ),
         proto::IPIP | proto::IPV6 | proto::GRE => true,
         _ => false,
     }
@@ -103,8 +117,9 @@ fn tunnel(p_proto: u8, outer_v6: bool, p: &[u8], ctx: Ctx) -> View {
     }
 }
 
-/// An Ethernet frame, or a payload named by an ethertype, inside a layer.
-fn by_ethertype(et: u16, p: &[u8], ctx: Ctx) -> View {
+/// An Ethernet frame, or a payload named by an ethertype, inside a layer (GRE, GENEVE, Cisco
+/// HDLC).
+pub(crate) fn by_ethertype(et: u16, p: &[u8], ctx: Ctx) -> View {
     if et == ethertype::TEB {
         link::ethernet(p, ctx)
     } else {
@@ -211,49 +226,18 @@ pub(crate) fn pppoe(d: &[u8], ctx: Ctx) -> View {
         h[pppoe_hdr::LENGTH + 1],
     ]));
     let (body, ctx) = tri!(ctx.declared(d, pppoe_hdr::HEADER_LEN + len, pppoe_hdr::HEADER_LEN));
-    ppp(&body[pppoe_hdr::HEADER_LEN..], ctx)
-}
-
-/// PPP protocol numbers (RFC 1661 and IANA).
-mod ppp_proto {
-    pub const IPV4: u16 = 0x0021;
-    pub const IPV6: u16 = 0x0057;
-    pub const MPLS: u16 = 0x0281;
-}
-
-/// A PPP frame inside PPPoE or PPTP: an optional 0xff 0x03 address/control, then a protocol
-/// field of 2 bytes, or 1 when compressed (RFC 1661 6.5: the first byte odd).
-fn ppp(p: &[u8], ctx: Ctx) -> View {
-    let mut p = p;
-    if p.first() == Some(&0xff) {
-        // No protocol number starts with 0xff: this is the address field, and control follows.
-        match p.get(1) {
-            None => return ctx.short(),
-            Some(0x03) => p = &p[2..],
-            Some(_) => return ctx.malformed(),
-        }
-    }
-    let (num, rest) = match p {
-        [] => return ctx.short(),
-        [b, rest @ ..] if b & 1 == 1 => (u16::from(*b), rest),
-        [_] => return ctx.short(),
-        [a, b, rest @ ..] => (u16::from_be_bytes([*a, *b]), rest),
-    };
-    match num {
-        ppp_proto::IPV4 => ip::ipv4(rest, ctx),
-        ppp_proto::IPV6 => ip::ipv6(rest, ctx),
-        ppp_proto::MPLS => mpls(rest, ctx),
-        // LCP, IPCP, CCP, ...: control traffic.
-        _ => ctx.view(Class::NonIp),
-    }
+    link::ppp(&body[pppoe_hdr::HEADER_LEN..], ctx)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Above IP.
 
-/// GRE (RFC 2784, 2890; version 1: RFC 2637).
+/// GRE (RFC 2784, 2890; RFC 1701 for the routing field; version 1: RFC 2637).
 mod gre_hdr {
     pub const BASE_LEN: usize = 4;
+    /// An RFC 1701 Source Route Entry: address family (2 bytes), SRE offset, SRE length, then
+    /// that many bytes of routing information. A null entry (family 0, length 0) ends the list.
+    pub const SRE_LEN: usize = 4;
     pub const CHECKSUM: u16 = 0x8000;
     pub const ROUTING: u16 = 0x4000;
     pub const KEY: u16 = 0x2000;
@@ -277,12 +261,12 @@ fn gre(p: &[u8], ctx: Ctx) -> View {
     let word = |bit: u16| if flags & bit != 0 { 4 } else { 0 };
     match flags & VERSION {
         0 => {
+            // RFC 1701: checksum and offset are both there when either the checksum or the
+            // routing bit is set; the routing field comes after key and sequence number.
+            let mut len = BASE_LEN + word(CHECKSUM | ROUTING) + word(KEY) + word(SEQUENCE);
             if flags & ROUTING != 0 {
-                // RFC 1701 source routing (deprecated; RFC 2784 receivers discard it): its
-                // routing entries are not walked, so nothing after them is read.
-                return ctx.view(Class::NonIp);
+                len = tri!(gre_routing(p, len, ctx));
             }
-            let len = BASE_LEN + word(CHECKSUM) + word(KEY) + word(SEQUENCE);
             let Some(rest) = p.get(len..) else {
                 return ctx.short();
             };
@@ -301,11 +285,28 @@ fn gre(p: &[u8], ctx: Ctx) -> View {
                 return ctx.short();
             };
             let (body, ctx) = tri!(ctx.declared(p, len + usize::from(payload), len));
-            ppp(&body[len..], ctx)
+            link::ppp(&body[len..], ctx)
         }
         // Versions 2-7 do not exist.
         _ => ctx.malformed(),
     }
+}
+
+/// The RFC 1701 routing field of a GRE header at `p[off..]`: Source Route Entries up to the
+/// null one, at most [`MAX_GRE_SRES`] (then `Malformed`). The offset just past it. (RFC 2784
+/// receivers discard such packets; Wireshark and tcpdump walk the entries, as here.)
+fn gre_routing(p: &[u8], mut off: usize, ctx: Ctx) -> Result<usize, View> {
+    use gre_hdr::SRE_LEN;
+    for _ in 0..MAX_GRE_SRES {
+        let Some(&[af0, af1, _sre_offset, len]) = p.get(off..off + SRE_LEN) else {
+            return Err(ctx.short());
+        };
+        off += SRE_LEN + usize::from(len);
+        if [af0, af1, len] == [0, 0, 0] {
+            return Ok(off);
+        }
+    }
+    Err(ctx.malformed())
 }
 
 /// ERSPAN inside GRE: type I has no header (GRE without a sequence number), type II an 8-byte
@@ -351,9 +352,11 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
     // The port names the layer, which is entered (recorded) before any length is checked, so a
     // longer capture never records fewer layers.
     let layer = match be16(p, DST_PORT) {
-        Some(port::VXLAN) => Layer::Vxlan,
+        Some(port::VXLAN | port::VXLAN_LINUX) => Layer::Vxlan,
+        Some(port::VXLAN_GPE) => Layer::VxlanGpe,
         Some(port::GENEVE) => Layer::Geneve,
         Some(port::GTP_U) => Layer::GtpU,
+        Some(port::MPLS_UDP) => Layer::MplsUdp,
         Some(_) => return ctx.view(Class::NonIp),
         None => return ctx.short(),
     };
@@ -369,7 +372,10 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
     let body = &body[HEADER_LEN.min(body.len())..];
     match layer {
         Layer::Vxlan => vxlan(body, ctx),
+        Layer::VxlanGpe => vxlan_gpe(body, ctx),
         Layer::Geneve => geneve(body, ctx),
+        // RFC 7510: the datagram's payload is a label stack.
+        Layer::MplsUdp => mpls(body, ctx),
         _ => gtp_u(body, ctx),
     }
 }
@@ -379,6 +385,59 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
 fn vxlan(p: &[u8], ctx: Ctx) -> View {
     match p.get(8..) {
         Some(rest) => link::ethernet(rest, ctx),
+        None => ctx.short(),
+    }
+}
+
+/// VXLAN-GPE (draft-ietf-nvo3-vxlan-gpe): flags (2 reserved bits, version 2 bits = 0, I, P, B,
+/// O), 2 reserved bytes, the next protocol, VNI, a reserved byte; then the payload the next
+/// protocol names ([`next_protocol`]). The P bit (next protocol present) is not checked:
+/// Wireshark and tcpdump read the field whatever it says.
+fn vxlan_gpe(p: &[u8], ctx: Ctx) -> View {
+    let Some((h, rest)) = p.split_first_chunk::<8>() else {
+        return ctx.short();
+    };
+    if (h[0] >> 4) & 0x3 != 0 {
+        return ctx.malformed();
+    }
+    next_protocol(h[3], rest, ctx)
+}
+
+/// The payload a VXLAN-GPE or NSH next-protocol number names (the two registries share their
+/// values): 1 IPv4, 2 IPv6, 3 Ethernet, 4 NSH, 5 MPLS; any other (unassigned, experimental) is
+/// not a packet netsift knows: `NonIp`, like an unknown GRE or GENEVE payload.
+fn next_protocol(np: u8, p: &[u8], ctx: Ctx) -> View {
+    match np {
+        1 => ip::ipv4(p, ctx),
+        2 => ip::ipv6(p, ctx),
+        3 => link::ethernet(p, ctx),
+        4 => nsh(p, ctx),
+        5 => mpls(p, ctx),
+        _ => ctx.view(Class::NonIp),
+    }
+}
+
+/// Network Service Header (RFC 8300): version (2 bits, 0), O, U, TTL (6 bits), length (6 bits:
+/// the whole header in 4-byte words, at least the 2 of the base and service path headers; 6 for
+/// MD type 1), MD type (low 4 bits of byte 2), next protocol; service path; context headers;
+/// then the payload. Below IP like MPLS: reached from Ethernet (ethertype 0x894f), GRE, GENEVE
+/// or VXLAN-GPE.
+#[cold]
+#[inline(never)]
+pub(crate) fn nsh(p: &[u8], ctx: Ctx) -> View {
+    const MIN_WORDS: usize = 2;
+    const MD_TYPE_1_WORDS: usize = 6;
+    let ctx = tri!(ctx.enter(Layer::Nsh));
+    let Some(h) = p.first_chunk::<4>() else {
+        return ctx.short();
+    };
+    let words = usize::from(h[1] & 0x3f);
+    let md_type = h[2] & 0x0f;
+    if h[0] >> 6 != 0 || words < MIN_WORDS || (md_type == 1 && words != MD_TYPE_1_WORDS) {
+        return ctx.malformed();
+    }
+    match p.get(words * 4..) {
+        Some(rest) => next_protocol(h[3], rest, ctx),
         None => ctx.short(),
     }
 }

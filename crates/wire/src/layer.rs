@@ -14,8 +14,13 @@ pub const MAX_LAYERS: usize = 8;
 /// one layer: segment routing stacks of 10-12 labels are real traffic).
 pub const MAX_MPLS_LABELS: usize = 16;
 
-/// Which IP header of a tunnelled packet (GRE, VXLAN, GENEVE, GTP-U, IP-in-IP, 6in4, 4in6, 6in6)
-/// makes its flow key. MPLS and PPPoE are below IP and are always looked through.
+/// The most Source Route Entries of one GRE routing field (RFC 1701), the terminating null entry
+/// included, before the frame is `Malformed` (the field counts with its GRE header as one layer).
+pub const MAX_GRE_SRES: usize = 16;
+
+/// Which IP header of a tunnelled packet (GRE, VXLAN, VXLAN-GPE, GENEVE, GTP-U, MPLS over UDP,
+/// IP-in-IP, 6in4, 4in6, 6in6) makes its flow key. MPLS, PPPoE and NSH are below IP and are
+/// always looked through.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
 )]
@@ -59,7 +64,7 @@ impl std::str::FromStr for Tunnel {
 /// One kind of encapsulation layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Layer {
-    /// An MPLS label stack (ethertype 0x8847/0x8848, GRE, PPP).
+    /// An MPLS label stack (ethertype 0x8847/0x8848, GRE, PPP, MPLS over UDP, VXLAN-GPE, NSH).
     Mpls,
     /// An Ethernet pseudowire inside MPLS (RFC 4448), with or without a control word.
     Pseudowire,
@@ -69,12 +74,18 @@ pub enum Layer {
     Gre,
     /// ERSPAN types I, II and III inside GRE.
     Erspan,
-    /// VXLAN (UDP destination port 4789).
+    /// VXLAN (UDP destination port 4789, or Linux's older default 8472).
     Vxlan,
+    /// VXLAN-GPE (UDP destination port 4790).
+    VxlanGpe,
+    /// A Network Service Header (RFC 8300: VXLAN-GPE, or ethertype 0x894f).
+    Nsh,
     /// GENEVE (UDP destination port 6081).
     Geneve,
     /// GTP-U (UDP destination port 2152).
     GtpU,
+    /// MPLS over UDP (RFC 7510, UDP destination port 6635); the label stack inside is `Mpls`.
+    MplsUdp,
     /// IPv4 in IPv4 (protocol 4).
     IpIp,
     /// IPv6 in IPv4 (protocol 41).
@@ -86,15 +97,18 @@ pub enum Layer {
 }
 
 impl Layer {
-    pub const ALL: [Layer; 12] = [
+    pub const ALL: [Layer; 15] = [
         Layer::Mpls,
         Layer::Pseudowire,
         Layer::Pppoe,
         Layer::Gre,
         Layer::Erspan,
         Layer::Vxlan,
+        Layer::VxlanGpe,
+        Layer::Nsh,
         Layer::Geneve,
         Layer::GtpU,
+        Layer::MplsUdp,
         Layer::IpIp,
         Layer::SixInFour,
         Layer::FourInSix,
@@ -110,8 +124,11 @@ impl Layer {
             Layer::Gre => "gre",
             Layer::Erspan => "erspan",
             Layer::Vxlan => "vxlan",
+            Layer::VxlanGpe => "vxlan_gpe",
+            Layer::Nsh => "nsh",
             Layer::Geneve => "geneve",
             Layer::GtpU => "gtp_u",
+            Layer::MplsUdp => "mpls_udp",
             Layer::IpIp => "ipip",
             Layer::SixInFour => "6in4",
             Layer::FourInSix => "4in6",
@@ -140,6 +157,9 @@ impl std::fmt::Display for Layer {
 /// The set of encapsulation layers one frame carried (each kind once, however often nested).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Encap(u16);
+
+// One bit per layer.
+const _: () = assert!(Layer::ALL.len() <= u16::BITS as usize);
 
 impl Encap {
     pub const NONE: Encap = Encap(0);

@@ -10,7 +10,7 @@
 //! **Link layers** (see [`linktype`]):
 //! - Ethernet (1): a 14-byte header, then up to [`MAX_VLAN_TAGS`] 4-byte tags of type 802.1Q
 //!   (0x8100), 802.1ad (0x88a8) or 0x9100, in any order. More tags than that is `Malformed`.
-//!   MPLS (0x8847, 0x8848) and PPPoE sessions (0x8864) are looked through (see
+//!   MPLS (0x8847, 0x8848), PPPoE sessions (0x8864) and NSH (0x894f) are looked through (see
 //!   **Encapsulations**). Any other ethertype that is not IPv4 (0x0800) or IPv6 (0x86dd),
 //!   including an 802.3 length field (< 0x0600), ARP, LLDP and PPPoE discovery, is `NonIp`.
 //! - Raw IP (101, 12, 14): the version nibble of the first byte picks IPv4 (4) or IPv6 (6); any
@@ -18,6 +18,12 @@
 //! - IPv4 (228) and IPv6 (229): the frame is that IP header; a wrong version is `Malformed`.
 //! - Linux SLL (113): 16-byte header, ethertype at offset 14. Linux SLL2 (276): 20-byte header,
 //!   ethertype at offset 0. The ethertype is then handled as for Ethernet (VLAN tags included).
+//! - PPP (9): an optional 0xff 0x03 address/control (RFC 1662), then the PPP protocol, 1 byte
+//!   when compressed (odd) or 2: 0x21 IPv4, 0x57 IPv6, 0x281/0x283 MPLS, anything else (LCP,
+//!   IPCP, ...) `NonIp`; 0xff followed by anything but 0x03 is `Malformed`. PPP in HDLC-like
+//!   framing (50, DLT_PPP_SERIAL): the same, or Cisco HDLC when the first byte is 0x0f or 0x8f.
+//!   Cisco HDLC (104): address, control (neither checked), then an ethertype, handled as for
+//!   Ethernet (0x6558 is a bridged Ethernet frame; SLARP, CDP and ISO are `NonIp`).
 //! - BSD null (0): a 4-byte address family in the byte order of the capturing host, so both
 //!   byte orders are accepted; loop (108): the same family in network byte order. AF_INET = 2 is
 //!   IPv4; AF_INET6 = 24, 28 or 30 (NetBSD/OpenBSD, FreeBSD, macOS) is IPv6; anything else is
@@ -67,30 +73,36 @@
 //!   ethertype after the control word is unknown and the one read without it is known (a
 //!   destination MAC starting with a 0 nibble), anything else an Ethernet pseudowire without a
 //!   control word (Wireshark's reading; RFC 4385 is why control words exist).
-//! - PPPoE session: the 6-byte header (version/type 0x11, code 0, its length), then PPP: an
-//!   optional 0xff03 address/control, a 1- or 2-byte protocol: 0x21 IPv4, 0x57 IPv6, 0x281 MPLS,
-//!   anything else (LCP, IPCP, ...) `NonIp`.
+//! - PPPoE session: the 6-byte header (version/type 0x11, code 0, its length), then PPP as on
+//!   the PPP link type.
+//! - NSH (RFC 8300; ethertype 0x894f, or VXLAN-GPE's next protocol 4): version 0, a length (in
+//!   4-byte words, the whole header: at least 2, exactly 6 for MD type 1; else `Malformed`), then
+//!   the next protocol: 1 IPv4, 2 IPv6, 3 Ethernet, 4 NSH, 5 MPLS, anything else `NonIp`.
 //!
 //! Above IP, tunnels found by protocol number or UDP destination port: GRE (47; version 0 with
-//! checksum, key and sequence fields; version 1 = PPTP carrying PPP; payload by ethertype,
-//! 0x6558 Ethernet, 0x88be ERSPAN I/II, 0x22eb ERSPAN III, MPLS; a routing field is not walked
-//! and ends the walk as an unknown payload), VXLAN (UDP 4789, Ethernet), GENEVE (UDP 6081, options
-//! skipped, payload by ethertype), GTP-U (UDP 2152, version 1 T-PDU, optional fields and
-//! extension headers walked; other messages carry no packet), IP-in-IP (4 in IPv4), 6in4 (41 in
-//! IPv4), 4in6 (4 in IPv6), 6in6 (41 in IPv6). Only a first fragment is looked into.
+//! checksum, key and sequence fields and RFC 1701's routing field, whose Source Route Entries are
+//! walked to the null one, at most [`MAX_GRE_SRES`]; version 1 = PPTP carrying PPP; payload by
+//! ethertype, 0x6558 Ethernet, 0x88be ERSPAN I/II, 0x22eb ERSPAN III, MPLS, NSH), VXLAN (UDP
+//! 4789, and 8472, Linux's older default; Ethernet), VXLAN-GPE (UDP 4790; its next protocol as
+//! NSH's), GENEVE (UDP 6081, options skipped, payload by ethertype), GTP-U (UDP 2152, version 1
+//! T-PDU, optional fields and extension headers walked; other messages carry no packet), MPLS
+//! over UDP (RFC 7510, UDP 6635, a label stack), IP-in-IP (4 in IPv4), 6in4 (41 in IPv4), 4in6
+//! (4 in IPv6), 6in6 (41 in IPv6). Only a first fragment is looked into.
 //! [`Tunnel`] picks the header that makes the tuple: `Outer` (the default, [`parse`]) keeps the
 //! outer IP header's class and tuple whatever the tunnel holds, and walks the tunnel only to
 //! record its layers; `Inner` ([`parse_with`]) takes the innermost IP header: a tunnel whose
-//! payload is not IP (ARP in VXLAN, GTP-U echo, an unknown GRE payload) keeps the outer header,
-//! a tunnel or inner header that is cut or lies makes the packet `Truncated` or `Malformed`.
+//! payload is not IP (ARP in VXLAN, GTP-U echo, an unknown GRE or VXLAN-GPE payload) keeps the
+//! outer header, a tunnel or inner header that is cut or lies makes the packet `Truncated` or
+//! `Malformed`.
 //!
 //! Every header length is checked against what its container holds, never read past the frame:
 //! a header that needs more bytes than were captured is `Truncated`; one that needs more than an
 //! enclosing header declared (an inner IPv4 total length, a UDP length, a PPPoE or GTP-U length
-//! running past the outer datagram, an MPLS stack without a bottom) is `Malformed`. At most
-//! [`MAX_LAYERS`] layers (a label stack, a pseudowire, PPPoE, each tunnel header) are walked;
-//! one more is `Malformed` (in `Outer` mode, above the outer IP header, it just ends the
-//! record). `View::encap` is the set of layers seen, on every class.
+//! running past the outer datagram, an MPLS stack without a bottom, a GRE routing entry or an NSH
+//! header longer than the datagram) is `Malformed`. At most [`MAX_LAYERS`] layers (a label
+//! stack, a pseudowire, PPPoE, NSH, each tunnel header) are walked; one more is `Malformed` (in
+//! `Outer` mode, above the outer IP header, it just ends the record). `View::encap` is the set of
+//! layers seen, on every class.
 //!
 //! **Every frame gets exactly one class**; for non-IP classes the tuple is all zeros.
 
@@ -105,7 +117,7 @@ mod link;
 pub mod linktype;
 
 pub(crate) use layer::Ctx;
-pub use layer::{Encap, EncapCounts, Layer, Tunnel, MAX_LAYERS, MAX_MPLS_LABELS};
+pub use layer::{Encap, EncapCounts, Layer, Tunnel, MAX_GRE_SRES, MAX_LAYERS, MAX_MPLS_LABELS};
 
 /// The most VLAN tags (802.1Q, 802.1ad, 0x9100) walked on one frame before it is `Malformed`.
 pub const MAX_VLAN_TAGS: usize = 8;
@@ -298,6 +310,9 @@ pub fn parse_with(link: u32, data: &[u8], tunnel: Tunnel) -> View {
         linktype::LINUX_SLL2 => link::sll2(data, ctx),
         linktype::NULL => link::null(data, ctx),
         linktype::LOOP => link::loopback(data, ctx),
+        linktype::PPP => link::ppp(data, ctx),
+        linktype::PPP_HDLC => link::ppp_hdlc(data, ctx),
+        linktype::C_HDLC => link::cisco_hdlc(data, ctx),
         _ => View::UNSUPPORTED,
     }
 }
@@ -354,7 +369,8 @@ pub fn parse_key_general_with(
     (v.class, v.key(kind).unwrap_or(FlowKey::EMPTY))
 }
 
-/// A frame the fast path accepted is UDP to a tunnel port (VXLAN, GENEVE, GTP-U).
+/// A frame the fast path accepted is UDP to a tunnel port (VXLAN, VXLAN-GPE, GENEVE, GTP-U, MPLS
+/// over UDP).
 #[inline]
 fn fast_udp_tunnel(d: &[u8]) -> bool {
     match (d.get(23), d.get(36..38)) {

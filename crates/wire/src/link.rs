@@ -1,4 +1,5 @@
-//! Link-layer headers: Ethernet (+ VLAN tags), Linux SLL/SLL2, BSD null/loop.
+//! Link-layer headers: Ethernet (+ VLAN tags), Linux SLL/SLL2, BSD null/loop, PPP (also inside
+//! PPPoE and PPTP), Cisco HDLC.
 
 use crate::{encap, ip, Class, Ctx, View, MAX_VLAN_TAGS};
 
@@ -13,6 +14,8 @@ pub(crate) mod ethertype {
     pub const MPLS: u16 = 0x8847;
     pub const MPLS_MULTICAST: u16 = 0x8848;
     pub const PPPOE_SESSION: u16 = 0x8864;
+    /// Network Service Header (RFC 8300).
+    pub const NSH: u16 = 0x894f;
     /// Transparent Ethernet bridging: the payload is an Ethernet frame (GRE, GENEVE).
     pub const TEB: u16 = 0x6558;
 }
@@ -94,7 +97,8 @@ pub(crate) fn by_ethertype(mut et: u16, mut rest: &[u8], ctx: Ctx) -> View {
         ethertype::IPV6 => ip::ipv6(rest, ctx),
         ethertype::MPLS | ethertype::MPLS_MULTICAST => encap::mpls(rest, ctx),
         ethertype::PPPOE_SESSION => encap::pppoe(rest, ctx),
-        // 802.3 length fields (< 0x0600), ARP, LLDP, PPPoE discovery, ...
+        ethertype::NSH => encap::nsh(rest, ctx),
+        // 802.3 length fields (< 0x0600), ARP, LLDP, PPPoE discovery, Cisco SLARP, ...
         _ => ctx.view(Class::NonIp),
     }
 }
@@ -141,4 +145,68 @@ pub(crate) fn loopback(d: &[u8], ctx: Ctx) -> View {
         return ctx.short();
     };
     by_family(u32::from_be_bytes(*h), rest, ctx).unwrap_or(ctx.view(Class::NonIp))
+}
+
+/// PPP protocol numbers (RFC 1661 and IANA).
+mod ppp_proto {
+    pub const IPV4: u16 = 0x0021;
+    pub const IPV6: u16 = 0x0057;
+    pub const MPLS: u16 = 0x0281;
+    pub const MPLS_MULTICAST: u16 = 0x0283;
+}
+
+/// A PPP frame (LINKTYPE_PPP, or inside PPPoE or PPTP): an optional 0xff 0x03 address/control
+/// (RFC 1662 HDLC-like framing), then a protocol field of 2 bytes, or 1 when compressed (RFC 1661
+/// 6.5: the first byte odd).
+pub(crate) fn ppp(p: &[u8], ctx: Ctx) -> View {
+    let mut p = p;
+    if p.first() == Some(&0xff) {
+        // No protocol number starts with 0xff: this is the address field, and control follows.
+        match p.get(1) {
+            None => return ctx.short(),
+            Some(0x03) => p = &p[2..],
+            Some(_) => return ctx.malformed(),
+        }
+    }
+    let (num, rest) = match p {
+        [] => return ctx.short(),
+        [b, rest @ ..] if b & 1 == 1 => (u16::from(*b), rest),
+        [_] => return ctx.short(),
+        [a, b, rest @ ..] => (u16::from_be_bytes([*a, *b]), rest),
+    };
+    match num {
+        ppp_proto::IPV4 => ip::ipv4(rest, ctx),
+        ppp_proto::IPV6 => ip::ipv6(rest, ctx),
+        ppp_proto::MPLS | ppp_proto::MPLS_MULTICAST => encap::mpls(rest, ctx),
+        // LCP, IPCP, CCP, ...: control traffic.
+        _ => ctx.view(Class::NonIp),
+    }
+}
+
+/// Cisco HDLC addresses (RFC 1547 4.3.1).
+mod chdlc {
+    pub const UNICAST: u8 = 0x0f;
+    pub const BROADCAST: u8 = 0x8f;
+    /// Address, control, protocol (an ethertype).
+    pub const HEADER_LEN: usize = 4;
+    pub const PROTOCOL: usize = 2;
+}
+
+/// LINKTYPE_PPP_HDLC (DLT_PPP_SERIAL): PPP in HDLC-like framing, or Cisco HDLC when the first
+/// byte is a Cisco address (0x0f, 0x8f), as libpcap documents and tcpdump reads it.
+pub(crate) fn ppp_hdlc(d: &[u8], ctx: Ctx) -> View {
+    match d.first() {
+        Some(&(chdlc::UNICAST | chdlc::BROADCAST)) => cisco_hdlc(d, ctx),
+        _ => ppp(d, ctx),
+    }
+}
+
+/// LINKTYPE_C_HDLC: address, control, then an ethertype (0x0800 IPv4, 0x86dd IPv6, 0x8847 MPLS,
+/// 0x6558 bridged Ethernet; SLARP 0x8035, CDP 0x2000 and the rest are not IP). The address and
+/// control bytes are not checked (tcpdump and Wireshark do not either).
+pub(crate) fn cisco_hdlc(d: &[u8], ctx: Ctx) -> View {
+    let Some((h, rest)) = d.split_first_chunk::<{ chdlc::HEADER_LEN }>() else {
+        return ctx.short();
+    };
+    encap::by_ethertype(be16(h, chdlc::PROTOCOL), rest, ctx)
 }

@@ -5,12 +5,19 @@
 pub const NULL: u32 = 0;
 /// Ethernet II / 802.3, with any stack of up to [`MAX_VLAN_TAGS`](crate::MAX_VLAN_TAGS) tags.
 pub const ETHERNET: u32 = 1;
+/// PPP (RFC 1661), with or without the HDLC-like 0xff 0x03 address and control (RFC 1662).
+pub const PPP: u32 = 9;
 /// Raw IP as written by some BSDs (DLT_RAW = 12); the version nibble picks IPv4 or IPv6.
 pub const RAW_12: u32 = 12;
 /// Raw IP as written by OpenBSD (DLT_RAW = 14); the version nibble picks IPv4 or IPv6.
 pub const RAW_14: u32 = 14;
+/// PPP in HDLC-like framing (DLT_PPP_SERIAL), or Cisco HDLC when the first byte is a Cisco
+/// address (0x0f, 0x8f; RFC 1547 4.3.1).
+pub const PPP_HDLC: u32 = 50;
 /// Raw IP (LINKTYPE_RAW); the version nibble picks IPv4 or IPv6. CAIDA traces use this.
 pub const RAW: u32 = 101;
+/// Cisco HDLC (DLT_C_HDLC): address, control, then an ethertype.
+pub const C_HDLC: u32 = 104;
 /// OpenBSD loopback: like [`NULL`] but the family is always in network byte order.
 pub const LOOP: u32 = 108;
 /// Linux "cooked" capture v1: 16-byte header, protocol (an ethertype) at offset 14.
@@ -23,8 +30,9 @@ pub const IPV6: u32 = 229;
 pub const LINUX_SLL2: u32 = 276;
 
 /// Every link type [`parse`](crate::parse) decodes.
-pub const SUPPORTED: [u32; 10] = [
-    NULL, ETHERNET, RAW_12, RAW_14, RAW, LOOP, LINUX_SLL, IPV4, IPV6, LINUX_SLL2,
+pub const SUPPORTED: [u32; 13] = [
+    NULL, ETHERNET, PPP, RAW_12, RAW_14, PPP_HDLC, RAW, C_HDLC, LOOP, LINUX_SLL, IPV4, IPV6,
+    LINUX_SLL2,
 ];
 
 /// Stable snake_case name for reports; `"unknown"` for unsupported link types.
@@ -32,6 +40,9 @@ pub fn name(lt: u32) -> &'static str {
     match lt {
         NULL => "null",
         ETHERNET => "ethernet",
+        PPP => "ppp",
+        PPP_HDLC => "ppp_hdlc",
+        C_HDLC => "c_hdlc",
         RAW | RAW_12 | RAW_14 => "raw",
         LOOP => "loop",
         LINUX_SLL => "linux_sll",

@@ -144,6 +144,9 @@ fn wrap(link: u32, ip: &[u8]) -> Vec<u8> {
             let fam: u32 = if v6 { 24 } else { 2 };
             cat(&[&fam.to_be_bytes(), ip])
         }
+        // PPP with the HDLC-like address and control, on both PPP link types.
+        lt::PPP | lt::PPP_HDLC => cat(&[&[0xff, 0x03, 0x00, if v6 { 0x57 } else { 0x21 }], ip]),
+        lt::C_HDLC => cat(&[&[0x0f, 0x00], &et.to_be_bytes(), ip]),
         _ => ip.to_vec(),
     }
 }
@@ -153,13 +156,13 @@ fn link_len(link: u32) -> usize {
         lt::ETHERNET => 14,
         lt::LINUX_SLL => 16,
         lt::LINUX_SLL2 => 20,
-        lt::NULL | lt::LOOP => 4,
+        lt::NULL | lt::LOOP | lt::PPP | lt::PPP_HDLC | lt::C_HDLC => 4,
         _ => 0,
     }
 }
 
 /// Link types able to carry both families.
-const BOTH: [u32; 8] = [
+const BOTH: [u32; 11] = [
     lt::ETHERNET,
     lt::RAW,
     lt::RAW_12,
@@ -168,6 +171,9 @@ const BOTH: [u32; 8] = [
     lt::LINUX_SLL2,
     lt::NULL,
     lt::LOOP,
+    lt::PPP,
+    lt::PPP_HDLC,
+    lt::C_HDLC,
 ];
 
 /// Invariants every view satisfies, whatever the input.
@@ -255,6 +261,9 @@ fn linktype_names() {
     assert_eq!(lt::name(276), "linux_sll2");
     assert_eq!(lt::name(228), "ipv4");
     assert_eq!(lt::name(229), "ipv6");
+    assert_eq!(lt::name(9), "ppp");
+    assert_eq!(lt::name(50), "ppp_hdlc");
+    assert_eq!(lt::name(104), "c_hdlc");
     assert_eq!(lt::name(105), "unknown");
     for l in lt::SUPPORTED {
         assert!(lt::is_supported(l));
@@ -305,7 +314,7 @@ fn every_link_type_carries_both_families() {
 #[test]
 fn unsupported_link_types() {
     let f = eth(0x0800, &ipv4(6, &[], 0, &tcp(1, 2)));
-    for link in [2, 9, 105, 127, 147, 220, 0xffff_ffff] {
+    for link in [2, 10, 105, 107, 127, 147, 220, 0xffff_ffff] {
         assert_eq!(p(link, &f).class, Class::Unsupported);
         assert_eq!(p(link, &[]).class, Class::Unsupported);
     }
@@ -395,6 +404,89 @@ fn sll_and_sll2() {
     let mut lldp = f2.clone();
     lldp[..2].copy_from_slice(&0x88ccu16.to_be_bytes());
     assert_eq!(p(lt::LINUX_SLL2, &lldp).class, Class::NonIp);
+}
+
+#[test]
+fn ppp_and_cisco_hdlc() {
+    let v4 = ipv4(6, &[], 0, &tcp(1000, 443));
+    let v6 = ipv6(17, &udp(5000, 53));
+    for link in [lt::PPP, lt::PPP_HDLC] {
+        // Without address and control, and with the protocol compressed to one byte.
+        assert_v4(p(link, &cat(&[&[0x00, 0x21], &v4])), 6, 1000, 443, false);
+        assert_v6(p(link, &cat(&[&[0x57], &v6])), 17, 5000, 53, false);
+        assert_v4(
+            p(link, &cat(&[&[0xff, 0x03, 0x21], &v4])),
+            6,
+            1000,
+            443,
+            false,
+        );
+        // MPLS (unicast and multicast) over PPP.
+        for proto in [0x81u8, 0x83] {
+            let f = cat(&[&[0xff, 0x03, 0x02, proto], &[0, 0, 0x11, 64], &v4]);
+            let v = p(link, &f);
+            assert_v4(v, 6, 1000, 443, false);
+            assert_eq!(v.encap, Encap::NONE.with(Layer::Mpls));
+        }
+        // LCP, IPCP, CCP: not IP.
+        for proto in [[0xc0, 0x21], [0x80, 0x21], [0x80, 0xfd]] {
+            let f = cat(&[&[0xff, 0x03], &proto, &[1, 1, 0, 4]]);
+            assert_eq!(p(link, &f).class, Class::NonIp);
+        }
+        // An address without its control byte; cut inside the protocol.
+        assert_eq!(
+            p(link, &cat(&[&[0xff, 0x05, 0x00, 0x21], &v4])).class,
+            Class::Malformed
+        );
+        for cut in [
+            &[][..],
+            &[0xff],
+            &[0xff, 0x03],
+            &[0xff, 0x03, 0x00],
+            &[0x00],
+        ] {
+            assert_eq!(p(link, cut).class, Class::Truncated, "{cut:02x?}");
+        }
+    }
+    // Cisco HDLC, on its own link type and inside PPP_HDLC (first byte 0x0f or 0x8f).
+    for link in [lt::C_HDLC, lt::PPP_HDLC] {
+        for addr in [0x0f, 0x8f] {
+            assert_v4(
+                p(link, &cat(&[&[addr, 0, 0x08, 0x00], &v4])),
+                6,
+                1000,
+                443,
+                false,
+            );
+            assert_v6(
+                p(link, &cat(&[&[addr, 0, 0x86, 0xdd], &v6])),
+                17,
+                5000,
+                53,
+                false,
+            );
+            // SLARP and CDP keepalives are not IP; MPLS and bridged Ethernet are looked into.
+            for et in [0x8035u16, 0x2000] {
+                let f = cat(&[&[addr, 0], &et.to_be_bytes(), &[0u8; 20]]);
+                assert_eq!(p(link, &f).class, Class::NonIp);
+            }
+            let f = cat(&[&[addr, 0, 0x88, 0x47], &[0, 0, 0x11, 64], &v4]);
+            assert_v4(p(link, &f), 6, 1000, 443, false);
+            let f = cat(&[&[addr, 0, 0x65, 0x58], &eth(0x86dd, &v6)]);
+            assert_v6(p(link, &f), 17, 5000, 53, false);
+            for n in 0..4 {
+                assert_eq!(p(link, &[addr, 0, 0x08, 0x00][..n]).class, Class::Truncated);
+            }
+        }
+    }
+    // Cisco HDLC's address and control bytes are not checked.
+    assert_v4(
+        p(lt::C_HDLC, &cat(&[&[0xff, 0x03, 0x08, 0x00], &v4])),
+        6,
+        1000,
+        443,
+        false,
+    );
 }
 
 #[test]
@@ -975,9 +1067,11 @@ proptest! {
         let encap = match (s.proto, s.dport) {
             _ if s.later_fragment => Encap::NONE,
             (47, _) => Encap::NONE.with(Layer::Gre),
-            (17, 4789) => Encap::NONE.with(Layer::Vxlan),
+            (17, 4789 | 8472) => Encap::NONE.with(Layer::Vxlan),
+            (17, 4790) => Encap::NONE.with(Layer::VxlanGpe),
             (17, 6081) => Encap::NONE.with(Layer::Geneve),
             (17, 2152) => Encap::NONE.with(Layer::GtpU),
+            (17, 6635) => Encap::NONE.with(Layer::MplsUdp),
             _ => Encap::NONE,
         };
         prop_assert_eq!(v, View { class, tuple: want, l4_cut: false, encap });
@@ -1028,7 +1122,7 @@ proptest! {
     fn fast_path_equals_parse(
         udp_l4 in any::<bool>(),
         sp in any::<u16>(),
-        dp in prop_oneof![any::<u16>(), prop::sample::select(vec![4789u16, 6081, 2152])],
+        dp in prop_oneof![any::<u16>(), prop::sample::select(vec![4789u16, 8472, 4790, 6081, 2152, 6635])],
         pokes in prop::collection::vec((12usize..40, any::<u8>()), 0..4),
         keep in any::<prop::sample::Index>(),
     ) {

@@ -110,14 +110,35 @@ fn pppoe(proto: &[u8], payload: &[u8]) -> Vec<u8> {
     f
 }
 
-/// GRE version 0 with the optional fields its flags announce (filled with marker bytes).
+/// GRE version 0 with the optional fields its flags announce (filled with marker bytes); with
+/// the routing bit, an IPv4 and an AS source route entry and the null one (RFC 1701).
 fn gre(flags: u16, ptype: u16, payload: &[u8]) -> Vec<u8> {
+    let sres = [(0x0800u16, 8u8), (0xfffe, 6)];
+    gre_routed(
+        flags,
+        ptype,
+        if flags & 0x4000 != 0 { &sres } else { &[] },
+        payload,
+    )
+}
+
+/// GRE version 0 with the routing entries `sres` (address family, length) before the null one
+/// when the routing bit (0x4000) is set.
+fn gre_routed(flags: u16, ptype: u16, sres: &[(u16, u8)], payload: &[u8]) -> Vec<u8> {
     let mut f = Vec::new();
     f.extend_from_slice(&flags.to_be_bytes());
     f.extend_from_slice(&ptype.to_be_bytes());
-    for bit in [0x8000u16, 0x2000, 0x1000] {
-        if flags & bit != 0 {
+    // Checksum and offset are there when either the checksum or the routing bit is set.
+    for bits in [0xc000u16, 0x2000, 0x1000] {
+        if flags & bits != 0 {
             f.extend_from_slice(&[0xc5; 4]);
+        }
+    }
+    if flags & 0x4000 != 0 {
+        for &(af, len) in sres.iter().chain([&(0, 0)]) {
+            f.extend_from_slice(&af.to_be_bytes());
+            f.extend_from_slice(&[0, len]);
+            f.extend(std::iter::repeat_n(0xa7u8, usize::from(len)));
         }
     }
     f.extend_from_slice(payload);
@@ -166,7 +187,29 @@ fn udp_to(dport: u16, body: &[u8]) -> Vec<u8> {
 }
 
 fn vxlan(frame: &[u8]) -> Vec<u8> {
-    udp_to(4789, &cat(&[&[0x08, 0, 0, 0, 0, 0x12, 0x34, 0], frame]))
+    vxlan_on(4789, frame)
+}
+
+fn vxlan_on(port: u16, frame: &[u8]) -> Vec<u8> {
+    udp_to(port, &cat(&[&[0x08, 0, 0, 0, 0, 0x12, 0x34, 0], frame]))
+}
+
+/// VXLAN-GPE with the I and P flags and next protocol `np`.
+fn gpe(np: u8, payload: &[u8]) -> Vec<u8> {
+    udp_to(4790, &cat(&[&[0x0c, 0, 0, np, 0, 0x12, 0x34, 0], payload]))
+}
+
+/// NSH (RFC 8300) of MD type 2 with `ctx_words` words of context headers (MD type 1 when
+/// `ctx_words` is 4), next protocol `np`.
+fn nsh(np: u8, ctx_words: u8, payload: &[u8]) -> Vec<u8> {
+    let md_type = if ctx_words == 4 { 1 } else { 2 };
+    let mut h = vec![0x0f, 0xc0 | (2 + ctx_words), md_type, np, 0, 0, 0x2a, 0xff];
+    h.extend(std::iter::repeat_n(0x5au8, usize::from(ctx_words) * 4));
+    cat(&[&h, payload])
+}
+
+fn mpls_udp(stack: &[u8]) -> Vec<u8> {
+    udp_to(6635, stack)
 }
 
 fn geneve(ptype: u16, opt_words: u8, payload: &[u8]) -> Vec<u8> {
@@ -503,16 +546,62 @@ fn gre_version_0_with_optional_fields() {
         v4(inner4_tuple()),
         &[Gre, Mpls],
     );
-    // A payload that is not a packet keeps the outer header in both modes; so does a routing
-    // field (RFC 1701), which is not walked.
+    // A payload that is not a packet keeps the outer header in both modes.
     let f = eth(0x0800, &outer4(47, &gre(0, 0x88b5, &[0u8; 40])));
     let outer = v4(outer4_tuple(47, 0, 0));
-    check(lt::ETHERNET, &f, outer, outer, &[Gre]);
-    let f = eth(0x0800, &outer4(47, &gre(0x4000, 0x0800, &inner4())));
     check(lt::ETHERNET, &f, outer, outer, &[Gre]);
     // Versions 2-7 do not exist.
     let f = eth(0x0800, &outer4(47, &gre(0x0002, 0x0800, &inner4())));
     check(lt::ETHERNET, &f, outer, only(Class::Malformed), &[Gre]);
+}
+
+#[test]
+fn gre_rfc_1701_routing() {
+    use Layer::*;
+    let outer = v4(outer4_tuple(47, 0, 0));
+    // The routing bit with and without checksum, key and sequence number: the entries are
+    // walked to the null one and the payload read after it.
+    for flags in [0x4000u16, 0xc000, 0x6000, 0x5000, 0xf000] {
+        let f = eth(0x0800, &outer4(47, &gre(flags, 0x0800, &inner4())));
+        check(lt::ETHERNET, &f, outer, v4(inner4_tuple()), &[Gre]);
+    }
+    // Only the null entry; entries of length 0 with a family; the most entries walked.
+    let f = eth(
+        0x0800,
+        &outer4(47, &gre_routed(0x4000, 0x86dd, &[], &inner6())),
+    );
+    check(lt::ETHERNET, &f, outer, v6(inner6_tuple()), &[Gre]);
+    let sres = vec![(0x0800u16, 0u8); MAX_GRE_SRES - 1];
+    let f = eth(
+        0x0800,
+        &outer4(47, &gre_routed(0x4000, 0x0800, &sres, &inner4())),
+    );
+    check(lt::ETHERNET, &f, outer, v4(inner4_tuple()), &[Gre]);
+    // One entry more than the bound: malformed, however long the frame.
+    let sres = vec![(0x0800u16, 4u8); MAX_GRE_SRES];
+    let f = eth(
+        0x0800,
+        &outer4(47, &gre_routed(0x4000, 0x0800, &sres, &inner4())),
+    );
+    check(lt::ETHERNET, &f, outer, only(Class::Malformed), &[Gre]);
+    // An entry whose length runs past the datagram (complete: malformed) or the capture
+    // (truncated); no null entry before the datagram ends.
+    let mut g = gre_routed(0x4000, 0x0800, &[(0x0800, 8)], &[]);
+    g[8 + 3] = 200;
+    let f = eth(0x0800, &outer4(47, &g));
+    check(lt::ETHERNET, &f, outer, only(Class::Malformed), &[Gre]);
+    let mut cut = f.clone();
+    cut[16..18].copy_from_slice(&1500u16.to_be_bytes());
+    check(lt::ETHERNET, &cut, outer, only(Class::Truncated), &[Gre]);
+    let g = gre_routed(0x4000, 0x0800, &[(0x0800, 8)], &[]);
+    let f = eth(0x0800, &outer4(47, &g[..g.len() - 4]));
+    check(lt::ETHERNET, &f, outer, only(Class::Malformed), &[Gre]);
+    // A zero family with a length is not the end.
+    let f = eth(
+        0x0800,
+        &outer4(47, &gre_routed(0x4000, 0x0800, &[(0, 4)], &inner4())),
+    );
+    check(lt::ETHERNET, &f, outer, v4(inner4_tuple()), &[Gre]);
 }
 
 #[test]
@@ -694,6 +783,207 @@ fn gtp_u() {
         only(Class::Malformed),
         &[GtpU],
     );
+}
+
+#[test]
+fn vxlan_on_linux_port_8472() {
+    use Layer::*;
+    let f = eth(
+        0x0800,
+        &outer4(17, &vxlan_on(8472, &eth(0x0800, &inner4()))),
+    );
+    let outer = v4(outer4_tuple(17, 40000, 8472));
+    check(lt::ETHERNET, &f, outer, v4(inner4_tuple()), &[Vxlan]);
+    let f = eth(
+        0x86dd,
+        &outer6(17, &vxlan_on(8472, &eth(0x86dd, &inner6()))),
+    );
+    let outer = v6(outer6_tuple(17, 40000, 8472));
+    check(lt::ETHERNET, &f, outer, v6(inner6_tuple()), &[Vxlan]);
+}
+
+#[test]
+fn vxlan_gpe_and_nsh() {
+    use Layer::*;
+    let outer = v4(outer4_tuple(17, 40000, 4790));
+    let in4 = v4(inner4_tuple());
+    let in6 = v6(inner6_tuple());
+    // Next protocol 1 IPv4, 2 IPv6, 3 Ethernet, 5 MPLS.
+    let f = eth(0x0800, &outer4(17, &gpe(1, &inner4())));
+    check(lt::ETHERNET, &f, outer, in4, &[VxlanGpe]);
+    let f = eth(0x0800, &outer4(17, &gpe(2, &inner6())));
+    check(lt::ETHERNET, &f, outer, in6, &[VxlanGpe]);
+    let f = eth(0x0800, &outer4(17, &gpe(3, &eth(0x0800, &inner4()))));
+    check(lt::ETHERNET, &f, outer, in4, &[VxlanGpe]);
+    let f = eth(0x0800, &outer4(17, &gpe(5, &mpls(&[20, 21], &inner6()))));
+    check(lt::ETHERNET, &f, outer, in6, &[VxlanGpe, Mpls]);
+    // 4: NSH, of MD type 1 (4 context words) or 2 (0 to 3 words), carrying each protocol.
+    for words in [0u8, 1, 3, 4] {
+        let f = eth(0x0800, &outer4(17, &gpe(4, &nsh(1, words, &inner4()))));
+        check(lt::ETHERNET, &f, outer, in4, &[VxlanGpe, Nsh]);
+        let f = eth(0x0800, &outer4(17, &gpe(4, &nsh(2, words, &inner6()))));
+        check(lt::ETHERNET, &f, outer, in6, &[VxlanGpe, Nsh]);
+        let f = eth(
+            0x0800,
+            &outer4(17, &gpe(4, &nsh(3, words, &eth(0x86dd, &inner6())))),
+        );
+        check(lt::ETHERNET, &f, outer, in6, &[VxlanGpe, Nsh]);
+        let f = eth(
+            0x0800,
+            &outer4(17, &gpe(4, &nsh(5, words, &mpls(&[3], &inner4())))),
+        );
+        check(lt::ETHERNET, &f, outer, in4, &[VxlanGpe, Nsh, Mpls]);
+    }
+    // NSH in NSH; NSH straight on Ethernet (ethertype 0x894f: below IP) and in GRE.
+    let f = eth(
+        0x0800,
+        &outer4(17, &gpe(4, &nsh(4, 0, &nsh(1, 1, &inner4())))),
+    );
+    check(lt::ETHERNET, &f, outer, in4, &[VxlanGpe, Nsh]);
+    let f = eth(0x894f, &nsh(2, 2, &inner6()));
+    check(lt::ETHERNET, &f, in6, in6, &[Nsh]);
+    let f = eth(
+        0x0800,
+        &outer4(47, &gre(0x2000, 0x894f, &nsh(1, 0, &inner4()))),
+    );
+    check(
+        lt::ETHERNET,
+        &f,
+        v4(outer4_tuple(47, 0, 0)),
+        in4,
+        &[Gre, Nsh],
+    );
+    // Unknown next protocols (0, unassigned, experimental): not a packet; the outer header.
+    for np in [0u8, 6, 0x7f, 0xfe, 0xff] {
+        let f = eth(0x0800, &outer4(17, &gpe(np, &inner4())));
+        check(lt::ETHERNET, &f, outer, outer, &[VxlanGpe]);
+        let f = eth(0x0800, &outer4(17, &gpe(4, &nsh(np, 0, &inner4()))));
+        check(lt::ETHERNET, &f, outer, outer, &[VxlanGpe, Nsh]);
+        let f = eth(0x894f, &nsh(np, 0, &inner4()));
+        let non_ip = only(Class::NonIp);
+        check(lt::ETHERNET, &f, non_ip, non_ip, &[Nsh]);
+    }
+    let bad = only(Class::Malformed);
+    // A GPE version other than 0; the P bit is not checked.
+    let mut g = gpe(1, &inner4());
+    g[8] |= 0x10;
+    check(
+        lt::ETHERNET,
+        &eth(0x0800, &outer4(17, &g)),
+        outer,
+        bad,
+        &[VxlanGpe],
+    );
+    let mut g = gpe(1, &inner4());
+    g[8] &= !0x04;
+    check(
+        lt::ETHERNET,
+        &eth(0x0800, &outer4(17, &g)),
+        outer,
+        in4,
+        &[VxlanGpe],
+    );
+    // NSH: version 1; a length below 2 words; MD type 1 with other than 6 words; a length past
+    // the datagram (malformed) or past the capture (truncated).
+    let nsh_bad = |at: usize, set: u8| {
+        let mut n = nsh(1, 0, &inner4());
+        n[at] = set;
+        eth(0x0800, &outer4(17, &gpe(4, &n)))
+    };
+    for (at, set) in [(0, 0x4f), (1, 0xc1), (1, 0xc0), (2, 0x01), (1, 0xff)] {
+        check(
+            lt::ETHERNET,
+            &nsh_bad(at, set),
+            outer,
+            bad,
+            &[VxlanGpe, Nsh],
+        );
+    }
+    let mut f = nsh_bad(1, 0xff);
+    f[16..18].copy_from_slice(&1500u16.to_be_bytes());
+    f[14 + 20 + 4..14 + 20 + 6].copy_from_slice(&0u16.to_be_bytes());
+    check(
+        lt::ETHERNET,
+        &f,
+        outer,
+        only(Class::Truncated),
+        &[VxlanGpe, Nsh],
+    );
+    // On Ethernet, below IP: the same lies in both modes.
+    let mut f = eth(0x894f, &nsh(1, 0, &inner4()));
+    f[14] = 0x4f;
+    check(lt::ETHERNET, &f, bad, bad, &[Nsh]);
+    let f = eth(0x894f, &nsh(1, 0, &inner4()));
+    check(
+        lt::ETHERNET,
+        &f[..14 + 7],
+        only(Class::Truncated),
+        only(Class::Truncated),
+        &[Nsh],
+    );
+}
+
+#[test]
+fn mpls_over_udp() {
+    use Layer::*;
+    let outer = v4(outer4_tuple(17, 40000, 6635));
+    let f = eth(0x0800, &outer4(17, &mpls_udp(&mpls(&[16], &inner4()))));
+    check(
+        lt::ETHERNET,
+        &f,
+        outer,
+        v4(inner4_tuple()),
+        &[MplsUdp, Mpls],
+    );
+    let f = eth(
+        0x0800,
+        &outer4(17, &mpls_udp(&mpls(&[16, 17, 18], &inner6()))),
+    );
+    check(
+        lt::ETHERNET,
+        &f,
+        outer,
+        v6(inner6_tuple()),
+        &[MplsUdp, Mpls],
+    );
+    // An Ethernet pseudowire with a control word.
+    let pw_frame = eth(0x0800, &inner4());
+    let f = eth(0x86dd, &outer6(17, &mpls_udp(&mpls(&[30], &cw(&pw_frame)))));
+    check(
+        lt::ETHERNET,
+        &f,
+        v6(outer6_tuple(17, 40000, 6635)),
+        v4(inner4_tuple()),
+        &[MplsUdp, Mpls, Pseudowire],
+    );
+    // A stack without its bottom inside a complete datagram lies; cut by the capture it is
+    // truncated.
+    let mut stack = mpls(&[1, 2], &[]);
+    stack[6] &= !1;
+    let f = eth(0x0800, &outer4(17, &mpls_udp(&stack)));
+    check(
+        lt::ETHERNET,
+        &f,
+        outer,
+        only(Class::Malformed),
+        &[MplsUdp, Mpls],
+    );
+    let mut cut = f.clone();
+    cut[16..18].copy_from_slice(&1500u16.to_be_bytes());
+    cut[14 + 20 + 4..14 + 20 + 6].copy_from_slice(&0u16.to_be_bytes());
+    check(
+        lt::ETHERNET,
+        &cut,
+        outer,
+        only(Class::Truncated),
+        &[MplsUdp, Mpls],
+    );
+    // The associated channel (first nibble 1) is not a packet: the outer header.
+    let f = eth(
+        0x0800,
+        &outer4(17, &mpls_udp(&mpls(&[13], &[0x10, 0, 0, 0x21]))),
+    );
+    check(lt::ETHERNET, &f, outer, outer, &[MplsUdp, Mpls]);
 }
 
 #[test]
@@ -909,8 +1199,11 @@ fn names_and_counts() {
             "gre",
             "erspan",
             "vxlan",
+            "vxlan_gpe",
+            "nsh",
             "geneve",
             "gtp_u",
+            "mpls_udp",
             "ipip",
             "6in4",
             "4in6",
@@ -936,7 +1229,7 @@ fn names_and_counts() {
     assert_eq!(json["plain"], 1);
     assert_eq!(json["mpls"], 2);
     assert_eq!(json["6in4"], 0);
-    assert_eq!(json.as_object().map(|o| o.len()), Some(13));
+    assert_eq!(json.as_object().map(|o| o.len()), Some(16));
     assert_eq!(
         format!("{:?}", set(&[Layer::Gre, Layer::Vxlan])),
         r#"{"gre", "vxlan"}"#
@@ -952,6 +1245,7 @@ enum Carried {
     Ip { v6: bool },
     Eth,
     Mpls,
+    Nsh,
 }
 
 /// One wrapping step, applied from the inside out.
@@ -959,15 +1253,42 @@ enum Carried {
 enum Step {
     Mpls(u8),
     Pppoe,
-    Gre { v6: bool, flags: u16 },
-    Erspan { v6: bool, kind: u8 },
-    Vxlan { v6: bool },
-    Geneve { v6: bool, words: u8 },
-    Gtp { v6: bool, opt: bool },
-    IpIp { v6: bool },
+    Gre {
+        v6: bool,
+        flags: u16,
+    },
+    Erspan {
+        v6: bool,
+        kind: u8,
+    },
+    /// VXLAN on 4789, or on Linux's 8472.
+    Vxlan {
+        v6: bool,
+        linux: bool,
+    },
+    Gpe {
+        v6: bool,
+    },
+    /// NSH with this many context words (4: MD type 1).
+    Nsh(u8),
+    Geneve {
+        v6: bool,
+        words: u8,
+    },
+    Gtp {
+        v6: bool,
+        opt: bool,
+    },
+    MplsUdp {
+        v6: bool,
+    },
+    IpIp {
+        v6: bool,
+    },
 }
 
 struct Built {
+    link: u32,
     frame: Vec<u8>,
     outer: Tuple,
     inner: Tuple,
@@ -994,11 +1315,20 @@ fn apply(step: Step, f: &[u8], c: Carried, depth: u8) -> Option<(Vec<u8>, Carrie
         Carried::Ip { v6: false } => 0x0800,
         Carried::Mpls => 0x8847,
         Carried::Eth => 0x6558,
+        Carried::Nsh => 0x894f,
+    };
+    // VXLAN-GPE's and NSH's next protocol.
+    let np = |c: Carried| match c {
+        Carried::Ip { v6: false } => 1,
+        Carried::Ip { v6: true } => 2,
+        Carried::Eth => 3,
+        Carried::Nsh => 4,
+        Carried::Mpls => 5,
     };
     // Ethernet around an IP packet or an MPLS stack, when a step needs a frame.
     let as_eth = |f: &[u8], c: Carried| match c {
         Carried::Eth => Some(f.to_vec()),
-        Carried::Ip { .. } | Carried::Mpls => Some(eth_mac(0x02, et(c), f)),
+        Carried::Ip { .. } | Carried::Mpls | Carried::Nsh => Some(eth_mac(0x02, et(c), f)),
     };
     Some(match step {
         Step::Mpls(n) => {
@@ -1010,7 +1340,7 @@ fn apply(step: Step, f: &[u8], c: Carried, depth: u8) -> Option<(Vec<u8>, Carrie
                     Carried::Mpls,
                     vec![Layer::Mpls, Layer::Pseudowire],
                 ),
-                Carried::Mpls => return None,
+                Carried::Mpls | Carried::Nsh => return None,
             }
         }
         Step::Pppoe => {
@@ -1018,7 +1348,7 @@ fn apply(step: Step, f: &[u8], c: Carried, depth: u8) -> Option<(Vec<u8>, Carrie
                 Carried::Ip { v6: false } => &[0x00, 0x21],
                 Carried::Ip { v6: true } => &[0x57],
                 Carried::Mpls => &[0x02, 0x81],
-                Carried::Eth => return None,
+                Carried::Eth | Carried::Nsh => return None,
             };
             (
                 eth(0x8864, &pppoe(proto, f)),
@@ -1044,11 +1374,31 @@ fn apply(step: Step, f: &[u8], c: Carried, depth: u8) -> Option<(Vec<u8>, Carrie
                 vec![Layer::Gre, Layer::Erspan],
             )
         }
-        Step::Vxlan { v6 } => (
-            ip(v6, 17, &vxlan(&as_eth(f, c)?)),
+        Step::Vxlan { v6, linux } => (
+            ip(
+                v6,
+                17,
+                &vxlan_on(if linux { 8472 } else { 4789 }, &as_eth(f, c)?),
+            ),
             Carried::Ip { v6 },
             vec![Layer::Vxlan],
         ),
+        Step::Gpe { v6 } => (
+            ip(v6, 17, &gpe(np(c), f)),
+            Carried::Ip { v6 },
+            vec![Layer::VxlanGpe],
+        ),
+        Step::Nsh(words) => (nsh(np(c), words, f), Carried::Nsh, vec![Layer::Nsh]),
+        Step::MplsUdp { v6 } => {
+            let (stack, mut ls) = match c {
+                Carried::Mpls => (f.to_vec(), vec![]),
+                Carried::Ip { .. } => (mpls(&[99], f), vec![Layer::Mpls]),
+                Carried::Eth => (mpls(&[99], &cw(f)), vec![Layer::Mpls, Layer::Pseudowire]),
+                Carried::Nsh => return None,
+            };
+            ls.insert(0, Layer::MplsUdp);
+            (ip(v6, 17, &mpls_udp(&stack)), Carried::Ip { v6 }, ls)
+        }
         Step::Geneve { v6, words } => (
             ip(v6, 17, &geneve(et(c), words, f)),
             Carried::Ip { v6 },
@@ -1085,11 +1435,13 @@ fn apply(step: Step, f: &[u8], c: Carried, depth: u8) -> Option<(Vec<u8>, Carrie
 fn tunnel_tuple(s: Step, v6: bool, depth: u8) -> Tuple {
     let (proto, dport) = match s {
         Step::Gre { .. } | Step::Erspan { .. } => (47, 0),
-        Step::Vxlan { .. } => (17, 4789),
+        Step::Vxlan { linux, .. } => (17, if linux { 8472 } else { 4789 }),
+        Step::Gpe { .. } => (17, 4790),
         Step::Geneve { .. } => (17, 6081),
         Step::Gtp { .. } => (17, 2152),
+        Step::MplsUdp { .. } => (17, 6635),
         Step::IpIp { .. } => (0, 0),
-        Step::Mpls(_) | Step::Pppoe => unreachable!("not a tunnel"),
+        Step::Mpls(_) | Step::Pppoe | Step::Nsh(_) => unreachable!("not a tunnel"),
     };
     let sport = if proto == 17 { 40000 } else { 0 };
     let mut t = if v6 {
@@ -1108,7 +1460,9 @@ fn tunnel_tuple(s: Step, v6: bool, depth: u8) -> Tuple {
     t
 }
 
-fn build_stack(inner_v6: bool, steps: &[Step]) -> Built {
+/// The stack of `steps` around an inner packet, on Ethernet, or on `link` (PPP, Cisco HDLC) when
+/// that link type can carry what the outermost step made.
+fn build_stack(inner_v6: bool, steps: &[Step], link: u32) -> Built {
     let (mut f, inner) = if inner_v6 {
         (inner6(), inner6_tuple())
     } else {
@@ -1142,12 +1496,28 @@ fn build_stack(inner_v6: bool, steps: &[Step]) -> Built {
             below += ls.len();
         }
     }
-    let frame = match c {
-        Carried::Ip { v6 } => eth(if v6 { 0x86dd } else { 0x0800 }, &f),
-        Carried::Mpls => eth(0x8847, &f),
-        Carried::Eth => f,
+    let et = match c {
+        Carried::Ip { v6 } => Some(if v6 { 0x86dd } else { 0x0800 }),
+        Carried::Mpls => Some(0x8847u16),
+        Carried::Nsh => Some(0x894f),
+        Carried::Eth => None,
+    };
+    let ppp = match c {
+        Carried::Ip { v6 } => Some(if v6 { 0x0057 } else { 0x0021 }),
+        Carried::Mpls => Some(0x0281u16),
+        _ => None,
+    };
+    let (link, frame) = match (link, et, ppp) {
+        (lt::PPP | lt::PPP_HDLC, _, Some(proto)) => {
+            (link, cat(&[&[0xff, 0x03], &proto.to_be_bytes(), &f]))
+        }
+        (lt::C_HDLC, Some(et), _) => (link, cat(&[&[0x0f, 0x00], &et.to_be_bytes(), &f])),
+        (lt::C_HDLC, None, _) => (link, cat(&[&[0x8f, 0x00, 0x65, 0x58], &f])),
+        (_, Some(et), _) => (lt::ETHERNET, eth(et, &f)),
+        (_, None, _) => (lt::ETHERNET, f),
     };
     Built {
+        link,
         frame,
         outer,
         inner,
@@ -1163,15 +1533,30 @@ fn step_strategy() -> impl Strategy<Value = Step> {
         Just(Step::Pppoe),
         (
             v6,
-            prop::sample::select(vec![0u16, 0x8000, 0x2000, 0x3000, 0xb000])
+            prop::sample::select(vec![
+                0u16, 0x8000, 0x2000, 0x3000, 0xb000, 0x4000, 0xc000, 0x7000
+            ])
         )
             .prop_map(|(v6, flags)| Step::Gre { v6, flags }),
         (v6, 0u8..4).prop_map(|(v6, kind)| Step::Erspan { v6, kind }),
-        v6.prop_map(|v6| Step::Vxlan { v6 }),
+        (v6, any::<bool>()).prop_map(|(v6, linux)| Step::Vxlan { v6, linux }),
+        v6.prop_map(|v6| Step::Gpe { v6 }),
+        (0u8..5).prop_map(Step::Nsh),
         (v6, 0u8..3).prop_map(|(v6, words)| Step::Geneve { v6, words }),
         (v6, any::<bool>()).prop_map(|(v6, opt)| Step::Gtp { v6, opt }),
+        v6.prop_map(|v6| Step::MplsUdp { v6 }),
         v6.prop_map(|v6| Step::IpIp { v6 }),
     ]
+}
+
+fn link_strategy() -> impl Strategy<Value = u32> {
+    prop::sample::select(vec![
+        lt::ETHERNET,
+        lt::ETHERNET,
+        lt::PPP,
+        lt::PPP_HDLC,
+        lt::C_HDLC,
+    ])
 }
 
 proptest! {
@@ -1184,14 +1569,15 @@ proptest! {
     fn stacks_parse_to_their_outer_and_inner_headers(
         inner_v6 in any::<bool>(),
         steps in prop::collection::vec(step_strategy(), 0..7),
+        link in link_strategy(),
         cut in any::<prop::sample::Index>(),
     ) {
-        let b = build_stack(inner_v6, &steps);
+        let b = build_stack(inner_v6, &steps, link);
         let n = b.layers.len();
         let seen: Encap = b.layers.iter().take(MAX_LAYERS + 1).copied().collect();
         let class_of = |t: &Tuple| if t.v6 { Class::Ipv6 } else { Class::Ipv4 };
-        let o = pw(lt::ETHERNET, &b.frame, Tunnel::Outer);
-        let i = pw(lt::ETHERNET, &b.frame, Tunnel::Inner);
+        let o = pw(b.link, &b.frame, Tunnel::Outer);
+        let i = pw(b.link, &b.frame, Tunnel::Inner);
         if b.below > MAX_LAYERS {
             prop_assert_eq!(o.class, Class::Malformed);
         } else {
@@ -1204,7 +1590,7 @@ proptest! {
         }
         prop_assert_eq!(o.encap, seen);
         prop_assert_eq!(i.encap, seen);
-        check_prefix_consistent(lt::ETHERNET, &b.frame, cut.index(b.frame.len() + 1));
+        check_prefix_consistent(b.link, &b.frame, cut.index(b.frame.len() + 1));
     }
 
     /// Random bytes written over a valid stack, cut anywhere: no panic, the invariants, and
@@ -1213,20 +1599,21 @@ proptest! {
     fn mutated_stacks_are_prefix_consistent(
         inner_v6 in any::<bool>(),
         steps in prop::collection::vec(step_strategy(), 1..6),
+        link in link_strategy(),
         muts in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
         cut in any::<prop::sample::Index>(),
     ) {
-        let mut f = build_stack(inner_v6, &steps).frame;
+        let Built { link, frame: mut f, .. } = build_stack(inner_v6, &steps, link);
         for (i, b) in muts {
             let i = i.index(f.len());
             f[i] = b;
         }
-        check_prefix_consistent(lt::ETHERNET, &f, cut.index(f.len() + 1));
+        check_prefix_consistent(link, &f, cut.index(f.len() + 1));
         for kind in KeyKind::ALL {
             for mode in Tunnel::ALL {
-                let v = pw(lt::ETHERNET, &f, mode);
+                let v = pw(link, &f, mode);
                 prop_assert_eq!(
-                    parse_key_with(lt::ETHERNET, &f, kind, mode),
+                    parse_key_with(link, &f, kind, mode),
                     (v.class, v.key(kind).unwrap_or(FlowKey::EMPTY))
                 );
             }
