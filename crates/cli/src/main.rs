@@ -67,6 +67,11 @@ struct StatsArgs {
     /// Key kind for the top flows and the Zipf estimate.
     #[arg(long, default_value = "five_tuple")]
     key: KeyKind,
+    /// Which IP header of a tunnelled packet (GRE, ERSPAN, VXLAN, VXLAN-GPE, GENEVE, GTP-U, MPLS
+    /// over UDP, IP-in-IP, 6in4, 4in6, 6in6) the classes, flows and top flows count: outer (as
+    /// tshark's first ip.src) or inner. MPLS, PPPoE and NSH are always looked through.
+    #[arg(long, value_enum, default_value = "outer")]
+    tunnel: netsift::run::TunnelArg,
 }
 
 /// The ranges of `gen`'s parameters are the generator's (`gen::Spec::validate`, which names the
@@ -185,7 +190,7 @@ fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
         };
         match cap {
             Ok(cap) => {
-                let st = stats::file_stats(&cap, a.top, a.key);
+                let st = stats::file_stats_with(&cap, a.top, a.key, a.tunnel.into());
                 if let Some(e) = &st.error {
                     netsift::say!("netsift: {e}");
                     ok = false;

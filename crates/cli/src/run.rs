@@ -86,9 +86,9 @@ pub struct RunArgs {
     /// keys; without it they hold IPv4 keys and count the others as skipped.
     #[arg(long)]
     ipv6: bool,
-    /// Which IP header of a tunnelled packet (GRE, ERSPAN, VXLAN, GENEVE, GTP-U, IP-in-IP, 6in4,
-    /// 4in6) makes the flow key: outer (default, as tshark's first ip.src) or inner. MPLS and
-    /// PPPoE are always looked through.
+    /// Which IP header of a tunnelled packet (GRE, ERSPAN, VXLAN, VXLAN-GPE, GENEVE, GTP-U, MPLS
+    /// over UDP, IP-in-IP, 6in4, 4in6, 6in6) makes the flow key: outer (default, as tshark's
+    /// first ip.src) or inner. MPLS, PPPoE and NSH are always looked through.
     #[arg(long)]
     tunnel: Option<TunnelArg>,
     /// Packets per batch handed to the algorithms (1..=8192).
@@ -195,10 +195,7 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
         cfg.ipv6 = true;
     }
     if let Some(t) = a.tunnel {
-        cfg.tunnel = match t {
-            TunnelArg::Outer => wire::Tunnel::Outer,
-            TunnelArg::Inner => wire::Tunnel::Inner,
-        };
+        cfg.tunnel = t.into();
     }
     if a.preset.is_some() {
         cfg.preset = a.preset.clone();

@@ -65,6 +65,16 @@ pub fn packet(rec: trace::Record<'_>, tunnel: Tunnel) -> Packet {
     }
 }
 
+/// `--tunnel` (`run`, `stats`): the mode it names.
+impl From<crate::run::TunnelArg> for Tunnel {
+    fn from(t: crate::run::TunnelArg) -> Tunnel {
+        match t {
+            crate::run::TunnelArg::Outer => Tunnel::Outer,
+            crate::run::TunnelArg::Inner => Tunnel::Inner,
+        }
+    }
+}
+
 /// Whether a class carries a usable flow key.
 #[inline]
 pub fn keyed(c: Class) -> bool {

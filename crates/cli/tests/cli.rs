@@ -1277,3 +1277,65 @@ fn presets_set_the_papers_parameters_under_the_given_ones() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("agg-evict, sketchvisor, reeval"));
 }
+
+/// `stats --tunnel inner` counts the flows of the inner headers (MPLS over UDP: outer
+/// 10.100.12.170 <-> 10.100.13.157 UDP 6635, inner 10.3.0.10 <-> 10.1.0.10 ICMP), `outer` (the
+/// default) those of the outer ones; both count the layers.
+#[test]
+fn stats_tunnel_picks_the_header_counted() {
+    let Some(path) = testkit::trace("tcpdump-tests/mpls-over-udp.pcap") else {
+        return;
+    };
+    let stats = |extra: &[&str]| {
+        let out = netsift()
+            .args(["stats", "--json", "--key", "src"])
+            .args(extra)
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v[0].clone()
+    };
+    let tops = |st: &serde_json::Value| -> Vec<String> {
+        let mut t: Vec<String> = st["top"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["key"].as_str().unwrap().to_string())
+            .collect();
+        t.sort();
+        t
+    };
+    for (args, mode, srcs) in [
+        (&[][..], "outer", ["10.100.12.170", "10.100.13.157"]),
+        (
+            &["--tunnel", "outer"][..],
+            "outer",
+            ["10.100.12.170", "10.100.13.157"],
+        ),
+        (
+            &["--tunnel", "inner"][..],
+            "inner",
+            ["10.1.0.10", "10.3.0.10"],
+        ),
+    ] {
+        let st = stats(args);
+        assert_eq!(st["tunnel"], mode);
+        assert_eq!(
+            (st["packets"].as_u64(), st["ipv4"].as_u64()),
+            (Some(2), Some(2))
+        );
+        assert_eq!(st["encapsulations"]["mpls_udp"], 2);
+        assert_eq!(st["flows"]["five_tuple"], 2);
+        assert_eq!(tops(&st), srcs, "{mode}");
+    }
+    let out = netsift()
+        .args(["stats", "--tunnel", "middle"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tunnel") && err.contains("inner"), "{err}");
+}
