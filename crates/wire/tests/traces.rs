@@ -6,7 +6,11 @@
 //! header we must agree on the class and addresses; wherever it finds a TCP/UDP header we must
 //! agree on the ports and the protocol. The tcpdump regression captures (many link types, many
 //! deliberately broken packets) are only checked for panics and for every frame getting a class.
+//! Then golden counts of the encapsulations and PPP/HDLC link types on the captures that carry
+//! them (checked against tshark), and a counting allocator showing that parsing never allocates.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -599,4 +603,78 @@ fn ppp_and_hdlc_link_types_on_real_captures() {
     found.sort();
     let listed: Vec<&str> = cases.iter().map(|c| c.0).collect();
     assert_eq!(found, listed);
+}
+
+/// Counts the allocations of the thread that asks (`allocations_during`), so the other tests of
+/// this binary, running on their own threads, do not disturb the count.
+struct CountingAlloc;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; the count is a const-initialised
+// thread-local `Cell` without destructor, which itself never allocates (`try_with` covers the
+// thread's teardown).
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract for `alloc` is passed on as is.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `System.alloc` above with this layout.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+/// The parser never allocates: every frame of every capture here (tcpdump's suite included:
+/// every link type and encapsulation netsift decodes, and many broken headers), and its first
+/// 128 prefixes, in both tunnel modes and through `parse_key_with`.
+#[test]
+fn parsing_never_allocates() {
+    let Some(dir) = testkit::traces_dir() else {
+        return;
+    };
+    let mut frames: Vec<(u32, Vec<u8>)> = Vec::new();
+    let mut paths: Vec<PathBuf> = Vec::new();
+    for d in [dir.clone(), dir.join("tcpdump-tests")] {
+        for e in std::fs::read_dir(&d).expect("traces").flatten() {
+            if e.path().is_file() {
+                paths.push(e.path());
+            }
+        }
+    }
+    for p in &paths {
+        for_each_packet(p, |link, d| frames.push((link, d.to_vec())));
+    }
+    assert!(frames.len() > 20_000, "{} frames", frames.len());
+    let mut parsed = 0u64;
+    let mut keyed = 0u64;
+    let n = allocations_during(|| {
+        for (link, f) in &frames {
+            for cut in (0..f.len().min(128)).chain([f.len()]) {
+                for mode in wire::Tunnel::ALL {
+                    let v = wire::parse_with(*link, &f[..cut], mode);
+                    let (c, _) =
+                        wire::parse_key_with(*link, &f[..cut], key::KeyKind::FiveTuple, mode);
+                    parsed += 1;
+                    keyed += u64::from(v.class.is_ip() && c.is_ip());
+                }
+            }
+        }
+    });
+    assert_eq!(n, 0, "{n} allocations over {parsed} parses");
+    assert!(keyed > 0);
+    // The counter counts: the loading above allocated.
+    assert!(allocations_during(|| frames.push((1, vec![0; 8]))) > 0);
 }
