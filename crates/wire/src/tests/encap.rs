@@ -1140,6 +1140,36 @@ fn layer_bound() {
         only(Class::Malformed),
         &[IpIp],
     );
+    // NSH in NSH on Ethernet (below IP): MAX_LAYERS headers are walked, one more is malformed
+    // in both modes; behind VXLAN-GPE, GPE counts as one of them.
+    let nsh_nest = |n: usize| {
+        let mut f = nsh(1, 0, &inner4());
+        for _ in 1..n {
+            f = nsh(4, 1, &f);
+        }
+        f
+    };
+    let want = v4(inner4_tuple());
+    check(
+        lt::ETHERNET,
+        &eth(0x894f, &nsh_nest(MAX_LAYERS)),
+        want,
+        want,
+        &[Nsh],
+    );
+    let bad = only(Class::Malformed);
+    check(
+        lt::ETHERNET,
+        &eth(0x894f, &nsh_nest(MAX_LAYERS + 1)),
+        bad,
+        bad,
+        &[Nsh],
+    );
+    let outer = v4(outer4_tuple(17, 40000, 4790));
+    let f = eth(0x0800, &outer4(17, &gpe(4, &nsh_nest(MAX_LAYERS - 1))));
+    check(lt::ETHERNET, &f, outer, want, &[VxlanGpe, Nsh]);
+    let f = eth(0x0800, &outer4(17, &gpe(4, &nsh_nest(MAX_LAYERS))));
+    check(lt::ETHERNET, &f, outer, bad, &[VxlanGpe, Nsh]);
     // Below IP the bound holds in both modes: MPLS + pseudowire four times is 8 layers.
     let below = |pairs: usize, last: &[u8]| {
         let mut f = eth(0x8847, &mpls(&[1], last));
