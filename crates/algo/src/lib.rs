@@ -194,7 +194,8 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
     /// Why this epoch's answer to `task` may be wrong although the algorithm did what it
     /// should: the configuration cannot hold what was asked (Space-Saving's smallest count near
     /// the threshold, FlowRadar past its decoding capacity, a saturated bitmap, too few UnivMon
-    /// levels). `threshold` is the task's absolute threshold (k for top-k), `total` the epoch's
+    /// levels). `threshold` is the task's absolute threshold (k for top-k; for flow size the
+    /// smallest flow's weight, 1 packet or 60 bytes), `total` the epoch's
     /// total weight. Each caveat names the parameter and the size that would do (issue 12).
     fn caveats(&self, _task: Task, _threshold: Option<u64>, _total: u64) -> Vec<Caveat> {
         Vec::new()
@@ -400,6 +401,59 @@ pub fn parse_params<T: serde::de::DeserializeOwned>(
         .map_err(|source| ConfigError::Params { algo, source })
 }
 
+/// Samples of [`collision_caveat`]'s Monte Carlo: the noise's mean to a few percent, in
+/// microseconds per query.
+const NOISE_SAMPLES: u64 = 4096;
+
+/// The flow-size caveat of a counter sketch (Count-Min, count array, Count Sketch, UnivMon's
+/// level 0): what collisions add to a flow's answer, measured as the mean answer for keys the
+/// sketch never saw (`estimate` of [`NOISE_SAMPLES`] seeded random codes, each a random cell per
+/// row combined as the sketch combines them, min or median; Count Sketch's has either sign).
+/// When a flow of `unit`, the smallest flow's weight (one packet, or a minimal frame in bytes),
+/// would be answered with a mean relative error of 1 or more, the mean relative error over
+/// every flow (ALGORITHMS.md's ARE, mostly mice) is about at the bar of 1 or past it. Names `parameter` (the width, now `width`) and a width that would
+/// bring the noise below a quarter of `unit` for a one-row sketch (the noise of one row is
+/// proportional to 1/width; more rows only do better).
+pub fn collision_caveat(
+    task: Task,
+    unit: Option<u64>,
+    parameter: &'static str,
+    width: usize,
+    estimate: impl Fn(u64) -> f64,
+) -> Vec<Caveat> {
+    let (Task::FlowSize, Some(unit)) = (task, unit) else {
+        return Vec::new();
+    };
+    // A flow of weight `unit` is answered `max(0, unit + noise)` (answers are clamped at 0):
+    // its mean relative error, and the mean absolute noise for the message.
+    let u = unit as f64;
+    let (mut err, mut abs) = (0.0, 0.0);
+    for i in 0..NOISE_SAMPLES {
+        let n = estimate(key::mix64(i ^ 0x6e6f_6973_6500));
+        err += ((u + n).max(0.0) - u).abs() / u;
+        abs += n.abs();
+    }
+    let err = err / NOISE_SAMPLES as f64;
+    let noise = abs / NOISE_SAMPLES as f64;
+    if err < 1.0 {
+        return Vec::new();
+    }
+    let grow = (4.0 * noise / unit as f64).ceil() as usize;
+    vec![Caveat {
+        parameter,
+        message: format!(
+            "collisions move a flow's answer by {noise:.1} on average (the answer for a flow \
+             never seen), against the smallest flows' {unit}: a flow of that size is off by \
+             {:.0}% on average",
+            err * 100.0
+        ),
+        suggestion: format!(
+            "{parameter} = {} (at least)",
+            width.saturating_mul(grow).next_power_of_two()
+        ),
+    }]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,5 +476,41 @@ mod tests {
     #[test]
     fn histogram_counts_sizes() {
         assert_eq!(size_histogram([1, 1, 3, 0]), vec![0.0, 2.0, 0.0, 1.0]);
+    }
+
+    /// The flow-size caveat fires when a never-seen key's mean answer reaches the smallest
+    /// flow's weight, and only for flow size.
+    #[test]
+    fn collision_caveat_measures_the_answer_of_absent_keys() {
+        let c = collision_caveat(Task::FlowSize, Some(1), "width", 1000, |_| 1.5);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].parameter, "width");
+        assert!(c[0].message.contains("1.5"), "{}", c[0].message);
+        // Noise 1.5 against 1: four times the width, rounded up to a power of two.
+        assert_eq!(c[0].suggestion, "width = 8192 (at least)");
+        // Half the codes answer 3, half 0: mean 1.5 (the Monte Carlo averages, it does not
+        // take the worst).
+        let half = collision_caveat(Task::FlowSize, Some(1), "width", 1000, |h| {
+            if h & 1 == 0 {
+                3.0
+            } else {
+                0.0
+            }
+        });
+        assert_eq!(half.len(), 1);
+        assert!(
+            half[0].message.contains("by 1.5 on average"),
+            "{}",
+            half[0].message
+        );
+        assert!(
+            half[0].message.contains("off by 150%"),
+            "{}",
+            half[0].message
+        );
+        assert!(collision_caveat(Task::FlowSize, Some(1), "width", 1000, |_| 0.9).is_empty());
+        assert!(collision_caveat(Task::FlowSize, Some(60), "width", 1000, |_| 59.0).is_empty());
+        assert!(collision_caveat(Task::HeavyHitters, Some(1), "width", 1000, |_| 9.0).is_empty());
+        assert!(collision_caveat(Task::FlowSize, None, "width", 1000, |_| 9.0).is_empty());
     }
 }

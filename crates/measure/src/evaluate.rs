@@ -7,7 +7,7 @@
 
 use algo::{Algorithm, Change, Task};
 use key::{FlowKey, KeyKind, KeyMap, KeySet};
-use truth::{EpochTruth, Ewma, Host};
+use truth::{EpochTruth, Ewma, Host, Weight};
 
 use crate::config::{MeasureSpec, RunConfig};
 use crate::metrics::{are_of, mrd, rel_err, set_accuracy, Accuracy};
@@ -255,7 +255,14 @@ pub(crate) fn evaluate(
             }
         }
     }
-    r.warnings = a.caveats(spec.task, r.threshold.map(|t| t as u64), truth.total(w));
+    // Flow size has no threshold: the caveat's scale is the smallest flow's weight, one packet
+    // or a minimal Ethernet frame (60 bytes without its check sequence).
+    let scale = match (spec.task, w) {
+        (Task::FlowSize, Weight::Packets) => Some(1),
+        (Task::FlowSize, Weight::Bytes) => Some(60),
+        _ => r.threshold.map(|t| t as u64),
+    };
+    r.warnings = a.caveats(spec.task, scale, truth.total(w));
     r
 }
 

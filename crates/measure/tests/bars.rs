@@ -24,17 +24,20 @@ mod common;
 use common::spec;
 
 /// (skew, flows in the generator's table, packets of the trace = two epochs).
-const TRACES: [(f64, u64, u64); 6] = [
+const TRACES: [(f64, u64, u64); 7] = [
     (0.6, 10_000, 200_000),
     (1.0, 10_000, 200_000),
     (1.4, 10_000, 200_000),
     (0.6, 100_000, 1_000_000),
     (1.0, 100_000, 1_000_000),
     (1.4, 100_000, 1_000_000),
+    // About 380 k flows in each epoch of 1 M packets: past what the exact tables, FlowRadar and
+    // the count array hold, which must say so.
+    (1.0, 1_000_000, 2_000_000),
 ];
 
 fn trace(i: usize) -> &'static [gen::GenPacket] {
-    static T: [OnceLock<Vec<gen::GenPacket>>; 6] = [const { OnceLock::new() }; 6];
+    static T: [OnceLock<Vec<gen::GenPacket>>; 7] = [const { OnceLock::new() }; 7];
     T[i].get_or_init(|| {
         let (skew, flows, packets) = TRACES[i];
         let spec = gen::Spec {
@@ -207,6 +210,11 @@ fn too_small_configurations_warn_naming_the_parameter() {
         ),
         ("cuckoo4", "capacity = 4096", Task::Entropy, "capacity"),
         ("bloom_spreader", "bits = 64", Task::Superspreaders, "bits"),
+        ("count_min", "width = 4096", Task::FlowSize, "width"),
+        ("count_sketch", "width = 4096", Task::FlowSize, "width"),
+        ("univmon", "widths = [4096, 2048]", Task::FlowSize, "widths"),
+        ("count_array", "width = 65536", Task::TopK, "width"),
+        ("mrac", "width = 1024", Task::Cardinality, "width"),
     ];
     for (algo, params, task, parameter) in cases {
         // Zipf 0.6 over 100 k flows: the hardest of the traces.
@@ -236,9 +244,11 @@ fn too_small_configurations_warn_naming_the_parameter() {
             json["epochs"][0]["tasks"][0]["warnings"][0]["parameter"],
             parameter
         );
-        // The defaults hold what is asked at Zipf 1.0 (at 0.6 Misra-Gries' do not, and say so:
-        // the bars test above).
-        let d = run_with(algo, "", task, 4);
+        // The defaults hold what is asked at Zipf 1.0 over 100 k flows (at 0.6 Misra-Gries' do
+        // not, and say so: the bars test above); the count array's one row only over 10 k (at
+        // 100 k, 6% of its counters are in use and it says so, F1 0.93-0.97).
+        let quiet = if algo == "count_array" { 1 } else { 4 };
+        let d = run_with(algo, "", task, quiet);
         assert!(d.warnings.is_empty(), "{algo} defaults: {:?}", d.warnings);
     }
 }

@@ -27,7 +27,9 @@ pub struct CountArrayConfig {
 impl Default for CountArrayConfig {
     fn default() -> Self {
         CountArrayConfig {
-            width: 1 << 20,
+            // 2^20 - 2^15: the Re-evaluating paper's 2^20 counters (`--preset reeval`) less
+            // what the candidate set takes, so the instance fits 4 MiB (issue 12).
+            width: (1 << 20) - (1 << 15),
             candidates: 1024,
         }
     }

@@ -305,6 +305,10 @@ impl Algorithm for CountSketch {
     fn flow_size(&self, key: &FlowKey) -> Option<u64> {
         Some(self.estimate(key).max(0) as u64)
     }
+    fn caveats(&self, task: Task, unit: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+        let m = &self.m;
+        algo::collision_caveat(task, unit, "width", m.width(), |h| m.estimate_h(h) as f64)
+    }
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o| {
             self.m.same_shape(&o.m) && self.cand.cap() == o.cand.cap()

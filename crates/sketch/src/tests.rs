@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use algo::{Algorithm, BuildCtx};
+use algo::{Algorithm, BuildCtx, Task};
 use key::FlowKey;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -935,4 +935,59 @@ fn mrac_scales_the_arrays_it_uses_by_their_sampling_probability() {
             assert!((got - 300.0).abs() < 30.0, "{got}");
         }
     }
+}
+
+/// The count array's shared-counter caveat (issue 12): quiet while at most a twentieth of its
+/// counters are in use, then it names `width` with twenty times the flows (estimated by linear
+/// counting); never for flow size or with two rows.
+#[test]
+fn count_array_says_when_heavy_counters_are_shared() {
+    let fill = |flows: u32| {
+        let cfg = CountArrayConfig {
+            width: 4096,
+            candidates: 64,
+        };
+        let mut s = CountArray::new(cfg, SEED).unwrap();
+        // Random addresses (sequential ones spread evenly under multiply-shift: fewer
+        // collisions than chance).
+        for i in 0..flows {
+            s.update(&FlowKey::from_u32(key::mix64(u64::from(i)) as u32), 1);
+        }
+        s
+    };
+    let quiet = fill(150);
+    assert!(quiet.caveats(Task::TopK, Some(100), 150).is_empty());
+    let busy = fill(800);
+    for task in [Task::HeavyHitters, Task::TopK, Task::HeavyChangers] {
+        let c = busy.caveats(task, Some(100), 800);
+        assert_eq!(c.len(), 1, "{task:?}");
+        assert_eq!(c[0].parameter, "width");
+        // 800 flows in 4096 counters: about 1 - e^(-800/4096) = 18% in use; linear counting
+        // gives back about 800 flows, so twenty times that is 16,000, 16384 as a power of two.
+        assert!(
+            c[0].message.starts_with("17%") || c[0].message.starts_with("18%"),
+            "{}",
+            c[0].message
+        );
+        assert_eq!(
+            c[0].suggestion,
+            "width = 16384 (at least), or count_min's several rows"
+        );
+    }
+    // Flow size's caveat is the collision noise: 800 one-packet flows in 4096 counters add
+    // about 0.2 to a never-seen key, below one packet.
+    assert!(busy.caveats(Task::FlowSize, Some(1), 800).is_empty());
+    let mut cm = CountMin::new(
+        CountMinConfig {
+            rows: 2,
+            width: 4096,
+            candidates: 64,
+        },
+        SEED,
+    )
+    .unwrap();
+    for i in 0..800 {
+        cm.update(&FlowKey::from_u32(i), 1);
+    }
+    assert!(cm.caveats(Task::TopK, Some(100), 800).is_empty());
 }

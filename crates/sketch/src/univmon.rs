@@ -449,9 +449,16 @@ impl Algorithm for UnivMon {
         sort_estimates(&mut v);
         Some(v)
     }
+    /// Flow sizes come from level 0's Count Sketch: its collisions (`algo::collision_caveat`).
     /// The G-sums (cardinality, entropy) need the last level's substream to fit its heap: when
     /// that heap is full, the flows beyond it are lost to the recursion.
-    fn caveats(&self, task: Task, _threshold: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+    fn caveats(&self, task: Task, unit: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
+        if task == Task::FlowSize {
+            let w = self.levels.first().map_or(0, |l| l.cs.width());
+            return algo::collision_caveat(task, unit, "widths", w, |h| {
+                self.level_estimate(0, h) as f64
+            });
+        }
         let Some(last) = self.levels.last() else {
             return Vec::new();
         };
