@@ -3,6 +3,26 @@
 //!
 //! Pitfalls the digest lists, handled here: sift loops reach every index including the root,
 //! swaps move whole entries and fix the map for both keys, and nothing is type-punned.
+//!
+//! [`CountHeap::merge`] is the mergeable-summaries merge of two Space-Saving summaries (Agarwal
+//! et al., PODS'12 / TODS'13; Cafaro et al.'s parallel Space-Saving): counts added key by key, a
+//! key missing from a full side inheriting that side's minimum, the k largest kept. Proof of the
+//! bounds it keeps (`m_a`, `m_b` the sides' minima, 0 for a side that is not full):
+//! - every candidate's count is at least `m_a + m_b`, so a key in neither side (`f <= m_a + m_b`)
+//!   or dropped (`f <= c <=` the k-th largest) has `f <= c_min` of the result;
+//! - the kept keys' share from side a is at most `sum c_a <= N_a`: the kept keys a does not hold
+//!   are no more than the keys a holds that were not kept, each of which counts `>= m_a`; so
+//!   `sum c <= N` and `c_min <= N/k` (equality `sum c = N` is lost: dropped candidates take
+//!   their counts with them);
+//! - a key's inherited `m` is also an upper bound of its size on that side, so `c - ε <= f <= c`
+//!   holds with `ε` summed the same way (a held key's ε, or `m`); a side's ε are at most its `m`
+//!   (ε is the minimum when the key came in, and minima only grow), so the result's ε are at
+//!   most `m_a + m_b <= c_min`, and every count is over by at most `c_min` (the heap's bound).
+//!
+//! A side that is not full never evicted, so it holds its keys exactly; so does a merge of two
+//! such sides, which is why a result that is not full needs no minimum.
+
+use std::cmp::Reverse;
 
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -141,6 +161,63 @@ impl<X: Copy> CountHeap<X> {
         self.index.clear();
     }
 
+    /// The smallest count when full, else 0: the most an unmonitored key can weigh (module
+    /// docs).
+    pub fn floor(&self) -> u64 {
+        if self.is_full() {
+            self.min().map_or(0, |e| e.count)
+        } else {
+            0
+        }
+    }
+
+    /// Merge `other` (same capacity) into `self` (module docs): each key's count is the sum of
+    /// both sides' counts, a key missing from one side taking that side's [`CountHeap::floor`]
+    /// `m`; its extra is `plus` of both sides' extras, a missing side's being `inherit(m)`. The
+    /// `cap` largest counts are kept (ties to the smaller key), and heap and map are rebuilt:
+    /// the result depends on the two summaries' contents, not their layouts.
+    pub fn merge(
+        &mut self,
+        other: &CountHeap<X>,
+        inherit: impl Fn(u64) -> X,
+        plus: impl Fn(X, X) -> X,
+    ) {
+        let (ma, mb) = (self.floor(), other.floor());
+        let mut all: Vec<Entry<X>> = Vec::with_capacity(self.heap.len() + other.heap.len());
+        for e in &self.heap {
+            let (c, x) = match other.get(&e.key) {
+                Some(o) => (o.count, o.extra),
+                None => (mb, inherit(mb)),
+            };
+            all.push(Entry {
+                count: e.count.saturating_add(c),
+                key: e.key,
+                extra: plus(e.extra, x),
+            });
+        }
+        for o in &other.heap {
+            if self.index.contains_key(&o.key) {
+                continue;
+            }
+            all.push(Entry {
+                count: o.count.saturating_add(ma),
+                key: o.key,
+                extra: plus(inherit(ma), o.extra),
+            });
+        }
+        if all.len() > self.cap {
+            all.select_nth_unstable_by_key(self.cap, |e| (Reverse(e.count), e.key));
+            all.truncate(self.cap);
+        }
+        // Ascending counts are a valid min-heap: no sifting, one map insert per entry.
+        all.sort_unstable_by_key(|e| (e.count, e.key));
+        self.clear();
+        for (i, e) in all.into_iter().enumerate() {
+            self.index.insert(e.key, i as u32);
+            self.heap.push(e);
+        }
+    }
+
     pub fn memory_bytes(&self) -> usize {
         self.heap.capacity() * std::mem::size_of::<Entry<X>>()
             + self.index.capacity() * (std::mem::size_of::<(FlowKey, u32)>() + 1)
@@ -213,6 +290,65 @@ impl<X: Copy> CountHeap<X> {
         for (i, e) in self.heap.iter().enumerate() {
             assert_eq!(self.index.get(&e.key), Some(&(i as u32)));
         }
+    }
+}
+
+/// Test support for the merges of `space_saving` and `heap`.
+#[cfg(test)]
+pub(crate) mod testing {
+    use algo::Estimate;
+    use key::{FlowKey, HashFn, KeyMap};
+
+    /// `keys` split into `parts` streams: by a seeded hash of the key (a flow lives in one part,
+    /// as `--workers` dispatches) or round-robin (every large flow in every part).
+    pub fn split(keys: &[FlowKey], parts: usize, by_key: bool) -> Vec<Vec<FlowKey>> {
+        let h = HashFn::new(0x5eed);
+        let mut out = vec![Vec::new(); parts];
+        for (i, k) in keys.iter().enumerate() {
+            let p = if by_key {
+                key::reduce(h.hash(k), parts)
+            } else {
+                i % parts
+            };
+            out[p].push(*k);
+        }
+        out
+    }
+
+    /// Merges `parts` into one: in order for 2 and 3 parts, as a tree for 4 (`(0 + 1) + (2 + 3)`,
+    /// so a merged summary is merged again).
+    pub fn merge_all<A: algo::Algorithm>(mut parts: Vec<A>) -> A {
+        if parts.len() == 4 {
+            let d = parts.pop().unwrap();
+            let mut c = parts.pop().unwrap();
+            c.merge(&d).unwrap();
+            parts.push(c);
+        }
+        let mut it = parts.into_iter();
+        let mut m = it.next().unwrap();
+        for o in it {
+            m.merge(&o).unwrap();
+        }
+        m
+    }
+
+    /// The F1 score of `reported` against the keys of `truth` with `f >= threshold`, after
+    /// checking that every one of those is reported (recall 1).
+    pub fn f1_all_found(reported: &[Estimate], truth: &KeyMap<u64>, threshold: u64) -> f64 {
+        let want: Vec<&FlowKey> = truth
+            .iter()
+            .filter(|e| *e.1 >= threshold)
+            .map(|e| e.0)
+            .collect();
+        let got: KeyMap<u64> = reported.iter().copied().collect();
+        for k in &want {
+            assert!(got.contains_key(k), "heavy hitter {k} not reported");
+        }
+        let hits = reported
+            .iter()
+            .filter(|e| truth.get(&e.0).is_some_and(|&f| f >= threshold))
+            .count();
+        2.0 * hits as f64 / (reported.len() + want.len()).max(1) as f64
     }
 }
 

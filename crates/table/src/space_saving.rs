@@ -3,13 +3,19 @@
 //!
 //! Update: a monitored key adds `w` and sifts down. A new key takes a free slot with
 //! `(c, ε) = (w, 0)`, or else replaces the minimum: `c = c_min + w`, `ε = c_min`.
-//! Invariants (tested): `sum c = N`; `c_min <= N/k`; `c - ε <= f <= c` for every monitored key;
-//! every key with `f > c_min` (so every `f > N/k`) is monitored. `update(k, w)` equals `w`
-//! consecutive unit updates; the state depends on the interleaving of keys (class C), so the
-//! invariants, not the state, survive Agg-Evict. Not mergeable here: a merged summary keeps the
-//! bounds but loses `sum c = N`, which is what the other answers rely on.
+//! Invariants (tested): `sum c = N` (`sum c <= N` once merged); `c_min <= N/k`; `c - ε <= f <= c`
+//! and `ε <= c_min` for every monitored key; every key with `f > c_min` (so every `f > N/k`) is
+//! monitored. `update(k, w)` equals `w` consecutive unit updates; the state depends on the
+//! interleaving of keys (class C), so the invariants, not the state, survive Agg-Evict.
+//!
+//! Mergeable (Agarwal et al., "Mergeable Summaries", PODS'12 / TODS'13; the proof is in
+//! `count_heap`): counts and ε are added key by key, a key missing from a full side taking that
+//! side's `c_min` as both, and the k largest counts are kept. Every invariant above holds for the
+//! union with `N = N1 + N2`, except that `sum c` may fall below `N` (the dropped candidates take
+//! their counts with them). No answer relies on `sum c = N`: heavy hitters and top-k read held
+//! counts, the caveats each count's own ε and the run's N, [`SpaceSaving::total`] is `N1 + N2`.
 
-use algo::{Algorithm, ConfigError, Estimate, Task};
+use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
 
@@ -70,11 +76,7 @@ impl SpaceSaving {
     /// Smallest count when all k counters are in use (else 0): an upper bound on the size of
     /// every unmonitored key, and at most N/k.
     pub fn min_count(&self) -> u64 {
-        if self.heap.is_full() {
-            self.heap.min().map_or(0, |e| e.count)
-        } else {
-            0
-        }
+        self.heap.floor()
     }
 
     /// `(c, ε)` of a monitored key: its size is in `[c - ε, c]`.
@@ -141,6 +143,17 @@ impl Algorithm for SpaceSaving {
         let counts: Vec<(u64, u64)> = self.entries().map(|e| (e.1, e.2)).collect();
         crate::overcount_caveats(task, threshold, &counts, total)
     }
+
+    /// The mergeable-summaries merge (module docs): `c` and `ε` added key by key, a key missing
+    /// from a full side getting that side's `c_min` for both, the k largest kept. The invariants
+    /// hold for the union with `N = N1 + N2` (`sum c <= N`). Requires the same k.
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = algo::merge_peer(self, other, |o| o.k() == self.k())?;
+        self.heap
+            .merge(&o.heap, |min| min, |a, b| a.saturating_add(b));
+        self.total = self.total.saturating_add(o.total);
+        Ok(())
+    }
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
@@ -166,13 +179,21 @@ pub const ENTRY: algo::Entry = algo::Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::count_heap::testing::{f1_all_found, merge_all, split};
     use key::KeyMap;
     use testkit::{truth, zipf_keys};
 
-    fn check_invariants(s: &SpaceSaving, t: &KeyMap<u64>, n: u64) {
+    /// The module's invariants against exact counts `t` of total `n`: `sum c = n`, or `<= n` for
+    /// a `merged` summary.
+    fn check_invariants(s: &SpaceSaving, t: &KeyMap<u64>, n: u64, merged: bool) {
         s.heap.check();
         assert_eq!(s.total(), n);
-        assert_eq!(s.entries().map(|e| e.1).sum::<u64>(), n, "sum c = N");
+        let sum = s.entries().map(|e| e.1).sum::<u64>();
+        if merged {
+            assert!(sum <= n, "sum c {sum} > N {n}");
+        } else {
+            assert_eq!(sum, n, "sum c = N");
+        }
         let k = s.k() as u64;
         assert!(
             s.min_count() <= n / k,
@@ -183,6 +204,7 @@ mod tests {
         for (key, c, eps) in s.entries() {
             let f = t.get(&key).copied().unwrap_or(0);
             assert!(c - eps <= f && f <= c, "{key}: c={c} eps={eps} f={f}");
+            assert!(eps <= s.min_count(), "{key}: eps={eps} > c_min");
         }
         for (key, &f) in t {
             if f > n / k {
@@ -207,7 +229,7 @@ mod tests {
             for k in &keys {
                 unit.update(k, 1);
             }
-            check_invariants(&unit, &t, n);
+            check_invariants(&unit, &t, n, false);
             // Aggregated in runs (what an Agg-Evict front end does): same bounds.
             let mut agg = SpaceSaving::new(SpaceSavingConfig { k: 100 }).unwrap();
             let mut i = 0;
@@ -225,11 +247,97 @@ mod tests {
             for (k, c) in &whole {
                 agg2.update(k, *c);
             }
-            check_invariants(&agg, &t, n);
-            check_invariants(&agg2, &t, n);
+            check_invariants(&agg, &t, n, false);
+            check_invariants(&agg2, &t, n, false);
             let hh = unit.heavy_hitters(n / 100).unwrap();
             let want = t.values().filter(|&&f| f >= n / 100).count();
             assert!(hh.len() >= want);
+        }
+    }
+
+    fn summary(k: usize, keys: &[FlowKey]) -> SpaceSaving {
+        let mut s = SpaceSaving::new(SpaceSavingConfig { k }).unwrap();
+        keys.iter().for_each(|x| s.update(x, 1));
+        s
+    }
+
+    /// A Zipf stream split over 2, 3 and 4 workers, by flow and round-robin: the merged summary
+    /// keeps every invariant for the whole stream, finds every heavy hitter above N/2000 with the
+    /// default k, and keeps them under updates after the merge.
+    #[test]
+    fn merged_parts_keep_the_invariants() {
+        let keys = zipf_keys(240_000, 60_000, 1.0, 34);
+        let more = zipf_keys(40_000, 60_000, 1.0, 35);
+        let t = truth(&keys);
+        let n = keys.len() as u64;
+        let mut t2 = t.clone();
+        for (key, c) in truth(&more) {
+            *t2.entry(key).or_insert(0) += c;
+        }
+        for k in [256, 8192] {
+            for parts in [2, 3, 4] {
+                for by_key in [true, false] {
+                    let split = split(&keys, parts, by_key);
+                    let mut m = merge_all(split.iter().map(|p| summary(k, p)).collect());
+                    check_invariants(&m, &t, n, true);
+                    let over = m.entries().map(|e| e.1 - t[&e.0]).max().unwrap_or(0);
+                    let sum: u64 = m.entries().map(|e| e.1).sum();
+                    eprintln!(
+                        "space_saving k {k}, {parts} parts by {}: worst overcount {over}, \
+                         c_min {}, N/k {}, sum c {sum} of N {n}",
+                        if by_key { "flow" } else { "round-robin" },
+                        m.min_count(),
+                        n / k as u64
+                    );
+                    if k == 8192 {
+                        // T = N/2000 > N/k: every heavy hitter is held and reported.
+                        let hh = m.heavy_hitters(n / 2000).unwrap();
+                        let f1 = f1_all_found(&hh, &t, n / 2000);
+                        eprintln!("  F1 {f1:.4} ({} reported)", hh.len());
+                        assert!(f1 >= 0.95, "F1 {f1}");
+                    }
+                    more.iter().for_each(|x| m.update(x, 1));
+                    check_invariants(&m, &t2, n + more.len() as u64, true);
+                }
+            }
+        }
+    }
+
+    /// Merging an empty summary (either way round) changes no answer; a different k or another
+    /// algorithm is refused and leaves the state as it was.
+    #[test]
+    fn merge_with_empty_and_mismatches() {
+        let keys = zipf_keys(50_000, 20_000, 1.1, 36);
+        let n = keys.len() as u64;
+        let answers = |s: &SpaceSaving| {
+            let mut e: Vec<(FlowKey, u64, u64)> = s.entries().collect();
+            e.sort_unstable();
+            (
+                s.total(),
+                s.min_count(),
+                s.heavy_hitters(n / 2000).unwrap(),
+                s.top_k(100).unwrap(),
+                s.caveats(Task::HeavyHitters, Some(n / 2000), n),
+                e,
+            )
+        };
+        for k in [64, 8192] {
+            let s = summary(k, &keys);
+            let empty = summary(k, &[]);
+            let mut a = s.clone();
+            a.merge(&empty).unwrap();
+            a.heap.check();
+            assert_eq!(answers(&a), answers(&s));
+            let mut b = empty.clone();
+            b.merge(&s).unwrap();
+            b.heap.check();
+            assert_eq!(answers(&b), answers(&s));
+            let before = a.clone();
+            let other_k = summary(k / 2, &keys);
+            assert_eq!(a.merge(&other_k), Err(MergeError::Mismatch(NAME)));
+            let heap = crate::Heap::new(crate::HeapConfig { k }).unwrap();
+            assert_eq!(a.merge(&heap), Err(MergeError::Mismatch(NAME)));
+            assert_eq!(a, before);
         }
     }
 }
