@@ -386,4 +386,44 @@ mod tests {
         }
         assert_eq!(popped, vec![3, 4, 5, 6, 7, 8, 9, 11]);
     }
+
+    #[test]
+    fn merge_by_hand() {
+        let k = FlowKey::from_u32;
+        let e = |c: u64, key: u32, eps: u64| Entry {
+            count: c,
+            key: k(key),
+            extra: eps,
+        };
+        let heap = |cap: usize, es: &[Entry<u64>]| {
+            let mut h: CountHeap<u64> = CountHeap::new(cap);
+            es.iter().for_each(|&x| h.push(x));
+            h
+        };
+        let merged = |a: &CountHeap<u64>, b: &CountHeap<u64>| {
+            let mut m = a.clone();
+            m.merge(b, |min| min, |x, y| x + y);
+            m.check();
+            let mut v: Vec<(u32, u64, u64)> = m
+                .entries()
+                .iter()
+                .map(|e| (e.key.prefix_u32(), e.count, e.extra))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        // Both full (minima 3 and 1): x = 5 + 1 (eps 0 + 0), y = 3 + 1 (1 + 1), z = 4 + 3
+        // (2 + 3); the two largest, z and x, are kept.
+        let a = heap(2, &[e(5, 1, 0), e(3, 2, 1)]);
+        let b = heap(2, &[e(1, 1, 0), e(4, 3, 2)]);
+        assert_eq!(merged(&a, &b), vec![(1, 6, 0), (3, 7, 5)]);
+        assert_eq!(merged(&b, &a), vec![(1, 6, 0), (3, 7, 5)]);
+        // A side that is not full is exact: its missing keys inherit 0.
+        let c = heap(2, &[e(2, 1, 0)]);
+        assert_eq!(merged(&c, &b), vec![(1, 3, 0), (3, 4, 2)]);
+        // Ties at the cut keep the smaller key.
+        let d = heap(2, &[e(2, 7, 0), e(2, 5, 0)]);
+        let f = heap(2, &[e(2, 6, 0), e(2, 8, 0)]);
+        assert_eq!(merged(&d, &f), vec![(5, 4, 2), (6, 4, 2)]);
+    }
 }

@@ -4,11 +4,18 @@
 //! else replaces the minimum and inherits its count: `c = c_min + w` (Space-Saving without ε).
 //!
 //! Guarantees (those of Space-Saving, the ε bookkeeping aside): counts never under-estimate a
-//! monitored key (`f <= c`), `sum c = N`, and every key with `f > c_min` (so every `f > N/k`)
-//! is monitored. `update(k, w)` equals `w` consecutive unit updates of `k`; the state depends on
-//! the order of different keys (class C), so only these bounds survive aggregation.
+//! monitored key and over-estimate it by at most the smallest count (`f <= c <= f + c_min`),
+//! `sum c = N` (`sum c <= N` once merged), `c_min <= N/k`, and every key with `f > c_min` (so
+//! every `f > N/k`) is monitored. `update(k, w)` equals `w` consecutive unit updates of `k`; the
+//! state depends on the order of different keys (class C), so only these bounds survive
+//! aggregation.
+//!
+//! Mergeable as Space-Saving (Agarwal et al., PODS'12 / TODS'13; proof in `count_heap`): counts
+//! added key by key, a key missing from a full side counting that side's `c_min`, the k largest
+//! kept. The guarantees hold for the union with `N = N1 + N2`; no answer relies on `sum c = N`
+//! (the caveat's overcount bound is `c_min`, which still bounds every count's excess).
 
-use algo::{Algorithm, ConfigError, Estimate, Task};
+use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
 
@@ -67,11 +74,7 @@ impl Heap {
 
     /// Smallest monitored count (0 while not full): an upper bound on every unmonitored key.
     pub fn min_count(&self) -> u64 {
-        if self.heap.is_full() {
-            self.heap.min().map_or(0, |e| e.count)
-        } else {
-            0
-        }
+        self.heap.floor()
     }
 
     /// Monitored (key, count) pairs in heap order.
@@ -125,6 +128,16 @@ impl Algorithm for Heap {
         let counts: Vec<(u64, u64)> = self.entries().map(|e| (e.1, m)).collect();
         crate::overcount_caveats(task, threshold, &counts, total)
     }
+
+    /// The mergeable-summaries merge (module docs): counts added key by key, a key missing from
+    /// a full side counting that side's `c_min`, the k largest kept. The guarantees hold for the
+    /// union with `N = N1 + N2` (`sum c <= N`). Requires the same k.
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = algo::merge_peer(self, other, |o| o.k() == self.k())?;
+        self.heap.merge(&o.heap, |_| (), |(), ()| ());
+        self.total = self.total.saturating_add(o.total);
+        Ok(())
+    }
 }
 
 /// This algorithm's facts, listed in the `catalog` crate.
@@ -150,6 +163,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::count_heap::testing::{f1_all_found, merge_all, split};
+    use key::KeyMap;
     use testkit::{truth, zipf_keys};
 
     #[test]
@@ -206,5 +221,113 @@ mod tests {
         }
         h.reset();
         assert_eq!((h.total(), h.entries().count(), h.k()), (0, 0, 64));
+    }
+
+    fn summary(k: usize, keys: &[FlowKey]) -> Heap {
+        let mut h = Heap::new(HeapConfig { k }).unwrap();
+        keys.iter().for_each(|x| h.update(x, 1));
+        h
+    }
+
+    /// The module's guarantees against exact counts `t` of total `n`.
+    fn check_bounds(h: &Heap, t: &KeyMap<u64>, n: u64) {
+        h.heap.check();
+        assert_eq!(h.total(), n);
+        let sum: u64 = h.entries().map(|e| e.1).sum();
+        assert!(sum <= n, "sum c {sum} > N {n}");
+        let (k, m) = (h.k() as u64, h.min_count());
+        assert!(m <= n / k, "c_min {m} > N/k {}", n / k);
+        for (key, c) in h.entries() {
+            let f = t.get(&key).copied().unwrap_or(0);
+            assert!(f <= c && c <= f + m, "{key}: c={c} f={f} c_min={m}");
+        }
+        for (key, &f) in t {
+            if f > m {
+                assert!(
+                    h.heap.get(key).is_some(),
+                    "{key} with f={f} > c_min not held"
+                );
+            }
+        }
+    }
+
+    /// A Zipf stream split over 2, 3 and 4 workers, by flow and round-robin: the merged heap
+    /// keeps the guarantees for the whole stream, finds every heavy hitter above N/2000 with the
+    /// default k, and keeps them under updates after the merge.
+    #[test]
+    fn merged_parts_keep_the_bounds() {
+        let keys = zipf_keys(240_000, 60_000, 1.0, 23);
+        let more = zipf_keys(40_000, 60_000, 1.0, 24);
+        let t = truth(&keys);
+        let n = keys.len() as u64;
+        let mut t2 = t.clone();
+        for (key, c) in truth(&more) {
+            *t2.entry(key).or_insert(0) += c;
+        }
+        for k in [256, 8192] {
+            for parts in [2, 3, 4] {
+                for by_key in [true, false] {
+                    let split = split(&keys, parts, by_key);
+                    let mut m = merge_all(split.iter().map(|p| summary(k, p)).collect());
+                    check_bounds(&m, &t, n);
+                    let over = m.entries().map(|e| e.1 - t[&e.0]).max().unwrap_or(0);
+                    eprintln!(
+                        "heap k {k}, {parts} parts by {}: worst overcount {over}, c_min {}, \
+                         N/k {}",
+                        if by_key { "flow" } else { "round-robin" },
+                        m.min_count(),
+                        n / k as u64
+                    );
+                    if k == 8192 {
+                        let hh = m.heavy_hitters(n / 2000).unwrap();
+                        let f1 = f1_all_found(&hh, &t, n / 2000);
+                        eprintln!("  F1 {f1:.4} ({} reported)", hh.len());
+                        assert!(f1 >= 0.95, "F1 {f1}");
+                    }
+                    more.iter().for_each(|x| m.update(x, 1));
+                    check_bounds(&m, &t2, n + more.len() as u64);
+                }
+            }
+        }
+    }
+
+    /// Merging an empty heap (either way round) changes no answer; a different k or another
+    /// algorithm is refused and leaves the state as it was.
+    #[test]
+    fn merge_with_empty_and_mismatches() {
+        let keys = zipf_keys(50_000, 20_000, 1.1, 25);
+        let n = keys.len() as u64;
+        let answers = |h: &Heap| {
+            let mut e: Vec<Estimate> = h.entries().collect();
+            e.sort_unstable();
+            (
+                h.total(),
+                h.min_count(),
+                h.heavy_hitters(n / 2000).unwrap(),
+                h.top_k(100).unwrap(),
+                h.caveats(Task::HeavyHitters, Some(n / 2000), n),
+                e,
+            )
+        };
+        for k in [64, 8192] {
+            let h = summary(k, &keys);
+            let empty = summary(k, &[]);
+            let mut a = h.clone();
+            a.merge(&empty).unwrap();
+            a.heap.check();
+            assert_eq!(answers(&a), answers(&h));
+            let mut b = empty.clone();
+            b.merge(&h).unwrap();
+            b.heap.check();
+            assert_eq!(answers(&b), answers(&h));
+            let before = a.clone();
+            assert_eq!(
+                a.merge(&summary(k * 2, &keys)),
+                Err(MergeError::Mismatch(NAME))
+            );
+            let ss = crate::SpaceSaving::new(crate::SpaceSavingConfig { k }).unwrap();
+            assert_eq!(a.merge(&ss), Err(MergeError::Mismatch(NAME)));
+            assert_eq!(a, before);
+        }
     }
 }

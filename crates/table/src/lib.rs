@@ -5,8 +5,8 @@
 //! | `linear_hash`  | [`linear_hash`]   | exact linear-probing table, keys inline with counts    |
 //! | `cuckoo1`      | [`cuckoo`]        | exact Cuckoo table, 2 hashes, 1 entry per bucket       |
 //! | `cuckoo4`      | [`cuckoo`]        | exact Cuckoo table, 2 hashes, 4 entries per bucket     |
-//! | `heap`         | [`heap`]          | Re-evaluating min-heap top-k (Space-Saving without ε)  |
-//! | `space_saving` | [`space_saving`]  | Space-Saving with ε (ALGORITHMS.md 10)                 |
+//! | `heap`         | [`heap`]          | Re-evaluating min-heap top-k (Space-Saving without ε), mergeable |
+//! | `space_saving` | [`space_saving`]  | Space-Saving with ε (ALGORITHMS.md 10), mergeable      |
 //! | `misra_gries`  | [`misra_gries`]   | Misra-Gries with O(log k) decrements, mergeable        |
 //! | `flow_radar`   | [`flow_radar`]    | Bloom flow filter + invertible counting table (ALGORITHMS.md 3) |
 //! | `ewma_change`  | [`ewma_change`]   | exact per-flow counts + EWMA prediction (ALGORITHMS.md 11) |
