@@ -91,6 +91,11 @@ pub struct RunArgs {
     /// first ip.src) or inner. MPLS, PPPoE and NSH are always looked through.
     #[arg(long)]
     tunnel: Option<TunnelArg>,
+    /// Worker threads (1..=256): each owns its aggregators and algorithm instances, fed by a
+    /// seeded hash of each flow key (a flow lives in one worker), merged at every epoch's end.
+    /// Linear and idempotent algorithms answer exactly as with one worker. Default 1.
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=256))]
+    workers: Option<usize>,
     /// Packets per batch handed to the algorithms (1..=8192).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=8192))]
     batch: Option<usize>,
@@ -196,6 +201,9 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if let Some(t) = a.tunnel {
         cfg.tunnel = t.into();
+    }
+    if let Some(w) = a.workers {
+        cfg.workers = w;
     }
     if a.preset.is_some() {
         cfg.preset = a.preset.clone();
@@ -320,7 +328,7 @@ pub fn run(
                 }
             })?;
             pb.finish_and_clear();
-            runner.finish()
+            runner.try_finish()?
         }
         Some(path) => {
             let cap = Capture::open(&path, format)?;
@@ -400,7 +408,7 @@ pub fn run(
             if let Err(e) = res {
                 read_error = Some(e.to_string());
             }
-            runner.finish()
+            runner.try_finish()?
         }
     };
     Ok((report, read_error))

@@ -113,6 +113,19 @@ pub struct RunConfig {
     /// parameters it gives each algorithm, under each measure's own `params` (which win).
     #[serde(default)]
     pub preset: Option<String>,
+    /// Worker threads measuring in parallel (1..=256; `crate::workers`): each owns its
+    /// aggregators and algorithm instances, fed by the caller's thread by a seeded hash of each
+    /// key, merged at every epoch's end. 1: the caller's thread measures.
+    #[serde(default = "default_workers")]
+    pub workers: usize,
+    /// Test only: this worker panics on its first batch (the failure path's test).
+    #[doc(hidden)]
+    #[serde(skip)]
+    pub inject_failure: Option<usize>,
+}
+
+fn default_workers() -> usize {
+    1
 }
 
 fn default_key() -> KeyKind {
@@ -146,6 +159,8 @@ impl Default for RunConfig {
             listed: default_listed(),
             max_memory: None,
             preset: None,
+            workers: 1,
+            inject_failure: None,
             measures: vec![],
         }
     }
@@ -199,6 +214,12 @@ impl RunConfig {
     /// Check every field that can be checked before reading the trace.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.epoch()?;
+        if !(1..=256).contains(&self.workers) {
+            return Err(field(
+                "workers",
+                format!("{} is not in 1..=256", self.workers),
+            ));
+        }
         if !(1..=8192).contains(&self.batch) {
             return Err(field("batch", format!("{} is not in 1..=8192", self.batch)));
         }

@@ -9,9 +9,11 @@ mod evaluate;
 pub mod metrics;
 pub mod report;
 pub mod runner;
+mod workers;
 
 pub use config::{ConfigError, MeasureSpec, RunConfig};
 pub use evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 pub use front::Accel;
 pub use report::{EpochReport, Report, Warning};
 pub use runner::Runner;
+pub use workers::WorkerFailure;

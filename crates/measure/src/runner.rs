@@ -21,12 +21,13 @@ use truth::{Clock, EpochTruth, Ewma};
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
 use crate::evaluate::evaluate;
 use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
+use crate::workers::{Pool, WorkerFailure};
 
-struct Instance {
+pub(crate) struct Instance {
     name: String,
     kind: KeyKind,
     key_len: usize,
-    algo: Box<dyn Algorithm>,
+    pub(crate) algo: Box<dyn Algorithm>,
     /// The previous epoch's state, kept only when a heavy-changers task uses this instance.
     prev: Option<Box<dyn Algorithm>>,
     wants_prev: bool,
@@ -59,6 +60,81 @@ struct Measure {
     ewma: Option<Ewma>,
 }
 
+/// What measures packets: per key kind a front end (no accelerator, or one aggregator per kind
+/// whose evictions reach every instance of that kind), and the algorithm instances. One per
+/// worker (`crate::workers`), or the runner's own with one worker.
+pub(crate) struct Plane {
+    pub(crate) kinds: Vec<KeyKind>,
+    fronts: Vec<Front>,
+    pub(crate) instances: Vec<Instance>,
+}
+
+impl Plane {
+    /// One batch of kind `ki` through its front to the instances of that kind.
+    pub(crate) fn feed(&mut self, ki: usize, batch: KeyBatch<'_>, weights: &[u64]) {
+        let mut sink = Fan {
+            instances: &mut self.instances,
+            kind: self.kinds[ki],
+        };
+        self.fronts[ki].timed(&mut sink, |f, s| f.update(batch, weights, s));
+    }
+
+    /// Epoch end: every front hands what it holds to the algorithms.
+    pub(crate) fn flush_fronts(&mut self) {
+        for (front, &kind) in self.fronts.iter_mut().zip(&self.kinds) {
+            let mut sink = Fan {
+                instances: &mut self.instances,
+                kind,
+            };
+            front.timed(&mut sink, |f, s| f.flush(s));
+        }
+    }
+
+    /// A plane built alike (same algorithms, parameters and seeds), empty, for another worker.
+    fn twin(&self, cfg: &RunConfig) -> Result<Plane, ConfigError> {
+        Ok(Plane {
+            kinds: self.kinds.clone(),
+            fronts: fronts_for(&self.kinds, cfg)?,
+            instances: self
+                .instances
+                .iter()
+                .map(|i| {
+                    let mut algo = i.algo.clone_box();
+                    algo.reset();
+                    Instance {
+                        name: i.name.clone(),
+                        kind: i.kind,
+                        key_len: i.key_len,
+                        algo,
+                        prev: None,
+                        wants_prev: false,
+                        swap_prev: i.swap_prev,
+                        fit: i.fit,
+                        skipped: 0,
+                        peak_memory: 0,
+                        nanos: 0,
+                        timed: 0,
+                        updates: 0,
+                        keys: vec![],
+                        weights: vec![],
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+fn fronts_for(kinds: &[KeyKind], cfg: &RunConfig) -> Result<Vec<Front>, ConfigError> {
+    kinds
+        .iter()
+        .map(|k| Front::new(cfg.accel, &cfg.agg_evict, k.len(cfg.ipv6)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ConfigError::Field {
+            field: "agg_evict",
+            reason: e.to_string(),
+        })
+}
+
 /// The running measurement: push packets, then `finish`.
 pub struct Runner {
     cfg: RunConfig,
@@ -66,10 +142,13 @@ pub struct Runner {
     kinds: Vec<KeyKind>,
     truth: Vec<EpochTruth>,
     prev_truth: Vec<Option<EpochTruth>>,
-    instances: Vec<Instance>,
-    /// One front end per entry of `kinds` (no accelerator, or one aggregator per kind whose
-    /// evictions reach every instance of that kind).
-    fronts: Vec<Front>,
+    /// With one worker, what measures; with several, where their merged state is answered from
+    /// (and the costs and counters summed at the end).
+    plane: Plane,
+    /// The workers, when there are several.
+    pool: Option<Pool>,
+    /// The first worker failure: the run stops measuring and `try_finish` reports it.
+    failure: Option<WorkerFailure>,
     measures: Vec<Measure>,
     batch_keys: Vec<Vec<FlowKey>>,
     /// Per kind, the batch's keys as big-endian u32 while every one of them is 4 bytes long
@@ -406,16 +485,37 @@ impl Runner {
             }
         }
         let n = kinds.len();
-        let fronts = kinds
-            .iter()
-            .map(|k| Front::new(cfg.accel, &cfg.agg_evict, k.len(cfg.ipv6)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ConfigError::Field {
-                field: "agg_evict",
-                reason: e.to_string(),
-            })?;
+        let plane = Plane {
+            kinds: kinds.clone(),
+            fronts: fronts_for(&kinds, &cfg)?,
+            instances,
+        };
+        let pool = if cfg.workers > 1 {
+            // Every instance must merge the workers' states (an empty twin of itself, here).
+            for inst in &plane.instances {
+                let mut probe = inst.algo.clone_box();
+                probe.reset();
+                if let Err(e) = probe.merge(probe.clone_box().as_ref()) {
+                    return Err(ConfigError::Field {
+                        field: "workers",
+                        reason: format!(
+                            "{} cannot merge the workers' states ({e}); run it with one worker",
+                            inst.name
+                        ),
+                    });
+                }
+            }
+            let planes = (0..cfg.workers)
+                .map(|_| plane.twin(&cfg))
+                .collect::<Result<Vec<_>, _>>()?;
+            Some(Pool::start(planes, cfg.seed, cfg.batch, cfg.inject_failure))
+        } else {
+            None
+        };
         Ok(Runner {
-            fronts,
+            plane,
+            pool,
+            failure: None,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
@@ -423,7 +523,6 @@ impl Runner {
             prev_truth: (0..n).map(|_| None).collect(),
             clock,
             kinds,
-            instances,
             measures,
             epochs: vec![],
             totals: Totals::default(),
@@ -483,11 +582,16 @@ impl Runner {
             } else {
                 KeyBatch::Keys(keys)
             };
-            let mut sink = Fan {
-                instances: &mut self.instances,
-                kind: self.kinds[ki],
-            };
-            self.fronts[ki].timed(&mut sink, |f, s| f.update(batch, weights, s));
+            match &mut self.pool {
+                None => self.plane.feed(ki, batch, weights),
+                Some(pool) if self.failure.is_none() => {
+                    if let Err(f) = pool.dispatch(ki, keys, weights) {
+                        self.failure = Some(f.in_epoch(self.truth[0].index));
+                    }
+                }
+                // A worker failed: nothing more is measured; `try_finish` says so.
+                Some(_) => {}
+            }
         }
         for b in &mut self.batch_keys {
             b.clear();
@@ -498,27 +602,58 @@ impl Runner {
         self.batch_weights.clear();
     }
 
-    /// Epoch end: every front hands what it holds to the algorithms.
-    fn flush_fronts(&mut self) {
-        for (front, &kind) in self.fronts.iter_mut().zip(&self.kinds) {
-            let mut sink = Fan {
-                instances: &mut self.instances,
-                kind,
-            };
-            front.timed(&mut sink, |f, s| f.flush(s));
+    /// Epoch end of the workers: each hands its instances' state over, and the states of each
+    /// instance merge into the plane's, which the epoch is answered from.
+    fn merge_workers(&mut self) {
+        let (Some(pool), None) = (&mut self.pool, &self.failure) else {
+            return;
+        };
+        let epoch = self.truth[0].index;
+        let states = match pool.end_epoch() {
+            Ok(s) => s,
+            Err(f) => {
+                self.failure = Some(f.in_epoch(epoch));
+                return;
+            }
+        };
+        let mut per: Vec<_> = states.into_iter().map(|v| v.into_iter()).collect();
+        for inst in &mut self.plane.instances {
+            let mut merged: Option<Box<dyn Algorithm>> = None;
+            for (w, it) in per.iter_mut().enumerate() {
+                let Some(s) = it.next() else { continue };
+                match &mut merged {
+                    None => merged = Some(s),
+                    Some(m) => {
+                        if let Err(e) = m.merge(s.as_ref()) {
+                            self.failure.get_or_insert(WorkerFailure {
+                                worker: w,
+                                epoch,
+                                message: format!("its {} state does not merge: {e}", inst.name),
+                            });
+                        }
+                    }
+                }
+            }
+            if let Some(m) = merged {
+                inst.algo = m;
+            }
         }
     }
 
     fn end_epoch(&mut self) {
         self.flush();
-        self.flush_fronts();
+        if self.pool.is_some() {
+            self.merge_workers();
+        } else {
+            self.plane.flush_fronts();
+        }
         if self.truth.first().map_or(0, |t| t.packets) == 0 {
             return;
         }
         let mut tasks = vec![];
         for m in &self.measures {
             let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
-            let inst = &self.instances[m.instance];
+            let inst = &self.plane.instances[m.instance];
             tasks.push(evaluate(
                 &m.spec,
                 m.kind,
@@ -547,7 +682,7 @@ impl Runner {
             tasks,
         });
         self.totals.epochs += 1;
-        for inst in &mut self.instances {
+        for inst in &mut self.plane.instances {
             inst.peak_memory = inst.peak_memory.max(inst.algo.memory_bytes());
             if inst.wants_prev {
                 // The finished epoch becomes `prev`. An algorithm whose reset empties it takes
@@ -607,11 +742,41 @@ impl Runner {
         }
     }
 
-    pub fn finish(mut self) -> Report {
+    /// The report; panics if a worker failed (`try_finish` returns the failure instead).
+    pub fn finish(self) -> Report {
+        self.try_finish().unwrap_or_else(|f| panic!("netsift: {f}"))
+    }
+
+    /// The report, or the first worker failure (which worker, in which epoch, what it said).
+    pub fn try_finish(mut self) -> Result<Report, WorkerFailure> {
         self.end_epoch();
+        let workers = self.pool.as_ref().map_or(1, |p| p.len());
+        // The workers' planes: their costs and aggregator counters, summed into the report.
+        let planes = match self.pool.take().map(Pool::finish) {
+            None => vec![],
+            Some(Ok(p)) => p,
+            Some(Err(f)) => {
+                return Err(self
+                    .failure
+                    .take()
+                    .unwrap_or(f.in_epoch(self.truth[0].index)))
+            }
+        };
+        if let Some(f) = self.failure.take() {
+            return Err(f);
+        }
+        for p in &planes {
+            for (mine, theirs) in self.plane.instances.iter_mut().zip(&p.instances) {
+                mine.nanos += theirs.nanos;
+                mine.timed += theirs.timed;
+                mine.updates += theirs.updates;
+                mine.skipped += theirs.skipped;
+            }
+        }
         let seconds = self.started.elapsed().as_secs_f64();
         let keyed = self.totals.classes.keyed();
         let throughput = self
+            .plane
             .instances
             .iter()
             .map(|i| {
@@ -624,7 +789,8 @@ impl Runner {
                 Cost {
                     algorithm: i.name.clone(),
                     key: i.kind,
-                    memory_bytes: i.peak_memory.max(i.algo.memory_bytes()),
+                    // Each worker holds its own instance.
+                    memory_bytes: i.peak_memory.max(i.algo.memory_bytes()) * workers,
                     updates: i.updates,
                     seconds: nanos / 1e9,
                     ns_per_packet: ns,
@@ -637,28 +803,38 @@ impl Runner {
                 }
             })
             .collect();
+        // One aggregator per kind and worker: their counters summed per kind.
+        let fronts: Vec<&Plane> = if planes.is_empty() {
+            vec![&self.plane]
+        } else {
+            planes.iter().collect()
+        };
         let accelerators = self
-            .fronts
+            .kinds
             .iter()
-            .zip(&self.kinds)
-            .filter_map(|(f, &kind)| {
-                let st = f.stats()?;
+            .enumerate()
+            .filter_map(|(ki, &kind)| {
+                let all: Vec<_> = fronts.iter().filter_map(|p| p.fronts[ki].stats()).collect();
+                let first = all.first()?;
+                let sum = |f: fn(&front::FrontStats) -> u64| all.iter().map(f).sum::<u64>();
+                let (packets, passed) = (sum(|s| s.packets), sum(|s| s.passed));
+                let nanos = all.iter().map(|s| s.nanos).sum::<u128>();
                 Some(AccelCost {
-                    accel: st.accel.name(),
+                    accel: first.accel.name(),
                     key: kind,
-                    simd: st.simd,
-                    memory_bytes: st.memory_bytes,
-                    packets: st.packets,
-                    evicted: st.passed,
-                    evicted_share: st.passed_share,
-                    seconds: st.nanos as f64 / 1e9,
-                    ns_per_packet: st.nanos as f64 / st.packets.max(1) as f64,
+                    simd: first.simd.clone(),
+                    memory_bytes: all.iter().map(|s| s.memory_bytes).sum(),
+                    packets,
+                    evicted: passed,
+                    evicted_share: passed as f64 / packets.max(1) as f64,
+                    seconds: nanos as f64 / 1e9,
+                    ns_per_packet: nanos as f64 / packets.max(1) as f64,
                 })
             })
             .collect();
         let epoch = self.epoch_label();
         let warnings = self.epochs.iter().flat_map(Warning::of).collect();
-        Report {
+        Ok(Report {
             trace: self.trace,
             key: self.cfg.key,
             weight: self.cfg.weight,
@@ -675,7 +851,7 @@ impl Runner {
             accelerators,
             notes: self.notes,
             warnings,
-        }
+        })
     }
 }
 

@@ -1,0 +1,187 @@
+//! `--workers N` (issue 13): the linear and idempotent algorithms (ALGORITHMS.md classes A and B)
+//! answer with N = 2, 3, 4 workers exactly what they answer with one, with and without Agg-Evict
+//! and with several key kinds in one run; the order-dependent summaries keep their guarantees
+//! against exact truth; a failing worker ends the run with the worker and epoch named; bad worker
+//! counts are refused.
+
+use std::sync::OnceLock;
+
+use algo::Task;
+use key::KeyKind;
+use measure::{Accel, MeasureSpec, Report, RunConfig, Runner};
+
+mod common;
+use common::spec;
+
+/// Zipf 1.0 over 20 k flows, 300 k packets: three epochs of 100 k.
+fn trace() -> &'static [gen::GenPacket] {
+    static T: OnceLock<Vec<gen::GenPacket>> = OnceLock::new();
+    T.get_or_init(|| {
+        let spec = gen::Spec {
+            packets: 300_000,
+            flows: 20_000,
+            skew: 1.0,
+            seed: 31,
+            ..gen::Spec::default()
+        };
+        let mut v = vec![];
+        gen::generate(&spec, |p| v.push(*p)).unwrap();
+        v
+    })
+}
+
+fn run(measures: Vec<MeasureSpec>, workers: usize, accel: Accel) -> Report {
+    let cfg = RunConfig {
+        epoch_packets: Some(100_000),
+        measures,
+        workers,
+        accel,
+        ..RunConfig::default()
+    };
+    let mut r = Runner::new(cfg, "workers").unwrap();
+    for p in trace() {
+        r.push(p.ts_ns, &p.tuple, p.wire_len);
+    }
+    r.finish()
+}
+
+/// Every task's answer of every epoch (keys, estimates, value), as JSON: what must not change.
+fn answers(r: &Report) -> Vec<String> {
+    r.epochs
+        .iter()
+        .flat_map(|e| &e.tasks)
+        .map(|t| {
+            format!(
+                "{} {}: {}",
+                t.task.name(),
+                t.algorithm,
+                serde_json::to_string(&t.answer).unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A measure of `task` by `algo` on key kind `key`.
+fn on(task: Task, algo: &str, key: KeyKind) -> MeasureSpec {
+    let mut m = spec(task, algo);
+    m.key = Some(key);
+    m
+}
+
+/// Classes A and B, each on its tasks, three key kinds in one run (source for the reversible
+/// sketches, pairs for the spreaders, 5-tuples for the rest).
+fn linear_and_idempotent() -> Vec<MeasureSpec> {
+    vec![
+        on(Task::HeavyHitters, "rev_sketch", KeyKind::Src),
+        on(Task::HeavyChangers, "rev_sketch", KeyKind::Src),
+        on(Task::HeavyHitters, "deltoid", KeyKind::FiveTuple),
+        on(Task::HeavyChangers, "deltoid", KeyKind::FiveTuple),
+        spec(Task::Superspreaders, "two_level"),
+        spec(Task::Ddos, "two_level"),
+        on(Task::FlowSizeDistribution, "mrac", KeyKind::FiveTuple),
+        on(Task::Cardinality, "mrac", KeyKind::FiveTuple),
+        on(Task::Cardinality, "fm", KeyKind::Src),
+        on(Task::Cardinality, "kmin", KeyKind::FiveTuple),
+        on(Task::Cardinality, "linear_counting", KeyKind::FiveTuple),
+        on(Task::Cardinality, "hyperloglog", KeyKind::Pair),
+        // Count-Min's and Count Sketch's counters are linear: flow sizes are theirs alone.
+        on(Task::FlowSize, "count_min", KeyKind::FiveTuple),
+        on(Task::FlowSize, "count_sketch", KeyKind::Src),
+        // Exact tables below their capacity: every count exact whatever the order.
+        on(Task::FlowSize, "linear_hash", KeyKind::FiveTuple),
+        on(Task::Entropy, "cuckoo4", KeyKind::Src),
+    ]
+}
+
+#[test]
+fn linear_and_idempotent_answers_do_not_depend_on_the_workers() {
+    for accel in [Accel::None, Accel::AggEvict] {
+        let one = run(linear_and_idempotent(), 1, accel);
+        let want = answers(&one);
+        assert_eq!(want.len(), 3 * linear_and_idempotent().len());
+        for n in [2, 3, 4] {
+            let got = answers(&run(linear_and_idempotent(), n, accel));
+            for (a, b) in want.iter().zip(&got) {
+                assert_eq!(a, b, "{n} workers, {accel:?}");
+            }
+            assert_eq!(want.len(), got.len());
+        }
+    }
+}
+
+/// Every packet is measured once whatever the workers: each instance's updates (without an
+/// aggregator, one per packet) and every aggregator's packets sum to the run's.
+#[test]
+fn every_packet_reaches_one_worker() {
+    let ms = vec![
+        on(Task::Cardinality, "hyperloglog", KeyKind::Src),
+        on(Task::FlowSize, "count_min", KeyKind::FiveTuple),
+    ];
+    let r = run(ms.clone(), 3, Accel::None);
+    for c in &r.throughput {
+        assert_eq!(c.updates, 300_000, "{}", c.algorithm);
+    }
+    let r = run(ms, 3, Accel::AggEvict);
+    assert_eq!(r.accelerators.len(), 2);
+    for a in &r.accelerators {
+        assert_eq!(a.packets, 300_000, "{:?}", a.key);
+        assert!(a.evicted < a.packets);
+    }
+}
+
+/// The order-dependent summaries, merged from several workers, keep their guarantees: the
+/// heavy hitters and top-k of Misra-Gries, Space-Saving and the heap, and the candidate sets of
+/// Count-Min and UnivMon, found as well as the bars ask (F1 >= 0.9) in every epoch.
+#[test]
+fn merged_summaries_keep_their_guarantees() {
+    for algo in [
+        "misra_gries",
+        "space_saving",
+        "heap",
+        "count_min",
+        "univmon",
+    ] {
+        let ms = vec![spec(Task::HeavyHitters, algo), spec(Task::TopK, algo)];
+        let r = run(ms, 3, Accel::AggEvict);
+        for e in &r.epochs {
+            for t in &e.tasks {
+                let f1 = t.accuracy.f1.unwrap();
+                assert!(f1 >= 0.9, "{algo} {} epoch {}: F1 {f1}", t.task, e.index);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failing_worker_is_named_with_its_epoch() {
+    let cfg = RunConfig {
+        epoch_packets: Some(100_000),
+        measures: vec![spec(Task::Cardinality, "hyperloglog")],
+        workers: 3,
+        inject_failure: Some(1),
+        ..RunConfig::default()
+    };
+    let mut r = Runner::new(cfg, "failing").unwrap();
+    for p in trace() {
+        r.push(p.ts_ns, &p.tuple, p.wire_len);
+    }
+    let f = r.try_finish().unwrap_err();
+    assert_eq!((f.worker, f.epoch), (1, 0), "{f}");
+    assert!(
+        f.to_string().starts_with("worker 1 failed in epoch 0"),
+        "{f}"
+    );
+}
+
+#[test]
+fn worker_counts_outside_1_to_256_are_refused() {
+    for workers in [0, 257] {
+        let cfg = RunConfig {
+            measures: vec![spec(Task::Cardinality, "hyperloglog")],
+            workers,
+            ..RunConfig::default()
+        };
+        let e = Runner::new(cfg, "bad").err().unwrap().to_string();
+        assert!(e.contains("workers") && e.contains("1..=256"), "{e}");
+    }
+}
