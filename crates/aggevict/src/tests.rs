@@ -964,3 +964,131 @@ fn memory_for_is_the_built_aggregators_memory() {
         }
     }
 }
+
+#[test]
+fn narrow_keys_go_to_their_own_arrays() {
+    // Modulo: keys 0..64 (in a scrambled order: i * 37 mod 64 is a permutation) fill the 4
+    // arrays of 16 exactly (key % 4), with no eviction; the flush hands them on array by array,
+    // slot by slot (insertion order), so grouped by key % 4.
+    let us: Vec<u32> = (0..64u32).map(|i| i * 37 % 64).collect();
+    let ks: Vec<FlowKey> = us.iter().map(|&u| FlowKey::from_u32(u)).collect();
+    let ws = vec![1u64; us.len()];
+    let want: Vec<(FlowKey, u64)> = (0..4)
+        .flat_map(|a| us.iter().filter(move |&&u| u % 4 == a))
+        .map(|&u| (FlowKey::from_u32(u), 1))
+        .collect();
+    // Hash: 2000 distinct keys over 1024 arrays (16384 slots) spread over ~879 arrays
+    // (1024 (1 - e^-1.95)), none of them full, so again no eviction before the flush.
+    let hs: Vec<u32> = (0..2000u32).map(|i| i.wrapping_mul(0x9e37_79b9)).collect();
+    let hk: Vec<FlowKey> = hs.iter().map(|&u| FlowKey::from_u32(u)).collect();
+    let hw = vec![1u64; hs.len()];
+    for policy in [Policy::Grr, Policy::Lru] {
+        for s in kernels() {
+            for u32_path in [true, false] {
+                let mut a = Aggregator::new(&cfg(4, policy, s), 4).unwrap();
+                let mut log = Log::default();
+                if u32_path {
+                    a.update_batch_u32(&us, &ws, &mut log.sink());
+                } else {
+                    a.update_batch(&ks, &ws, &mut log.sink());
+                }
+                assert_eq!(a.stats().evicted, 0, "{policy} {s}");
+                assert_eq!(a.occ, vec![u16::MAX; 4]);
+                a.flush(&mut log.sink());
+                assert_eq!(log.seq, want, "{policy} {s}");
+
+                let c = AggConfig {
+                    index: Index::Hash,
+                    ..cfg(1024, policy, s)
+                };
+                let mut a = Aggregator::new(&c, 4).unwrap();
+                let mut log = Log::default();
+                if u32_path {
+                    a.update_batch_u32(&hs, &hw, &mut log.sink());
+                } else {
+                    a.update_batch(&hk, &hw, &mut log.sink());
+                }
+                assert_eq!(a.stats().evicted, 0, "{policy} {s}");
+                assert_eq!(a.len(), hs.len());
+                let used = a.occ.iter().filter(|&&o| o != 0).count();
+                assert!(used > 800, "{used} arrays used");
+                a.flush(&mut log.sink());
+                assert_eq!(log.totals(), truth(&hk, &hw));
+            }
+        }
+    }
+}
+
+#[test]
+fn narrow_eviction_buffer_keeps_its_size() {
+    // The narrow eviction buffer is allocated once (`evict_batch + CHUNK`) and written by
+    // index: running a stream (with evictions, overflowing runs and weights >= 2^32 that pass
+    // through it) and flushing leaves the memory `memory_for` gives.
+    let (ks, ws) = bursty_stream(15, 20_000, 3000, true);
+    for policy in [Policy::Grr, Policy::Lru] {
+        for s in kernels() {
+            for u32_path in [true, false] {
+                let c = AggConfig {
+                    evict_batch: 7,
+                    ..cfg(8, policy, s)
+                };
+                let mut a = Aggregator::new(&c, 4).unwrap();
+                let want = Aggregator::memory_for(&c, 4);
+                assert_eq!(a.memory_bytes(), want);
+                let log = run_as(&mut a, &ks, &ws, u32_path);
+                assert_eq!(log.totals(), truth(&ks, &ws));
+                assert!(a.stats().evicted > 1000 && a.stats().bypassed > 0);
+                assert_eq!((a.out_u32.len(), a.out_uw.len()), (7 + CHUNK, 7 + CHUNK));
+                assert_eq!(a.memory_bytes(), want, "{policy} {s} u32 {u32_path}");
+            }
+        }
+    }
+}
+
+#[test]
+fn narrow_push_past_the_buffer_grows_it() {
+    // `push_u32` past the buffer's end (the chunk loops drain after every chunk, so they never
+    // get there) grows the buffer rather than drop or misplace an update.
+    let c = AggConfig {
+        evict_batch: 4,
+        ..cfg(1, Policy::Grr, Simd::Off)
+    };
+    let mut a = Aggregator::new(&c, 4).unwrap();
+    assert_eq!(a.out_u32.len(), 4 + CHUNK);
+    let n = 3 * (4 + CHUNK) + 1;
+    let want: Vec<(FlowKey, u64)> = (0..n)
+        .map(|i| (FlowKey::from_u32(3 * i as u32), i as u64 + 1))
+        .collect();
+    for &(k, w) in &want {
+        a.push_u32(k.prefix_u32(), w);
+    }
+    assert_eq!(a.out_n, n);
+    assert_eq!(a.stats().evicted, n as u64);
+    let mut log = Log::default();
+    a.drain_u32(&mut log.sink());
+    assert_eq!((log.calls, a.out_n), (n / 4, n % 4));
+    a.flush(&mut log.sink());
+    assert_eq!(log.seq, want);
+    assert_eq!(a.out_n, 0);
+}
+
+#[test]
+fn branchy_flag_and_scalar_kernel_take_the_branchy_lookup() {
+    // Narrow GRR has two lookups that must evict the same sequence (tested above against each
+    // other): the branch-free one for SIMD kernels, the branchy one for the scalar kernel and
+    // under `set_branchy_grr`. Only the branch-free lookup stores a hit's key to `scratch`, so
+    // `scratch` tells which one ran (if the flag were ignored, that equivalence test would
+    // compare the branch-free lookup with itself).
+    let (k, x) = (0x0a00_0001u32, 0x0a00_0002u32);
+    for s in kernels() {
+        for branchy in [false, true] {
+            let mut a = Aggregator::new(&cfg(4, Policy::Grr, s), 4).unwrap();
+            a.set_branchy_grr(branchy);
+            // Three runs; the third is a hit on `k`.
+            a.update_batch_u32(&[k, x, k], &[1, 1, 1], &mut |_, _| {});
+            let branch_free = s != Simd::Off && !branchy;
+            assert_eq!(a.scratch, if branch_free { k } else { 0 }, "{s} {branchy}");
+            assert_eq!(a.len(), 2);
+        }
+    }
+}
