@@ -91,6 +91,12 @@ pub struct RunArgs {
     /// first ip.src) or inner. MPLS, PPPoE and NSH are always looked through.
     #[arg(long)]
     tunnel: Option<TunnelArg>,
+    /// Exact ground truth and accuracy scores: on (default for files and the built-in trace) or
+    /// off (default for standard input, `-`): answers and costs only, no per-flow state; fractional
+    /// thresholds then resolve against the epoch's weight or estimated addresses. A config
+    /// file's `truth` applies unless this flag is given (standard input: give it).
+    #[arg(long)]
+    truth: Option<OnOff>,
     /// Worker threads (1..=256): each owns its aggregators and algorithm instances, fed by a
     /// seeded hash of each flow key (a flow lives in one worker), merged at every epoch's end.
     /// Linear and idempotent algorithms answer exactly as with one worker. Default 1.
@@ -122,6 +128,12 @@ pub enum AccelArg {
     None,
     #[value(alias = "agg_evict")]
     AggEvict,
+}
+
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -204,6 +216,12 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if let Some(w) = a.workers {
         cfg.workers = w;
+    }
+    match a.truth {
+        Some(t) => cfg.truth = t == OnOff::On,
+        // Standard input is live traffic: no exact state growing with it unless asked for.
+        None if cfg.trace.as_deref() == Some("-") => cfg.truth = false,
+        None => {}
     }
     if a.preset.is_some() {
         cfg.preset = a.preset.clone();
@@ -584,8 +602,14 @@ fn print_epoch_line(out: &mut Out, e: &EpochReport) -> Result<()> {
 fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), StdoutError> {
     writeln!(
         out,
-        "\nepoch {}: {} packets, {} bytes, {} flows ({})",
-        e.index, e.packets, e.bytes, e.flows, key
+        "\nepoch {}: {} packets, {} bytes, {}",
+        e.index,
+        e.packets,
+        e.bytes,
+        match e.flows {
+            Some(f) => format!("{f} flows ({key})"),
+            None => "no ground truth".into(),
+        }
     )?;
     writeln!(
         out,
@@ -596,7 +620,10 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
         let answer = if let Some(n) = &t.note {
             n.split(':').next().unwrap_or("").to_string()
         } else if let Some(est) = t.answer.estimate {
-            format!("{est:.1} (true {:.1})", t.truth.value.unwrap_or(0.0))
+            match t.truth.value {
+                Some(v) => format!("{est:.1} (true {v:.1})"),
+                None => format!("{est:.1}"),
+            }
         } else if let Some(rep) = t.answer.reported {
             match t.truth.count {
                 Some(tc) => format!("{rep} reported / {tc} true"),
@@ -672,12 +699,17 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
         .collect();
     writeln!(
         out,
-        "\n{} packets ({}), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing and ground truth)",
+        "\n{} packets ({}), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing{})",
         t.packets,
         classes.join(", "),
         t.epochs,
         r.seconds,
-        r.mpps
+        r.mpps,
+        if r.truth {
+            " and ground truth"
+        } else {
+            "; no ground truth"
+        }
     )
 }
 

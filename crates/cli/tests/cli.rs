@@ -1339,3 +1339,58 @@ fn stats_tunnel_picks_the_header_counted() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tunnel") && err.contains("inner"), "{err}");
 }
+
+/// `--truth` (issue 13): on by default for files, off for standard input unless asked; without
+/// it the report has no accuracy and says `truth: false`; `--workers` out of range is refused.
+#[test]
+fn truth_defaults_by_input_and_workers_are_bounded() {
+    let f = gen("truth.pcap", 20_000, 500, 9, &[]);
+    let run = |args: &[&str], stdin: bool| {
+        let mut c = netsift();
+        c.args([
+            "run",
+            "--task",
+            "cardinality",
+            "--algo",
+            "hyperloglog",
+            "--json",
+        ]);
+        c.args(args);
+        if stdin {
+            c.arg("-").stdin(std::fs::File::open(&f).unwrap());
+        } else {
+            c.arg(&f);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let file = run(&[], false);
+    assert_eq!(file["truth"], true);
+    assert!(file["epochs"][0]["tasks"][0]["accuracy"]["relative_error"].is_f64());
+    let piped = run(&[], true);
+    assert_eq!(piped["truth"], false);
+    assert!(piped["epochs"][0]["tasks"][0]["accuracy"]["relative_error"].is_null());
+    assert!(piped["epochs"][0]["flows"].is_null());
+    // The same answer either way, and with truth asked for on standard input.
+    let est = |v: &serde_json::Value| v["epochs"][0]["tasks"][0]["answer"]["estimate"].as_f64();
+    assert_eq!(est(&file), est(&piped));
+    assert_eq!(run(&["--truth", "on"], true)["truth"], true);
+    assert_eq!(
+        run(&["--truth", "off", "--workers", "2"], false)["truth"],
+        false
+    );
+    for bad in ["0", "257"] {
+        let out = netsift()
+            .args(["run", "--workers", bad])
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--workers"));
+    }
+}

@@ -118,6 +118,12 @@ pub struct RunConfig {
     /// key, merged at every epoch's end. 1: the caller's thread measures.
     #[serde(default = "default_workers")]
     pub workers: usize,
+    /// Keep exact ground truth and score every answer against it (default). Off: answers and
+    /// costs only, no per-flow state on the packet path (the report says `truth: false`);
+    /// fractional thresholds are then resolved against the epoch's weight (heavy hitters and
+    /// changers) or a HyperLogLog estimate of its addresses (superspreaders, DDoS).
+    #[serde(default = "default_truth")]
+    pub truth: bool,
     /// Test only: this worker panics on its first batch (the failure path's test).
     #[doc(hidden)]
     #[serde(skip)]
@@ -126,6 +132,10 @@ pub struct RunConfig {
 
 fn default_workers() -> usize {
     1
+}
+
+fn default_truth() -> bool {
+    true
 }
 
 fn default_key() -> KeyKind {
@@ -160,6 +170,7 @@ impl Default for RunConfig {
             max_memory: None,
             preset: None,
             workers: 1,
+            truth: true,
             inject_failure: None,
             measures: vec![],
         }

@@ -255,15 +255,91 @@ pub(crate) fn evaluate(
             }
         }
     }
-    // Flow size has no threshold: the caveat's scale is the smallest flow's weight, one packet
-    // or a minimal Ethernet frame (60 bytes without its check sequence).
-    let scale = match (spec.task, w) {
+    r.warnings = a.caveats(spec.task, caveat_scale(spec, &r, w), truth.total(w));
+    r
+}
+
+/// One task's answer this epoch without ground truth (`RunConfig::truth` off): the algorithm's
+/// answer and warnings, no accuracy. Fractional thresholds resolve against what the reader
+/// counts without per-flow state: the epoch's `total` weight (heavy hitters; heavy changers too,
+/// whose exact base, the total change, needs the flows), and `peers`, a HyperLogLog estimate of
+/// the distinct addresses on the peer side (superspreaders: destinations; DDoS: sources).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn answer_only(
+    spec: &MeasureSpec,
+    kind: KeyKind,
+    a: &dyn Algorithm,
+    prev: Option<&dyn Algorithm>,
+    total: u64,
+    peers: Option<f64>,
+    first_epoch: bool,
+    cfg: &RunConfig,
+) -> TaskResult {
+    let mut r = blank(spec, kind);
+    let set = |r: &mut TaskResult, rep: Vec<(FlowKey, u64)>| {
+        r.answer.reported = Some(rep.len() as u64);
+        r.answer.keys = listed(&rep, cfg.listed);
+    };
+    match spec.task {
+        Task::HeavyHitters => {
+            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HH), total as f64);
+            r.threshold = Some(t as f64);
+            set(&mut r, a.heavy_hitters(t).unwrap_or_default());
+        }
+        Task::HeavyChangers => {
+            let prev = match a.change_basis() {
+                Change::LastEpoch => prev,
+                // The algorithm carries its own history (no answer in its first epoch).
+                Change::Ewma { .. } => (!first_epoch).then_some(prev.unwrap_or(a)),
+            };
+            let Some(prev) = prev else {
+                r.note = Some("first epoch: no previous epoch to compare with".into());
+                return r;
+            };
+            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total as f64);
+            r.threshold = Some(t as f64);
+            set(&mut r, a.heavy_changers(prev, t).unwrap_or_default());
+        }
+        Task::Superspreaders | Task::Ddos => {
+            let t = resolve(
+                spec.threshold.unwrap_or(DEFAULT_SPREAD),
+                peers.unwrap_or(0.0),
+            );
+            r.threshold = Some(t as f64);
+            set(&mut r, a.spreaders(t).unwrap_or_default());
+        }
+        Task::Cardinality => r.answer.estimate = a.cardinality(),
+        Task::Entropy => r.answer.estimate = a.entropy(),
+        Task::FlowSizeDistribution => {
+            let est = a.flow_size_distribution().unwrap_or_default();
+            r.answer.estimate = Some(est.iter().sum());
+            r.answer.fsd_head = (1..=10)
+                .map(|i| est.get(i).copied().unwrap_or(0.0))
+                .collect();
+        }
+        Task::TopK => {
+            let k = spec.k.unwrap_or(DEFAULT_K);
+            r.threshold = Some(k as f64);
+            set(&mut r, a.top_k(k).unwrap_or_default());
+        }
+        // Point queries need keys to ask about: without ground truth there are none.
+        Task::FlowSize => {
+            r.note = Some("no ground truth: no flows to ask the size of".into());
+        }
+    }
+    r.warnings = a.caveats(spec.task, caveat_scale(spec, &r, cfg.weight), total);
+    r
+}
+
+/// The scale of a task's caveats: its absolute threshold; for flow size, which has none, the
+/// smallest flow's weight, one packet or a minimal Ethernet frame (60 bytes without its check
+/// sequence).
+fn caveat_scale(spec: &MeasureSpec, r: &TaskResult, w: Weight) -> Option<u64> {
+    match (spec.task, w) {
         (Task::FlowSize, Weight::Packets) => Some(1),
         (Task::FlowSize, Weight::Bytes) => Some(60),
         _ => r.threshold.map(|t| t as u64),
-    };
-    r.warnings = a.caveats(spec.task, scale, truth.total(w));
-    r
+    }
 }
 
 /// Every metric of every task on hand-computed cases: a fixed answer (`Fixed`) scored against a

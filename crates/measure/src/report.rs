@@ -61,7 +61,8 @@ pub struct EpochReport {
     pub index: u64,
     pub packets: u64,
     pub bytes: u64,
-    pub flows: u64,
+    /// Distinct flows of the run's key kind (ground truth; `None` without it).
+    pub flows: Option<u64>,
     pub tasks: Vec<TaskResult>,
 }
 
@@ -139,6 +140,9 @@ pub struct Report {
     pub epoch: String,
     pub seed: u64,
     pub batch: usize,
+    /// Whether answers were scored against exact ground truth (`RunConfig::truth`); without
+    /// it, every accuracy field is empty.
+    pub truth: bool,
     pub epochs: Vec<EpochReport>,
     pub totals: Totals,
     /// Wall time of the whole pass (reading, parsing, ground truth and all algorithms).

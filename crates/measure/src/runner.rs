@@ -19,7 +19,7 @@ use key::{FlowKey, KeyKind, Tuple};
 use truth::{Clock, EpochTruth, Ewma};
 
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
-use crate::evaluate::evaluate;
+use crate::evaluate::{answer_only, evaluate};
 use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
 use crate::workers::{Pool, WorkerFailure};
 
@@ -135,6 +135,44 @@ fn fronts_for(kinds: &[KeyKind], cfg: &RunConfig) -> Result<Vec<Front>, ConfigEr
         })
 }
 
+/// Distinct source and destination addresses of an epoch, estimated (HyperLogLog, 2^12
+/// registers: 1.6% relative standard error) for a run without ground truth: the base of the
+/// spreader tasks' fractional thresholds (ALGORITHMS.md 1: a fraction of the peer addresses).
+struct Peers {
+    src: distinct::HyperLogLog,
+    dst: distinct::HyperLogLog,
+}
+
+impl Peers {
+    fn new(seed: u64) -> Peers {
+        let ctx = BuildCtx {
+            seed,
+            key_len: 4,
+            side: Side::Src,
+        };
+        let hll = || {
+            distinct::HyperLogLog::new(distinct::HyperLogLogConfig { precision: 12 }, &ctx)
+                .expect("precision 12 is valid")
+        };
+        Peers {
+            src: hll(),
+            dst: hll(),
+        }
+    }
+
+    fn add(&mut self, pair: &FlowKey) {
+        if let (Some(s), Some(d)) = (pair.src_part(), pair.dst_part()) {
+            self.src.update(&s, 1);
+            self.dst.update(&d, 1);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.src.reset();
+        self.dst.reset();
+    }
+}
+
 /// The running measurement: push packets, then `finish`.
 pub struct Runner {
     cfg: RunConfig,
@@ -149,6 +187,8 @@ pub struct Runner {
     pool: Option<Pool>,
     /// The first worker failure: the run stops measuring and `try_finish` reports it.
     failure: Option<WorkerFailure>,
+    /// Without ground truth, when a spreader task asks: the base of its fractional threshold.
+    peers: Option<Peers>,
     measures: Vec<Measure>,
     batch_keys: Vec<Vec<FlowKey>>,
     /// Per kind, the batch's keys as big-endian u32 while every one of them is 4 bytes long
@@ -512,10 +552,16 @@ impl Runner {
         } else {
             None
         };
+        let spreads = cfg
+            .measures
+            .iter()
+            .any(|m| matches!(m.task, Task::Superspreaders | Task::Ddos));
+        let peers = (!cfg.truth && spreads).then(|| Peers::new(cfg.seed));
         Ok(Runner {
             plane,
             pool,
             failure: None,
+            peers,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
@@ -555,9 +601,16 @@ impl Runner {
                 t.index = index;
             }
         }
+        if let Some(p) = &mut self.peers {
+            p.add(&tuple.key(KeyKind::Pair));
+        }
         for (i, &kind) in self.kinds.iter().enumerate() {
             let k = tuple.key(kind);
-            self.truth[i].add(ts_ns, k, wire_len);
+            if self.cfg.truth {
+                self.truth[i].add(ts_ns, k, wire_len);
+            } else {
+                self.truth[i].count(ts_ns, wire_len);
+            }
             self.batch_keys[i].push(k);
             if k.len() == 4 {
                 self.batch_u32[i].push(k.prefix_u32());
@@ -654,6 +707,23 @@ impl Runner {
         for m in &self.measures {
             let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
             let inst = &self.plane.instances[m.instance];
+            if !self.cfg.truth {
+                let peers = self.peers.as_ref().map(|p| match m.spec.task {
+                    Task::Ddos => p.src.estimate(),
+                    _ => p.dst.estimate(),
+                });
+                tasks.push(answer_only(
+                    &m.spec,
+                    m.kind,
+                    inst.algo.as_ref(),
+                    inst.prev.as_deref(),
+                    self.truth[ki].total(self.cfg.weight),
+                    peers,
+                    self.totals.epochs == 0,
+                    &self.cfg,
+                ));
+                continue;
+            }
             tasks.push(evaluate(
                 &m.spec,
                 m.kind,
@@ -665,8 +735,11 @@ impl Runner {
                 &self.cfg,
             ));
         }
+        if let Some(p) = &mut self.peers {
+            p.reset();
+        }
         // The epoch is over for the exact EWMA models too (as for the algorithms' reset below).
-        for m in &mut self.measures {
+        for m in self.measures.iter_mut().filter(|_| self.cfg.truth) {
             if let Some(model) = &mut m.ewma {
                 let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
                 model.fold(&self.truth[ki], self.cfg.weight);
@@ -678,7 +751,10 @@ impl Runner {
             index: t0.index,
             packets: t0.packets,
             bytes: t0.bytes,
-            flows: kind0.map_or(t0.flows.len(), |i| self.truth[i].flows.len()) as u64,
+            flows: self
+                .cfg
+                .truth
+                .then(|| kind0.map_or(t0.flows.len(), |i| self.truth[i].flows.len()) as u64),
             tasks,
         });
         self.totals.epochs += 1;
@@ -841,6 +917,7 @@ impl Runner {
             epoch,
             seed: self.cfg.seed,
             batch: self.cfg.batch,
+            truth: self.cfg.truth,
             epochs: self.epochs,
             mpps: self.totals.packets as f64 / seconds / 1e6,
             clock_ns: self.clock_ns,

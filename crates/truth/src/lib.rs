@@ -178,15 +178,22 @@ impl EpochTruth {
 
     #[inline]
     pub fn add(&mut self, ts_ns: u64, key: FlowKey, wire_len: u32) {
+        self.count(ts_ns, wire_len);
+        let c = self.flows.entry(key).or_default();
+        c.packets += 1;
+        c.bytes += wire_len as u64;
+    }
+
+    /// Count a packet in the epoch's totals and times only, not in any flow (a run without
+    /// ground truth).
+    #[inline]
+    pub fn count(&mut self, ts_ns: u64, wire_len: u32) {
         if self.packets == 0 {
             self.first_ns = ts_ns;
         }
         self.last_ns = self.last_ns.max(ts_ns);
         self.packets += 1;
         self.bytes += wire_len as u64;
-        let c = self.flows.entry(key).or_default();
-        c.packets += 1;
-        c.bytes += wire_len as u64;
     }
 
     /// Total of the epoch in the weight's unit.

@@ -1,0 +1,90 @@
+//! `truth = false` (issue 13): answers and costs without ground truth. The answers whose
+//! thresholds do not depend on the truth are the same as with it; no accuracy is given; the
+//! spreader thresholds come from an estimate of the addresses, close to the exact base.
+
+use algo::Task;
+use measure::{Report, RunConfig, Runner};
+
+mod common;
+use common::spec;
+
+fn run(truth: bool) -> Report {
+    let measures = vec![
+        spec(Task::HeavyHitters, "count_min"),
+        spec(Task::TopK, "space_saving"),
+        spec(Task::Cardinality, "hyperloglog"),
+        spec(Task::Entropy, "univmon"),
+        spec(Task::FlowSizeDistribution, "mrac"),
+        spec(Task::HeavyChangers, "deltoid"),
+        spec(Task::Superspreaders, "two_level"),
+        spec(Task::Ddos, "two_level"),
+        spec(Task::FlowSize, "count_min"),
+    ];
+    let cfg = RunConfig {
+        epoch_packets: Some(100_000),
+        measures,
+        truth,
+        ..RunConfig::default()
+    };
+    let mut r = Runner::new(cfg, "truth").unwrap();
+    let spec = gen::Spec {
+        packets: 200_000,
+        flows: 20_000,
+        skew: 1.0,
+        seed: 5,
+        ..gen::Spec::default()
+    };
+    gen::generate(&spec, |p| r.push(p.ts_ns, &p.tuple, p.wire_len)).unwrap();
+    r.finish()
+}
+
+#[test]
+fn without_truth_the_answers_stand_and_nothing_is_scored() {
+    let on = run(true);
+    let off = run(false);
+    assert!(on.truth && !off.truth);
+    let json = serde_json::to_value(&off).unwrap();
+    assert_eq!(json["truth"], false);
+    assert_eq!(on.epochs.len(), off.epochs.len());
+    for (a, b) in on.epochs.iter().zip(&off.epochs) {
+        assert_eq!((a.packets, a.bytes), (b.packets, b.bytes));
+        assert!(a.flows.is_some() && b.flows.is_none());
+        for (x, y) in a.tasks.iter().zip(&b.tasks) {
+            assert_eq!(y.accuracy, Default::default(), "{} scored", y.task);
+            assert_eq!(y.truth.value, None);
+            assert_eq!(y.truth.count, None);
+            match y.task {
+                // Thresholds from the epoch's weight, the same with or without truth.
+                Task::HeavyHitters | Task::TopK | Task::Cardinality | Task::Entropy => {
+                    assert_eq!(x.threshold, y.threshold, "{}", y.task);
+                    assert_eq!(
+                        serde_json::to_string(&x.answer).unwrap(),
+                        serde_json::to_string(&y.answer).unwrap(),
+                        "{}",
+                        y.task
+                    );
+                }
+                Task::FlowSizeDistribution => {
+                    assert_eq!(x.answer.fsd_head, y.answer.fsd_head);
+                }
+                // A fraction of the estimated peer addresses (HyperLogLog, RSE 1.6%): within
+                // 5% of the exact base's threshold.
+                Task::Superspreaders | Task::Ddos => {
+                    let (t, u) = (x.threshold.unwrap(), y.threshold.unwrap());
+                    assert!((t - u).abs() <= 0.05 * t + 1.0, "{}: {t} vs {u}", y.task);
+                    assert!(y.answer.reported.is_some());
+                }
+                // The base is the epoch's weight instead of the total change: answered from
+                // the second epoch on.
+                Task::HeavyChangers => {
+                    assert_eq!(x.note.is_some(), y.note.is_some());
+                    if b.index > 0 {
+                        assert!(y.answer.reported.unwrap() > 0);
+                    }
+                }
+                // Point queries need keys to ask about.
+                Task::FlowSize => assert!(y.note.as_deref().unwrap().contains("ground truth")),
+            }
+        }
+    }
+}
