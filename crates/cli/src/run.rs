@@ -652,22 +652,26 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
 }
 
 fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
-    writeln!(out, "\ncost (update time measured per batch, same pass):")?;
     writeln!(
         out,
-        "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10}",
-        "algorithm", "key", "memory", "updates", "ns/packet", "Mpps"
+        "\ncost (update time measured per batch, query time per epoch's answers, same pass):"
+    )?;
+    writeln!(
+        out,
+        "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10} {:>14}",
+        "algorithm", "key", "memory", "updates", "ns/packet", "Mpps", "query ms/epoch"
     )?;
     for c in &r.throughput {
         writeln!(
             out,
-            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}{}",
+            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1} {:>14.2}{}",
             c.algorithm,
             c.key.name(),
             measure::report::human_bytes(c.memory_bytes as u64),
             c.updates,
             c.ns_per_packet,
             c.mpps,
+            c.query_ms_per_epoch,
             if c.skipped > 0 {
                 format!(
                     "  ({} keys of the other address family skipped: see --ipv6)",

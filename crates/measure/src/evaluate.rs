@@ -5,6 +5,9 @@
 //! sizes in the run's weight, heavy changers against the change the algorithm defines
 //! ([`Algorithm::change_basis`]).
 
+use std::cell::Cell;
+use std::time::Instant;
+
 use algo::{Algorithm, Change, Task};
 use key::{FlowKey, KeyKind, KeyMap, KeySet};
 use truth::{EpochTruth, Ewma, Host, Weight};
@@ -27,6 +30,15 @@ fn resolve(t: f64, base: f64) -> u64 {
     } else {
         t.ceil() as u64
     }
+}
+
+/// `f()`, a query of the algorithm, its wall time added to `spent` (the cost table's query
+/// time: the algorithm's answers, not the scoring around them).
+fn q<T>(spent: &Cell<u128>, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let v = f();
+    spent.set(spent.get() + t.elapsed().as_nanos());
+    v
 }
 
 fn listed(v: &[(FlowKey, u64)], n: usize) -> Vec<Listed> {
@@ -99,6 +111,7 @@ pub(crate) fn evaluate(
     prev_truth: Option<&EpochTruth>,
     ewma: Option<&Ewma>,
     cfg: &RunConfig,
+    spent: &Cell<u128>,
 ) -> TaskResult {
     let w = cfg.weight;
     let mut r = blank(spec, kind);
@@ -108,7 +121,7 @@ pub(crate) fn evaluate(
         Task::HeavyHitters => {
             let t = resolve(spec.threshold.unwrap_or(DEFAULT_HH), truth.total(w) as f64);
             r.threshold = Some(t as f64);
-            let rep = a.heavy_hitters(t).unwrap_or_default();
+            let rep = q(spent, || a.heavy_hitters(t)).unwrap_or_default();
             let tru: KeyMap<u64> = truth
                 .sizes(w)
                 .filter(|&(_, s)| s >= t)
@@ -139,7 +152,7 @@ pub(crate) fn evaluate(
             let total: f64 = change.values().sum();
             let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total);
             r.threshold = Some(t as f64);
-            let rep = a.heavy_changers(prev, t).unwrap_or_default();
+            let rep = q(spent, || a.heavy_changers(prev, t)).unwrap_or_default();
             // Exact test on the exact change; the size compared with an estimate is rounded as
             // the estimates are (integers).
             let tru: KeyMap<u64> = change
@@ -162,19 +175,19 @@ pub(crate) fn evaluate(
                 spread.peer_addresses as f64,
             );
             r.threshold = Some(t as f64);
-            let rep = a.spreaders(t).unwrap_or_default();
+            let rep = q(spent, || a.spreaders(t)).unwrap_or_default();
             set_result(&mut r, &rep, &spread.above(t), None);
             r.answer.keys = listed(&rep, cfg.listed);
         }
         Task::Cardinality => {
-            let est = a.cardinality().unwrap_or(f64::NAN);
+            let est = q(spent, || a.cardinality()).unwrap_or(f64::NAN);
             let tv = truth.flows.len() as f64;
             r.answer.estimate = Some(est);
             r.truth.value = Some(tv);
             r.accuracy.relative_error = Some(rel_err(tv, est));
         }
         Task::Entropy => {
-            let est = a.entropy().unwrap_or(f64::NAN);
+            let est = q(spent, || a.entropy()).unwrap_or(f64::NAN);
             let tv = truth.entropy(w);
             r.answer.estimate = Some(est);
             r.truth.value = Some(tv);
@@ -183,7 +196,7 @@ pub(crate) fn evaluate(
         Task::FlowSizeDistribution => {
             // In the run's weight, which is packets: a run counting bytes refuses this task
             // (`RunConfig::validate`).
-            let est = a.flow_size_distribution().unwrap_or_default();
+            let est = q(spent, || a.flow_size_distribution()).unwrap_or_default();
             let tv = truth.size_histogram(w);
             r.answer.estimate = Some(est.iter().sum());
             r.truth.value = Some(tv.iter().sum());
@@ -195,7 +208,7 @@ pub(crate) fn evaluate(
         Task::TopK => {
             let k = spec.k.unwrap_or(DEFAULT_K);
             r.threshold = Some(k as f64);
-            let rep = a.top_k(k).unwrap_or_default();
+            let rep = q(spent, || a.top_k(k)).unwrap_or_default();
             let ranked = truth.ranked(w);
             // Ties at the k-th size: any flow as large as the k-th largest is a correct member.
             let kth = ranked
@@ -244,7 +257,7 @@ pub(crate) fn evaluate(
             let mut acc = 0.0;
             let mut n = 0u64;
             for (k, s) in truth.sizes(w) {
-                let e = a.flow_size(k).unwrap_or(0);
+                let e = q(spent, || a.flow_size(k)).unwrap_or(0);
                 acc += rel_err(s as f64, e as f64);
                 n += 1;
             }
@@ -274,6 +287,7 @@ pub(crate) fn answer_only(
     peers: Option<f64>,
     first_epoch: bool,
     cfg: &RunConfig,
+    spent: &Cell<u128>,
 ) -> TaskResult {
     let mut r = blank(spec, kind);
     let set = |r: &mut TaskResult, rep: Vec<(FlowKey, u64)>| {
@@ -284,7 +298,7 @@ pub(crate) fn answer_only(
         Task::HeavyHitters => {
             let t = resolve(spec.threshold.unwrap_or(DEFAULT_HH), total as f64);
             r.threshold = Some(t as f64);
-            set(&mut r, a.heavy_hitters(t).unwrap_or_default());
+            set(&mut r, q(spent, || a.heavy_hitters(t)).unwrap_or_default());
         }
         Task::HeavyChangers => {
             let prev = match a.change_basis() {
@@ -298,7 +312,10 @@ pub(crate) fn answer_only(
             };
             let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total as f64);
             r.threshold = Some(t as f64);
-            set(&mut r, a.heavy_changers(prev, t).unwrap_or_default());
+            set(
+                &mut r,
+                q(spent, || a.heavy_changers(prev, t)).unwrap_or_default(),
+            );
         }
         Task::Superspreaders | Task::Ddos => {
             let t = resolve(
@@ -306,12 +323,12 @@ pub(crate) fn answer_only(
                 peers.unwrap_or(0.0),
             );
             r.threshold = Some(t as f64);
-            set(&mut r, a.spreaders(t).unwrap_or_default());
+            set(&mut r, q(spent, || a.spreaders(t)).unwrap_or_default());
         }
-        Task::Cardinality => r.answer.estimate = a.cardinality(),
-        Task::Entropy => r.answer.estimate = a.entropy(),
+        Task::Cardinality => r.answer.estimate = q(spent, || a.cardinality()),
+        Task::Entropy => r.answer.estimate = q(spent, || a.entropy()),
         Task::FlowSizeDistribution => {
-            let est = a.flow_size_distribution().unwrap_or_default();
+            let est = q(spent, || a.flow_size_distribution()).unwrap_or_default();
             r.answer.estimate = Some(est.iter().sum());
             r.answer.fsd_head = (1..=10)
                 .map(|i| est.get(i).copied().unwrap_or(0.0))
@@ -320,7 +337,7 @@ pub(crate) fn answer_only(
         Task::TopK => {
             let k = spec.k.unwrap_or(DEFAULT_K);
             r.threshold = Some(k as f64);
-            set(&mut r, a.top_k(k).unwrap_or_default());
+            set(&mut r, q(spent, || a.top_k(k)).unwrap_or_default());
         }
         // Point queries need keys to ask about: without ground truth there are none.
         Task::FlowSize => {
@@ -452,7 +469,17 @@ mod tests {
     ) -> TaskResult {
         let p = a.clone();
         let prev_state = prev.map(|_| &p as &dyn Algorithm);
-        evaluate(s, KeyKind::Src, a, prev_state, cur, prev, ewma, cfg)
+        evaluate(
+            s,
+            KeyKind::Src,
+            a,
+            prev_state,
+            cur,
+            prev,
+            ewma,
+            cfg,
+            &Cell::new(0),
+        )
     }
 
     fn close(x: Option<f64>, want: f64) {

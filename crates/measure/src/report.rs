@@ -90,6 +90,11 @@ pub struct Cost {
     pub timed_seconds: f64,
     /// The clock's cost subtracted from `seconds`: `timed_batches` x `Report::clock_ns`.
     pub clock_seconds: f64,
+    /// Query time: the instance's answers at every epoch's end (decoding, EM, heap reads; the
+    /// scoring against ground truth is not counted), over the run.
+    pub query_seconds: f64,
+    /// `query_seconds` per epoch, in milliseconds.
+    pub query_ms_per_epoch: f64,
     /// Keys not fed because the algorithm cannot store their length (the other address family:
     /// see `RunConfig::ipv6`).
     pub skipped: u64,

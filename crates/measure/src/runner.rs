@@ -44,6 +44,8 @@ pub(crate) struct Instance {
     nanos: u128,
     /// Number of timed batches (each paid the clock's own cost once).
     timed: u64,
+    /// Wall time of its answers at epoch ends (`evaluate::q`: the queries, not the scoring).
+    query_nanos: std::cell::Cell<u128>,
     updates: u64,
     /// Scratch buffers for a filtered batch.
     keys: Vec<FlowKey>,
@@ -114,6 +116,7 @@ impl Plane {
                         peak_memory: 0,
                         nanos: 0,
                         timed: 0,
+                        query_nanos: Default::default(),
                         updates: 0,
                         keys: vec![],
                         weights: vec![],
@@ -484,6 +487,7 @@ impl Runner {
                 peak_memory: 0,
                 nanos: 0,
                 timed: 0,
+                query_nanos: Default::default(),
                 updates: 0,
                 keys: vec![],
                 weights: vec![],
@@ -721,6 +725,7 @@ impl Runner {
                     peers,
                     self.totals.epochs == 0,
                     &self.cfg,
+                    &inst.query_nanos,
                 ));
                 continue;
             }
@@ -733,6 +738,7 @@ impl Runner {
                 self.prev_truth[ki].as_ref(),
                 m.ewma.as_ref(),
                 &self.cfg,
+                &inst.query_nanos,
             ));
         }
         if let Some(p) = &mut self.peers {
@@ -874,6 +880,10 @@ impl Runner {
                     timed_batches: i.timed,
                     timed_seconds: i.nanos as f64 / 1e9,
                     clock_seconds: clock / 1e9,
+                    query_seconds: i.query_nanos.get() as f64 / 1e9,
+                    query_ms_per_epoch: i.query_nanos.get() as f64
+                        / 1e6
+                        / self.totals.epochs.max(1) as f64,
                     mpps: if ns > 0.0 { 1e3 / ns } else { 0.0 },
                     skipped: i.skipped,
                 }

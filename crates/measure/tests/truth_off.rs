@@ -43,6 +43,11 @@ fn without_truth_the_answers_stand_and_nothing_is_scored() {
     let on = run(true);
     let off = run(false);
     assert!(on.truth && !off.truth);
+    // Every instance answered (query time is the answers' own, counted with or without truth).
+    for c in on.throughput.iter().chain(&off.throughput) {
+        assert!(c.query_seconds > 0.0, "{}", c.algorithm);
+        assert!((c.query_ms_per_epoch - c.query_seconds * 1e3 / 2.0).abs() < 1e-9);
+    }
     let json = serde_json::to_value(&off).unwrap();
     assert_eq!(json["truth"], false);
     assert_eq!(on.epochs.len(), off.epochs.len());
