@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod flags;
 pub mod out;
+pub mod pipeline;
 pub mod run;
 pub mod source;
 pub mod stats;

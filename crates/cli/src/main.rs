@@ -145,6 +145,9 @@ enum BenchCmd {
     /// What an epoch boundary costs each algorithm (reset, queries, exact truth, scoring): short
     /// epochs against one epoch over the same synthetic packets.
     Epochs(bench::EpochsArgs),
+    /// The whole path of `run` (read, parse, key, dispatch, aggregate, update, answer) for the
+    /// nine default tasks, by workers, with and without Agg-Evict and ground truth.
+    Pipeline(netsift::pipeline::PipelineArgs),
 }
 
 /// Every command writes to `out`; its error, or a failure to flush what it wrote, goes to
@@ -161,6 +164,9 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Pipeline(a)) => {
+            netsift::pipeline::cmd_pipeline(a, &mut out).map(|_| true)
+        }
     };
     let res = res.and_then(|ok| {
         out.flush()?;

@@ -1394,3 +1394,44 @@ fn truth_defaults_by_input_and_workers_are_bounded() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--workers"));
     }
 }
+
+/// `bench pipeline --quick` (issue 13): every configuration (1..=2 workers, with and without
+/// Agg-Evict and ground truth) timed over the same packets, written as CSV, JSON and charts.
+#[test]
+fn bench_pipeline_writes_every_configuration() {
+    let dir = tmp("pipeline");
+    let out = netsift()
+        .args([
+            "bench",
+            "pipeline",
+            "--quick",
+            "--workers",
+            "2",
+            "--json",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 8);
+    for r in rows {
+        assert_eq!(r["packets"], 200_000);
+        assert!(r["mpps"].as_f64().unwrap() > 0.0);
+        assert!(r["p99_chunk_us"].as_f64().unwrap() > 0.0);
+    }
+    for f in [
+        "pipeline.csv",
+        "pipeline.json",
+        "pipeline.png",
+        "pipeline.svg",
+    ] {
+        assert!(dir.join(f).metadata().unwrap().len() > 0, "{f}");
+    }
+}
