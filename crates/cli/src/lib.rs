@@ -9,6 +9,7 @@ pub mod flags;
 pub mod out;
 pub mod pipeline;
 pub mod run;
+pub mod signals;
 pub mod source;
 pub mod stats;
 

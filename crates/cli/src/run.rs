@@ -331,21 +331,28 @@ pub fn run(
             let pb = progress(Some(spec.packets));
             let mut n = 0u64;
             let mut epochs = 0;
-            gen::generate(&spec, |p| {
-                runner.push(p.ts_ns, &p.tuple, p.wire_len);
-                if runner.completed_epochs().len() != epochs {
-                    if let Err(e) = pb.suspend(|| on_epoch(&mut runner)) {
-                        pb.finish_and_clear();
-                        out::exit(&e);
+            let gen_res = until_signal(|| {
+                gen::generate(&spec, |p| {
+                    stop_at_signal();
+                    runner.push(p.ts_ns, &p.tuple, p.wire_len);
+                    if runner.completed_epochs().len() != epochs {
+                        if let Err(e) = pb.suspend(|| on_epoch(&mut runner)) {
+                            pb.finish_and_clear();
+                            out::exit(&e);
+                        }
+                        epochs = runner.completed_epochs().len();
                     }
-                    epochs = runner.completed_epochs().len();
-                }
-                n += 1;
-                if n.is_multiple_of(65536) {
-                    pb.set_position(n);
-                }
-            })?;
+                    n += 1;
+                    if n.is_multiple_of(65536) {
+                        pb.set_position(n);
+                    }
+                })
+            });
+            if gen_res.is_none() {
+                runner.interrupt();
+            }
             pb.finish_and_clear();
+            gen_res.transpose()?;
             runner.try_finish()?
         }
         Some(path) => {
@@ -410,26 +417,53 @@ pub fn run(
                     feed(runner, p);
                 }
             };
-            let res = each_packet(&cap, tunnel, |p| match head.as_mut() {
-                Some(h) => {
-                    if h.hold(p) {
-                        let h = head.take().unwrap_or_default();
-                        decide(h, &mut runner, &mut feed);
+            let res = until_signal(|| {
+                each_packet(&cap, tunnel, |p| {
+                    stop_at_signal();
+                    match head.as_mut() {
+                        Some(h) => {
+                            if h.hold(p) {
+                                let h = head.take().unwrap_or_default();
+                                decide(h, &mut runner, &mut feed);
+                            }
+                        }
+                        None => feed(&mut runner, p),
                     }
-                }
-                None => feed(&mut runner, p),
+                })
             });
+            // Packets held to tell the address family are measured, signal or not.
             if let Some(h) = head.take() {
                 decide(h, &mut runner, &mut feed);
             }
             pb.finish_and_clear();
-            if let Err(e) = res {
-                read_error = Some(e.to_string());
+            match res {
+                None => runner.interrupt(),
+                Some(Err(e)) => read_error = Some(e.to_string()),
+                Some(Ok(_)) => {}
             }
             runner.try_finish()?
         }
     };
     Ok((report, read_error))
+}
+
+/// Leave the reading loop at a signal (checked once per packet: one relaxed load), by unwinding
+/// to [`until_signal`]: the readers have no way to stop early, and their state is dropped.
+#[inline]
+fn stop_at_signal() {
+    if crate::signals::caught().is_some() {
+        std::panic::resume_unwind(Box::new(crate::signals::Interrupted));
+    }
+}
+
+/// Run a reading loop; `None` when a signal cut it short ([`stop_at_signal`], between two
+/// packets: the runner holds every packet pushed before). Any other panic goes on unwinding.
+fn until_signal<T>(f: impl FnOnce() -> T) -> Option<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => Some(v),
+        Err(p) if p.is::<crate::signals::Interrupted>() => None,
+        Err(p) => std::panic::resume_unwind(p),
+    }
 }
 
 /// Packets a file's first look reads to tell its address family.
@@ -609,6 +643,10 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
         match e.flows {
             Some(f) => format!("{f} flows ({key})"),
             None => "no ground truth".into(),
+        } + if e.partial {
+            " (partial: interrupted)"
+        } else {
+            ""
         }
     )?;
     writeln!(
@@ -720,6 +758,9 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
 pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     let cfg = config(&a)?;
+    // SIGINT/SIGTERM: stop reading, close the open epoch as partial, write the report, then
+    // exit 130/143 (below).
+    crate::signals::install();
     // `--format`, else the config's `format`, else detection by magic number or extension.
     let format = cfg
         .format
@@ -763,6 +804,14 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     if let Some(e) = err {
         crate::say!("netsift: {e}");
         return Ok(false);
+    }
+    if let Some(code) = crate::signals::caught() {
+        out.flush()?;
+        crate::say!(
+            "netsift: interrupted by {}: the last epoch is partial",
+            if code == 130 { "SIGINT" } else { "SIGTERM" }
+        );
+        std::process::exit(code);
     }
     Ok(true)
 }

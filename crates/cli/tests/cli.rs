@@ -1157,7 +1157,7 @@ fn an_ipv6_stream_is_sized_for_ipv6_keys_like_the_file() {
     };
     let run = |stdin: bool| {
         let mut c = netsift();
-        c.args(["run", "--json", "--epoch-packets", "500"]);
+        c.args(["run", "--json", "--truth", "on", "--epoch-packets", "500"]);
         if stdin {
             c.arg("-").stdin(std::fs::File::open(&f).unwrap());
         } else {
@@ -1433,5 +1433,63 @@ fn bench_pipeline_writes_every_configuration() {
         "pipeline.svg",
     ] {
         assert!(dir.join(f).metadata().unwrap().len() > 0, "{f}");
+    }
+}
+
+/// SIGINT and SIGTERM (issue 13): `run` stops reading at the next packet, closes the open epoch
+/// as partial with every packet pushed before, writes the report and exits 130 or 143.
+#[test]
+fn a_signal_closes_the_open_epoch_as_partial() {
+    use std::io::Write;
+    let f = gen("signal.pcap", 20_000, 500, 3, &[]);
+    let bytes = std::fs::read(&f).unwrap();
+    // The pcap header and the first 10,000 records (each 16 bytes of header + its capture).
+    let mut at = 24;
+    for _ in 0..10_000 {
+        let caplen = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + caplen;
+    }
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut child = netsift()
+            .args([
+                "run",
+                "-",
+                "--truth",
+                "on",
+                "--json",
+                "--epoch-packets",
+                "6000",
+            ])
+            .args(["--task", "cardinality", "--algo", "hyperloglog"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&bytes[..at]).unwrap();
+        stdin.flush().unwrap();
+        // Every packet written is read before the signal: the first after it stops the run.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let pid = child.id().to_string();
+        assert!(Command::new("kill")
+            .args([signal, &pid])
+            .status()
+            .unwrap()
+            .success());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let _ = stdin.write_all(&bytes[at..]);
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{signal}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("interrupted by SIG"), "{e}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["totals"]["packets"], 10_000, "{signal}");
+        let epochs = v["epochs"].as_array().unwrap();
+        assert_eq!(epochs.len(), 2);
+        assert_eq!(epochs[0]["partial"], false);
+        assert_eq!(epochs[1]["partial"], true);
+        assert_eq!(epochs[1]["packets"], 4_000);
     }
 }

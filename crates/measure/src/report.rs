@@ -63,6 +63,8 @@ pub struct EpochReport {
     pub bytes: u64,
     /// Distinct flows of the run's key kind (ground truth; `None` without it).
     pub flows: Option<u64>,
+    /// Closed early by a signal (`Runner::interrupt`): its packets are those read until then.
+    pub partial: bool,
     pub tasks: Vec<TaskResult>,
 }
 

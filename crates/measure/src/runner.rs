@@ -192,6 +192,8 @@ pub struct Runner {
     failure: Option<WorkerFailure>,
     /// Without ground truth, when a spreader task asks: the base of its fractional threshold.
     peers: Option<Peers>,
+    /// The open epoch is cut short (`interrupt`): the next epoch end marks it partial.
+    interrupted: bool,
     measures: Vec<Measure>,
     batch_keys: Vec<Vec<FlowKey>>,
     /// Per kind, the batch's keys as big-endian u32 while every one of them is 4 bytes long
@@ -566,6 +568,7 @@ impl Runner {
             pool,
             failure: None,
             peers,
+            interrupted: false,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
@@ -761,6 +764,7 @@ impl Runner {
                 .cfg
                 .truth
                 .then(|| kind0.map_or(t0.flows.len(), |i| self.truth[i].flows.len()) as u64),
+            partial: self.interrupted,
             tasks,
         });
         self.totals.epochs += 1;
@@ -781,6 +785,12 @@ impl Runner {
             let idx = t.index;
             *p = Some(std::mem::replace(t, EpochTruth::new(idx)));
         }
+    }
+
+    /// The reading stops here (a signal): the open epoch will be closed as `partial` by
+    /// `finish`, with the packets pushed so far.
+    pub fn interrupt(&mut self) {
+        self.interrupted = true;
     }
 
     /// The epochs completed and not yet taken (a live run reports each as it closes).

@@ -1,0 +1,36 @@
+//! SIGINT and SIGTERM (signal-hook): a handler that only records which came, as the exit status
+//! it asks for (130 or 143), for the loops that check it: `gen` stops writing at its next chunk
+//! and removes its temporary file; `run` stops reading at its next packet, closes the open epoch
+//! as partial and writes the report.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+fn flag() -> &'static Arc<AtomicUsize> {
+    static FLAG: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let f = Arc::new(AtomicUsize::new(0));
+        // If a handler cannot be installed the signal ends the process as it would anyway.
+        let _ = signal_hook::flag::register_usize(signal_hook::consts::SIGINT, f.clone(), 130);
+        let _ = signal_hook::flag::register_usize(signal_hook::consts::SIGTERM, f.clone(), 143);
+        f
+    })
+}
+
+/// Install the handlers (once; later calls do nothing).
+pub fn install() {
+    flag();
+}
+
+/// The exit status the last signal asks for (130 for SIGINT, 143 for SIGTERM), if one came.
+#[inline]
+pub fn caught() -> Option<i32> {
+    match flag().load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s as i32),
+    }
+}
+
+/// The unwinding payload that carries `run` out of a reading loop at a signal (through
+/// `std::panic::resume_unwind`, which runs no panic hook and prints nothing).
+pub struct Interrupted;
