@@ -337,3 +337,64 @@ pub fn cmd_epochs(a: EpochsArgs, out: &mut Out) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(Args)]
+pub struct ReevalArgs {
+    /// Figure of the Re-evaluating paper (`all`: every figure, in order).
+    #[arg(long, default_value = "all", value_parser = reeval_figure_parser())]
+    figure: lab::ReevalFigure,
+    /// Output directory for CSV, JSON, PNG and SVG per figure.
+    #[arg(long, default_value = "out/reeval")]
+    out: std::path::PathBuf,
+    /// Small epochs and fewer points (seconds instead of minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Print every measured point as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn reeval_figure_parser() -> impl TypedValueParser<Value = lab::ReevalFigure> {
+    PossibleValuesParser::new(lab::ReevalFigure::NAMES).try_map(|s| s.parse::<lab::ReevalFigure>())
+}
+
+/// `netsift bench reeval`: the Re-evaluating paper's figures (lab::reeval).
+pub fn cmd_reeval(a: ReevalArgs, out: &mut Out) -> Result<()> {
+    let args = lab::ReevalArgs {
+        figure: a.figure,
+        out: a.out.clone(),
+        quick: a.quick,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let points = lab::run_reeval(&args)?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&points)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<6} {:<18} {:>11} {:>5} {:>6} {:>9} {:>9} {:>9}",
+        "figure", "series", "memory", "skew", "value", "ns_avg", "ns_p99", "precision"
+    )?;
+    for p in &points {
+        writeln!(
+            out,
+            "{:<6} {:<18} {:>11} {:>5} {:>6} {:>9.2} {:>9.2} {:>9}",
+            p.figure,
+            p.series,
+            p.memory_bytes,
+            p.skew,
+            p.value_bytes.map_or("-".into(), |v| v.to_string()),
+            p.ns_avg,
+            p.ns_p99,
+            p.precision.map_or("-".into(), |v| format!("{v:.3}"))
+        )?;
+    }
+    crate::say!(
+        "netsift bench reeval: {} points written under {} (preset {})",
+        points.len(),
+        a.out.display(),
+        lab::reeval::REEVAL_PRESET
+    );
+    Ok(())
+}

@@ -9,6 +9,7 @@ use netsift::{bench, flags, stats};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -144,6 +145,9 @@ enum BenchCmd {
     /// What an epoch boundary costs each algorithm (reset, queries, exact truth, scoring): short
     /// epochs against one epoch over the same synthetic packets.
     Epochs(bench::EpochsArgs),
+    /// Reproduce the Re-evaluating paper's figures (hashes, sketches and heaps by size, skew,
+    /// value layout, shared vs separate, a co-runner), writing CSV, JSON, PNG and SVG.
+    Reeval(bench::ReevalArgs),
     /// The whole path of `run` (read, parse, key, dispatch, aggregate, update, answer) for the
     /// nine default tasks, by workers, with and without Agg-Evict and ground truth.
     Pipeline(netsift::pipeline::PipelineArgs),
@@ -163,6 +167,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Reeval(a)) => bench::cmd_reeval(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Pipeline(a)) => {
             netsift::pipeline::cmd_pipeline(a, &mut out).map(|_| true)
         }
@@ -311,7 +316,7 @@ fn write_replacing<T>(
     // the temporary file is removed on the way out and the old file stays as it was. (If the
     // handler cannot be installed, the signal ends the process as before: a stray temporary
     // file, never a damaged target.)
-    netsift::signals::install();
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
     let n = write(&mut Interruptible(&mut f)).with_context(|| format!("writing {shown}"))?;
     f.sync_all().with_context(|| format!("writing {shown}"))?;
     if let Some(m) = &existing {
@@ -324,12 +329,15 @@ fn write_replacing<T>(
     Ok(n)
 }
 
-/// A writer that fails once SIGINT or SIGTERM came (`netsift::signals`).
+/// Set by SIGINT or SIGTERM while a file is being replaced.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// A writer that fails once [`INTERRUPTED`] is set.
 struct Interruptible<'a>(&'a mut std::fs::File);
 
 impl std::io::Write for Interruptible<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if netsift::signals::caught().is_some() {
+        if INTERRUPTED.load(Ordering::Relaxed) {
             // Not `ErrorKind::Interrupted`: `write_all` retries that one.
             return Err(std::io::Error::other("interrupted by a signal"));
         }

@@ -18,6 +18,8 @@ pub mod clock;
 mod figures;
 pub mod limit;
 pub mod output;
+pub mod reeval;
+pub use reeval::{run_reeval, ReevalArgs, ReevalFigure, ReevalPoint};
 pub mod run;
 pub use run::PRESET;
 pub mod workload;
