@@ -9,7 +9,6 @@ use netsift::{bench, flags, stats};
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -316,7 +315,7 @@ fn write_replacing<T>(
     // the temporary file is removed on the way out and the old file stays as it was. (If the
     // handler cannot be installed, the signal ends the process as before: a stray temporary
     // file, never a damaged target.)
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::Relaxed));
+    netsift::signals::install();
     let n = write(&mut Interruptible(&mut f)).with_context(|| format!("writing {shown}"))?;
     f.sync_all().with_context(|| format!("writing {shown}"))?;
     if let Some(m) = &existing {
@@ -329,15 +328,12 @@ fn write_replacing<T>(
     Ok(n)
 }
 
-/// Set by SIGINT or SIGTERM while a file is being replaced.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// A writer that fails once [`INTERRUPTED`] is set.
+/// A writer that fails once SIGINT or SIGTERM came (`netsift::signals`).
 struct Interruptible<'a>(&'a mut std::fs::File);
 
 impl std::io::Write for Interruptible<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if INTERRUPTED.load(Ordering::Relaxed) {
+        if netsift::signals::caught().is_some() {
             // Not `ErrorKind::Interrupted`: `write_all` retries that one.
             return Err(std::io::Error::other("interrupted by a signal"));
         }
