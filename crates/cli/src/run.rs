@@ -99,7 +99,9 @@ pub struct RunArgs {
     truth: Option<OnOff>,
     /// Worker threads (1..=256): each owns its aggregators and algorithm instances, fed by a
     /// seeded hash of each flow key (a flow lives in one worker), merged at every epoch's end.
-    /// Linear and idempotent algorithms answer exactly as with one worker. Default 1.
+    /// Linear and idempotent algorithms answer exactly as with one worker; the order-dependent
+    /// summaries merge with their guarantees, and for a given N every answer is reproducible.
+    /// Default: the cores available to the process (1 keeps everything on one thread).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=256))]
     workers: Option<usize>,
     /// Packets per batch handed to the algorithms (1..=8192).
@@ -172,9 +174,13 @@ fn read_config(path: &str) -> Result<String> {
 }
 
 fn config(a: &RunArgs) -> Result<RunConfig> {
+    let mut config_sets_workers = false;
     let mut cfg = match &a.config {
         Some(path) => {
             let text = read_config(path)?;
+            config_sets_workers = text
+                .parse::<toml::Table>()
+                .is_ok_and(|t| t.contains_key("workers"));
             let c = RunConfig::from_toml(&text).with_context(|| format!("in config {path}"))?;
             let lists_given = !a.task.is_empty() || !a.algo.is_empty();
             if lists_given && !c.measures.is_empty() {
@@ -214,8 +220,14 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     if let Some(t) = a.tunnel {
         cfg.tunnel = t.into();
     }
-    if let Some(w) = a.workers {
-        cfg.workers = w;
+    match a.workers {
+        Some(w) => cfg.workers = w,
+        // The cores this process may use (its affinity and cgroup quota), unless the config
+        // file sets `workers`.
+        None if !config_sets_workers => {
+            cfg.workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(256));
+        }
+        None => {}
     }
     match a.truth {
         Some(t) => cfg.truth = t == OnOff::On,

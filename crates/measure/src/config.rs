@@ -115,7 +115,8 @@ pub struct RunConfig {
     pub preset: Option<String>,
     /// Worker threads measuring in parallel (1..=256; `crate::workers`): each owns its
     /// aggregators and algorithm instances, fed by the caller's thread by a seeded hash of each
-    /// key, merged at every epoch's end. 1: the caller's thread measures.
+    /// key, merged at every epoch's end. 1 (the default here): the caller's thread measures. The
+    /// CLI takes the cores available unless `--workers` or the config file says.
     #[serde(default = "default_workers")]
     pub workers: usize,
     /// Keep exact ground truth and score every answer against it (default). Off: answers and

@@ -253,8 +253,15 @@ fn check_memory<'a>(
         let bytes = entry
             .memory(params, ctx)
             .map_err(catalog::CatalogError::from)?;
-        // A heavy-changers task keeps a second copy: the previous epoch's state.
-        let copies = if keeps_prev { 2 } else { 1 };
+        // A heavy-changers task keeps a second copy: the previous epoch's state. With several
+        // workers each has its own instance, and the reader one more, the merged state (plus
+        // the workers' copies handed over at an epoch's end, transiently).
+        let workers = if cfg.workers > 1 {
+            2 * cfg.workers as u64 + 1
+        } else {
+            1
+        };
+        let copies = workers + u64::from(keeps_prev);
         parts.push((
             format!("{} ({kind}", entry.name),
             bytes.saturating_mul(copies),
@@ -264,7 +271,9 @@ fn check_memory<'a>(
     if cfg.accel == front::Accel::AggEvict {
         for k in kinds {
             let b = aggevict::Aggregator::memory_for(&cfg.agg_evict, k.len(cfg.ipv6));
-            parts.push((format!("agg_evict ({k}"), b as u64, None));
+            // One per worker (and the reader's, unused, with several).
+            let n = cfg.workers as u64 + u64::from(cfg.workers > 1);
+            parts.push((format!("agg_evict ({k}"), b as u64 * n, None));
         }
     }
     let total = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
