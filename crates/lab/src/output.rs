@@ -60,78 +60,115 @@ fn chart_err<E: std::fmt::Debug>(e: E) -> LabError {
     LabError::Chart(format!("{e:?}"))
 }
 
+/// An axis label: no float noise (0.6, not 0.6000000000000001), no needless decimals.
+fn tick(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// The finite values of a panel: (smallest positive, largest).
+fn span(p: &Panel) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for &v in p.series.iter().flat_map(|s| s.values.iter().flatten()) {
+        if v.is_finite() {
+            if v > 0.0 {
+                lo = lo.min(v);
+            }
+            hi = hi.max(v);
+        }
+    }
+    (lo, hi)
+}
+
+/// One panel on a y axis `$y` (linear or log: plotters gives them different coordinate types,
+/// hence a macro rather than a function).
+macro_rules! draw_panel_with {
+    ($area:expr, $p:expr, $y:expr, $n:expr) => {{
+        let p: &Panel = $p;
+        let n: usize = $n;
+        let mut chart = ChartBuilder::on($area)
+            .caption(&p.title, (FONT, 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n as i32 - 1).into_segmented(), $y)
+            .map_err(chart_err)?;
+        let cats = p.cats.clone();
+        let fmt_x = move |v: &SegmentValue<i32>| match v {
+            SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => usize::try_from(*i)
+                .ok()
+                .and_then(|i| cats.get(i))
+                .cloned()
+                .unwrap_or_default(),
+            SegmentValue::Last => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .x_desc(&p.x_label)
+            .y_desc(&p.y_label)
+            .x_labels(n)
+            .x_label_formatter(&fmt_x)
+            .y_label_formatter(&|v: &f64| tick(*v))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(chart_err)?;
+        for (si, s) in p.series.iter().enumerate() {
+            let (r, g, b) = COLORS[si % COLORS.len()];
+            let color = RGBColor(r, g, b).to_rgba();
+            let pts: Vec<(SegmentValue<i32>, f64)> = s
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| {
+                    v.filter(|v| v.is_finite())
+                        .map(|v| (SegmentValue::CenterOf(i as i32), v))
+                })
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(chart_err)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+                .map_err(chart_err)?;
+        }
+        if !p.series.is_empty() {
+            chart
+                .configure_series_labels()
+                .label_font((FONT, 13))
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.4))
+                .position(SeriesLabelPosition::UpperRight)
+                .draw()
+                .map_err(chart_err)?;
+        }
+    }};
+}
+
+/// A panel on a linear y axis from 0, or on a log axis when its positive values span more than
+/// 10x (DESIGN.md: no point clipped or flattened); shares (precision, recall) stay linear.
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, p: &Panel) -> Result<(), LabError>
 where
     DB::ErrorType: 'static,
 {
     let n = p.cats.len().max(1);
-    let ymax = p
-        .series
-        .iter()
-        .flat_map(|s| s.values.iter().flatten())
-        .copied()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
-    let mut chart = ChartBuilder::on(area)
-        .caption(&p.title, (FONT, 18))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d((0..n as i32 - 1).into_segmented(), 0f64..ymax)
-        .map_err(chart_err)?;
-    let cats = p.cats.clone();
-    let fmt_x = move |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => usize::try_from(*i)
-            .ok()
-            .and_then(|i| cats.get(i))
-            .cloned()
-            .unwrap_or_default(),
-        SegmentValue::Last => String::new(),
-    };
-    chart
-        .configure_mesh()
-        .x_desc(&p.x_label)
-        .y_desc(&p.y_label)
-        .x_labels(n)
-        .x_label_formatter(&fmt_x)
-        .label_style((FONT, 13))
-        .axis_desc_style((FONT, 14))
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(chart_err)?;
-    for (si, s) in p.series.iter().enumerate() {
-        let (r, g, b) = COLORS[si % COLORS.len()];
-        let color = RGBColor(r, g, b).to_rgba();
-        let pts: Vec<(SegmentValue<i32>, f64)> = s
-            .values
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| {
-                v.filter(|v| v.is_finite())
-                    .map(|v| (SegmentValue::CenterOf(i as i32), v))
-            })
-            .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-            .map_err(chart_err)?
-            .label(s.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
-            .map_err(chart_err)?;
-    }
-    if !p.series.is_empty() {
-        chart
-            .configure_series_labels()
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(chart_err)?;
+    let (lo, hi) = span(p);
+    let share = p.y_label == "precision" || p.y_label == "recall";
+    if !share && lo.is_finite() && hi > 10.0 * lo {
+        // Room above for the legend: a log axis doubles the top.
+        draw_panel_with!(area, p, (lo / 1.5..hi * 4.0).log_scale(), n);
+    } else {
+        let top = if hi > 0.0 { hi * 1.35 } else { 1.0 };
+        draw_panel_with!(area, p, 0f64..top, n);
     }
     Ok(())
 }
@@ -173,7 +210,8 @@ pub fn write_charts(dir: &Path, stem: &str, title: &str, panels: &[Panel]) -> Re
     Ok(())
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field, quoted when it holds a comma, quote or newline.
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

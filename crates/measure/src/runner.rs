@@ -52,6 +52,37 @@ pub(crate) struct Instance {
     weights: Vec<u64>,
 }
 
+impl Instance {
+    /// A built algorithm with nothing measured yet.
+    fn new(
+        name: String,
+        kind: KeyKind,
+        key_len: usize,
+        algo: Box<dyn Algorithm>,
+        fit: KeyFit,
+        swap_prev: bool,
+    ) -> Instance {
+        Instance {
+            name,
+            kind,
+            key_len,
+            algo,
+            prev: None,
+            wants_prev: false,
+            swap_prev,
+            fit,
+            skipped: 0,
+            peak_memory: 0,
+            nanos: 0,
+            timed: 0,
+            query_nanos: Default::default(),
+            updates: 0,
+            keys: vec![],
+            weights: vec![],
+        }
+    }
+}
+
 struct Measure {
     spec: MeasureSpec,
     kind: KeyKind,
@@ -103,24 +134,7 @@ impl Plane {
                 .map(|i| {
                     let mut algo = i.algo.clone_box();
                     algo.reset();
-                    Instance {
-                        name: i.name.clone(),
-                        kind: i.kind,
-                        key_len: i.key_len,
-                        algo,
-                        prev: None,
-                        wants_prev: false,
-                        swap_prev: i.swap_prev,
-                        fit: i.fit,
-                        skipped: 0,
-                        peak_memory: 0,
-                        nanos: 0,
-                        timed: 0,
-                        query_nanos: Default::default(),
-                        updates: 0,
-                        keys: vec![],
-                        weights: vec![],
-                    }
+                    Instance::new(i.name.clone(), i.kind, i.key_len, algo, i.fit, i.swap_prev)
                 })
                 .collect(),
         })
@@ -485,24 +499,14 @@ impl Runner {
                 .entry
                 .build(&p.built, &p.ctx)
                 .map_err(catalog::CatalogError::from)?;
-            instances.push(Instance {
-                fit: p.entry.fit,
-                name: p.entry.name.to_string(),
-                kind: p.kind,
-                key_len: p.ctx.key_len,
+            instances.push(Instance::new(
+                p.entry.name.to_string(),
+                p.kind,
+                p.ctx.key_len,
                 algo,
-                prev: None,
-                wants_prev: false,
-                swap_prev: p.entry.resets_to_empty,
-                skipped: 0,
-                peak_memory: 0,
-                nanos: 0,
-                timed: 0,
-                query_nanos: Default::default(),
-                updates: 0,
-                keys: vec![],
-                weights: vec![],
-            });
+                p.entry.fit,
+                p.entry.resets_to_empty,
+            ));
         }
         for m in &mut measures {
             let spec = &m.spec;
