@@ -48,6 +48,9 @@ enum Msg {
 
 struct Worker {
     tx: Sender<Msg>,
+    /// The parts it has fed, emptied, for reuse: no allocation (and no fresh pages for the
+    /// kernel to clear) per message.
+    free: Receiver<Vec<Part>>,
     handle: JoinHandle<Plane>,
 }
 
@@ -108,11 +111,12 @@ impl Pool {
             .enumerate()
             .map(|(i, plane)| {
                 let (tx, rx) = bounded(DEPTH);
+                let (back, free) = bounded(DEPTH + 1);
                 let handle = std::thread::Builder::new()
                     .name(format!("netsift-worker-{i}"))
-                    .spawn(move || work(plane, rx, batch, inject_failure == Some(i)))
+                    .spawn(move || work(plane, rx, back, batch, inject_failure == Some(i)))
                     .expect("spawning a worker thread");
-                Worker { tx, handle }
+                Worker { tx, free, handle }
             })
             .collect::<Vec<_>>();
         let n = workers.len();
@@ -155,16 +159,16 @@ impl Pool {
     /// Send worker `i` everything gathered for it.
     fn send(&mut self, i: usize) -> Result<(), WorkerFailure> {
         let kinds = self.parts[i].len();
-        let parts = std::mem::replace(
-            &mut self.parts[i],
+        let empty = self.workers[i].free.try_recv().unwrap_or_else(|_| {
             (0..kinds)
                 .map(|_| Part {
                     keys: Vec::with_capacity(PART),
                     narrow: Vec::with_capacity(PART),
                     weights: Vec::with_capacity(PART),
                 })
-                .collect(),
-        );
+                .collect()
+        });
+        let parts = std::mem::replace(&mut self.parts[i], empty);
         self.workers[i]
             .tx
             .send(Msg::Batch(parts))
@@ -225,11 +229,17 @@ impl Pool {
 
 /// A worker's loop: feed each part to its kind's front in batches of `batch` packets; at an
 /// epoch's end flush, copy and reset.
-fn work(mut plane: Plane, rx: Receiver<Msg>, batch: usize, fail: bool) -> Plane {
+fn work(
+    mut plane: Plane,
+    rx: Receiver<Msg>,
+    back: Sender<Vec<Part>>,
+    batch: usize,
+    fail: bool,
+) -> Plane {
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
-            Msg::Batch(parts) => {
+            Msg::Batch(mut parts) => {
                 for (ki, p) in parts.iter().enumerate() {
                     let all_narrow = p.narrow.len() == p.keys.len();
                     for (c, ws) in p.weights.chunks(batch).enumerate() {
@@ -242,6 +252,13 @@ fn work(mut plane: Plane, rx: Receiver<Msg>, batch: usize, fail: bool) -> Plane 
                         plane.feed(ki, b, ws);
                     }
                 }
+                for p in &mut parts {
+                    p.keys.clear();
+                    p.narrow.clear();
+                    p.weights.clear();
+                }
+                // The reader takes it back if it has room; else it is dropped.
+                let _ = back.try_send(parts);
             }
             Msg::End(reply) => {
                 plane.flush_fronts();
