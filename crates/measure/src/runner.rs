@@ -215,6 +215,8 @@ pub struct Runner {
     /// instead of a 38-byte `FlowKey` (same state, `algo::Algorithm::update_batch_u32`).
     batch_u32: Vec<Vec<u32>>,
     batch_weights: Vec<u64>,
+    /// The batch's wire lengths, for the workers' ground truth.
+    batch_lens: Vec<u32>,
     epochs: Vec<EpochReport>,
     totals: Totals,
     started: Instant,
@@ -567,7 +569,13 @@ impl Runner {
             let planes = (0..cfg.workers)
                 .map(|_| plane.twin(&cfg))
                 .collect::<Result<Vec<_>, _>>()?;
-            Some(Pool::start(planes, cfg.seed, cfg.batch, cfg.inject_failure))
+            Some(Pool::start(
+                planes,
+                cfg.seed,
+                cfg.batch,
+                cfg.truth,
+                cfg.inject_failure,
+            ))
         } else {
             None
         };
@@ -585,6 +593,7 @@ impl Runner {
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
+            batch_lens: Vec::with_capacity(cfg.batch),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
             prev_truth: (0..n).map(|_| None).collect(),
             clock,
@@ -626,7 +635,9 @@ impl Runner {
         }
         for (i, &kind) in self.kinds.iter().enumerate() {
             let k = tuple.key(kind);
-            if self.cfg.truth {
+            // With workers, each keeps the exact counts of the flows it is given (merged at the
+            // epoch's end); the reader counts the epoch's totals only.
+            if self.cfg.truth && self.pool.is_none() {
                 self.truth[i].add(ts_ns, k, wire_len);
             } else {
                 self.truth[i].count(ts_ns, wire_len);
@@ -637,6 +648,9 @@ impl Runner {
             }
         }
         self.batch_weights.push(self.cfg.weight.of(wire_len));
+        if self.pool.is_some() && self.cfg.truth {
+            self.batch_lens.push(wire_len);
+        }
         if self.batch_weights.len() == self.cfg.batch {
             self.flush();
         }
@@ -658,7 +672,7 @@ impl Runner {
             match &mut self.pool {
                 None => self.plane.feed(ki, batch, weights),
                 Some(pool) if self.failure.is_none() => {
-                    if let Err(f) = pool.dispatch(ki, keys, weights) {
+                    if let Err(f) = pool.dispatch(ki, keys, weights, &self.batch_lens) {
                         self.failure = Some(f.in_epoch(self.truth[0].index));
                     }
                 }
@@ -673,6 +687,7 @@ impl Runner {
             b.clear();
         }
         self.batch_weights.clear();
+        self.batch_lens.clear();
     }
 
     /// Epoch end of the workers: each hands its instances' state over, and the states of each
@@ -682,14 +697,26 @@ impl Runner {
             return;
         };
         let epoch = self.truth[0].index;
-        let states = match pool.end_epoch() {
+        let handed = match pool.end_epoch() {
             Ok(s) => s,
             Err(f) => {
                 self.failure = Some(f.in_epoch(epoch));
                 return;
             }
         };
-        let mut per: Vec<_> = states.into_iter().map(|v| v.into_iter()).collect();
+        let mut per = Vec::with_capacity(handed.len());
+        for h in handed {
+            // The workers' flows are disjoint per kind (a flow lives in one worker): their
+            // union is the epoch's truth.
+            for (t, flows) in self.truth.iter_mut().zip(h.flows) {
+                if t.flows.is_empty() {
+                    t.flows = flows;
+                } else {
+                    t.flows.extend(flows);
+                }
+            }
+            per.push(h.states.into_iter());
+        }
         for inst in &mut self.plane.instances {
             let mut merged: Option<Box<dyn Algorithm>> = None;
             for (w, it) in per.iter_mut().enumerate() {

@@ -17,7 +17,8 @@ use std::thread::JoinHandle;
 
 use algo::{Algorithm, KeyBatch};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use key::{FlowKey, HashFn};
+use key::{FlowKey, HashFn, KeyMap};
+use truth::Counts;
 
 use crate::runner::Plane;
 
@@ -37,13 +38,23 @@ struct Part {
     /// The same keys as big-endian u32 while every one is 4 bytes (the runner's u32 path).
     narrow: Vec<u32>,
     weights: Vec<u64>,
+    /// Wire lengths, for the worker's ground truth (empty without truth).
+    lens: Vec<u32>,
+}
+
+/// What a worker hands over at an epoch's end: its instances' state, and with ground truth its
+/// flows' exact counts per key kind (the flows it was given: disjoint from the other workers').
+pub(crate) struct Handover {
+    pub(crate) states: Vec<Box<dyn Algorithm>>,
+    pub(crate) flows: Vec<KeyMap<Counts>>,
 }
 
 enum Msg {
     /// Per key kind, that kind's packets for this worker.
     Batch(Vec<Part>),
-    /// Flush the fronts, hand back a copy of every instance's state, reset them.
-    End(Sender<Vec<Box<dyn Algorithm>>>),
+    /// Flush the fronts, hand back a copy of every instance's state (and the epoch's flows),
+    /// reset them.
+    End(Sender<Handover>),
 }
 
 struct Worker {
@@ -60,6 +71,8 @@ pub(crate) struct Pool {
     hash: HashFn,
     /// Per worker, per key kind.
     parts: Vec<Vec<Part>>,
+    /// Ground truth is kept by the workers.
+    truth: bool,
 }
 
 /// A worker that failed: which one, in which epoch, and what it said.
@@ -103,6 +116,7 @@ impl Pool {
         planes: Vec<Plane>,
         seed: u64,
         batch: usize,
+        truth: bool,
         inject_failure: Option<usize>,
     ) -> Pool {
         let kinds = planes.first().map_or(0, |p| p.kinds.len());
@@ -126,6 +140,7 @@ impl Pool {
             parts: (0..n)
                 .map(|_| (0..kinds).map(|_| Part::default()).collect())
                 .collect(),
+            truth,
         }
     }
 
@@ -139,9 +154,10 @@ impl Pool {
         ki: usize,
         keys: &[FlowKey],
         weights: &[u64],
+        lens: &[u32],
     ) -> Result<(), WorkerFailure> {
         let n = self.workers.len();
-        for (k, &w) in keys.iter().zip(weights) {
+        for (j, (k, &w)) in keys.iter().zip(weights).enumerate() {
             let i = key::reduce(self.hash.hash(k), n);
             let p = &mut self.parts[i][ki];
             p.keys.push(*k);
@@ -149,6 +165,9 @@ impl Pool {
                 p.narrow.push(k.prefix_u32());
             }
             p.weights.push(w);
+            if self.truth {
+                p.lens.push(lens.get(j).copied().unwrap_or(0));
+            }
             if p.keys.len() >= PART {
                 self.send(i)?;
             }
@@ -165,6 +184,7 @@ impl Pool {
                     keys: Vec::with_capacity(PART),
                     narrow: Vec::with_capacity(PART),
                     weights: Vec::with_capacity(PART),
+                    lens: Vec::new(),
                 })
                 .collect()
         });
@@ -177,7 +197,7 @@ impl Pool {
 
     /// Epoch end: every worker's instances, flushed and copied (the workers go on with empty
     /// ones), in worker order.
-    pub(crate) fn end_epoch(&mut self) -> Result<Vec<Vec<Box<dyn Algorithm>>>, WorkerFailure> {
+    pub(crate) fn end_epoch(&mut self) -> Result<Vec<Handover>, WorkerFailure> {
         for i in 0..self.workers.len() {
             if self.parts[i].iter().any(|p| !p.keys.is_empty()) {
                 self.send(i)?;
@@ -236,11 +256,19 @@ fn work(
     batch: usize,
     fail: bool,
 ) -> Plane {
+    // The exact counts of the flows this worker is given, per key kind (with ground truth).
+    let mut flows: Vec<KeyMap<Counts>> =
+        (0..plane.kinds.len()).map(|_| KeyMap::default()).collect();
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
             Msg::Batch(mut parts) => {
                 for (ki, p) in parts.iter().enumerate() {
+                    for (k, &len) in p.keys.iter().zip(&p.lens) {
+                        let c = flows[ki].entry(*k).or_default();
+                        c.packets += 1;
+                        c.bytes += u64::from(len);
+                    }
                     let all_narrow = p.narrow.len() == p.keys.len();
                     for (c, ws) in p.weights.chunks(batch).enumerate() {
                         let r = c * batch..c * batch + ws.len();
@@ -256,13 +284,14 @@ fn work(
                     p.keys.clear();
                     p.narrow.clear();
                     p.weights.clear();
+                    p.lens.clear();
                 }
                 // The reader takes it back if it has room; else it is dropped.
                 let _ = back.try_send(parts);
             }
             Msg::End(reply) => {
                 plane.flush_fronts();
-                let copies = plane
+                let states = plane
                     .instances
                     .iter_mut()
                     .map(|i| {
@@ -271,7 +300,9 @@ fn work(
                         c
                     })
                     .collect();
-                if reply.send(copies).is_err() {
+                let fresh = (0..flows.len()).map(|_| KeyMap::default()).collect();
+                let flows = std::mem::replace(&mut flows, fresh);
+                if reply.send(Handover { states, flows }).is_err() {
                     break;
                 }
             }

@@ -45,20 +45,54 @@ fn run(measures: Vec<MeasureSpec>, workers: usize, accel: Accel) -> Report {
     r.finish()
 }
 
-/// Every task's answer of every epoch (keys, estimates, value), as JSON: what must not change.
+/// Every task's answer of every epoch (keys, estimates, value), its exact true count and the
+/// epoch's flow count, as JSON: what must not change.
 fn answers(r: &Report) -> Vec<String> {
     r.epochs
         .iter()
-        .flat_map(|e| &e.tasks)
-        .map(|t| {
+        .flat_map(|e| e.tasks.iter().map(move |t| (e, t)))
+        .map(|(e, t)| {
             format!(
-                "{} {}: {}",
+                "{} {} ({:?} flows, {:?} true): {}",
                 t.task.name(),
                 t.algorithm,
+                e.flows,
+                t.truth.count,
                 serde_json::to_string(&t.answer).unwrap()
             )
         })
         .collect()
+}
+
+/// The float figures of every task (true value, accuracy metrics): the workers keep the ground
+/// truth of their flows, merged per epoch, so these are the same sums in another order (the
+/// flows' map order): equal to 1e-9, relative, or 1e-12 (an entropy's relative error of 2e-14).
+fn scores(r: &Report) -> Vec<Option<f64>> {
+    r.epochs
+        .iter()
+        .flat_map(|e| &e.tasks)
+        .flat_map(|t| {
+            let a = &t.accuracy;
+            [
+                t.truth.value,
+                a.precision,
+                a.recall,
+                a.f1,
+                a.relative_error,
+                a.are,
+                a.mrd,
+            ]
+        })
+        .collect()
+}
+
+fn close(a: &[Option<f64>], b: &[Option<f64>]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()) + 1e-12,
+            (None, None) => true,
+            _ => false,
+        })
 }
 
 /// A measure of `task` by `algo` on key kind `key`.
@@ -100,11 +134,14 @@ fn linear_and_idempotent_answers_do_not_depend_on_the_workers() {
         let want = answers(&one);
         assert_eq!(want.len(), 3 * linear_and_idempotent().len());
         for n in [2, 3, 4] {
-            let got = answers(&run(linear_and_idempotent(), n, accel));
+            let r = run(linear_and_idempotent(), n, accel);
+            let got = answers(&r);
             for (a, b) in want.iter().zip(&got) {
                 assert_eq!(a, b, "{n} workers, {accel:?}");
             }
             assert_eq!(want.len(), got.len());
+            let (s1, sn) = (scores(&one), scores(&r));
+            assert!(close(&s1, &sn), "{n} workers, {accel:?}:\n{s1:?}\n{sn:?}");
         }
     }
 }
