@@ -340,30 +340,18 @@ pub fn run(
             );
             let mut runner = Runner::new(cfg, &name)?;
             print_notes(&runner);
-            let pb = progress(Some(spec.packets));
-            let mut n = 0u64;
-            let mut epochs = 0;
+            let mut tick = Ticker::new(progress(Some(spec.packets)));
             let gen_res = until_signal(|| {
                 gen::generate(&spec, |p| {
                     stop_at_signal();
                     runner.push(p.ts_ns, &p.tuple, p.wire_len);
-                    if runner.completed_epochs().len() != epochs {
-                        if let Err(e) = pb.suspend(|| on_epoch(&mut runner)) {
-                            pb.finish_and_clear();
-                            out::exit(&e);
-                        }
-                        epochs = runner.completed_epochs().len();
-                    }
-                    n += 1;
-                    if n.is_multiple_of(65536) {
-                        pb.set_position(n);
-                    }
+                    tick.after(&mut runner, on_epoch);
                 })
             });
             if gen_res.is_none() {
                 runner.interrupt();
             }
-            pb.finish_and_clear();
+            tick.pb.finish_and_clear();
             gen_res.transpose()?;
             runner.try_finish()?
         }
@@ -389,25 +377,13 @@ pub fn run(
             if head.is_none() {
                 print_notes(&runner);
             }
-            let pb = progress(None);
-            let mut n = 0u64;
-            let mut epochs = 0;
+            let mut tick = Ticker::new(progress(None));
             let mut feed = |runner: &mut Runner, p: &Packet| {
                 match p.class {
                     Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
                     c => runner.push_unkeyed(c, p.wire_len),
                 }
-                if runner.completed_epochs().len() != epochs {
-                    if let Err(e) = pb.suspend(|| on_epoch(runner)) {
-                        pb.finish_and_clear();
-                        out::exit(&e);
-                    }
-                    epochs = runner.completed_epochs().len();
-                }
-                n += 1;
-                if n.is_multiple_of(65536) {
-                    pb.set_position(n);
-                }
+                tick.after(runner, on_epoch);
             };
             let name = cap.name().to_string();
             let decide = |head: StreamHead,
@@ -447,7 +423,7 @@ pub fn run(
             if let Some(h) = head.take() {
                 decide(h, &mut runner, &mut feed);
             }
-            pb.finish_and_clear();
+            tick.pb.finish_and_clear();
             match res {
                 None => runner.interrupt(),
                 Some(Err(e)) => read_error = Some(e.to_string()),
@@ -457,6 +433,39 @@ pub fn run(
         }
     };
     Ok((report, read_error))
+}
+
+/// What follows each packet pushed: the epochs that closed go to `on_epoch` (an error there,
+/// standard output closed or full, ends the process by [`out::exit`]), and the progress bar moves.
+struct Ticker {
+    pb: ProgressBar,
+    packets: u64,
+    epochs: usize,
+}
+
+impl Ticker {
+    fn new(pb: ProgressBar) -> Ticker {
+        Ticker {
+            pb,
+            packets: 0,
+            epochs: 0,
+        }
+    }
+
+    #[inline]
+    fn after(&mut self, runner: &mut Runner, on_epoch: &mut dyn FnMut(&mut Runner) -> Result<()>) {
+        if runner.completed_epochs().len() != self.epochs {
+            if let Err(e) = self.pb.suspend(|| on_epoch(runner)) {
+                self.pb.finish_and_clear();
+                out::exit(&e);
+            }
+            self.epochs = runner.completed_epochs().len();
+        }
+        self.packets += 1;
+        if self.packets.is_multiple_of(65536) {
+            self.pb.set_position(self.packets);
+        }
+    }
 }
 
 /// Leave the reading loop at a signal (checked once per packet: one relaxed load), by unwinding

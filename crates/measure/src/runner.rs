@@ -643,7 +643,8 @@ impl Runner {
                 self.truth[i].count(ts_ns, wire_len);
             }
             self.batch_keys[i].push(k);
-            if k.len() == 4 {
+            // The u32 path of the runner's own plane (workers' dispatch builds its own).
+            if k.len() == 4 && self.pool.is_none() {
                 self.batch_u32[i].push(k.prefix_u32());
             }
         }
