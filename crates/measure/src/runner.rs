@@ -630,11 +630,12 @@ impl Runner {
                 t.index = index;
             }
         }
-        if let Some(p) = &mut self.peers {
-            p.add(&tuple.key(KeyKind::Pair));
-        }
         for (i, &kind) in self.kinds.iter().enumerate() {
             let k = tuple.key(kind);
+            // Spreader tasks (the only ones `peers` is kept for) are on pair keys.
+            if let (KeyKind::Pair, Some(p)) = (kind, &mut self.peers) {
+                p.add(&k);
+            }
             // With workers, each keeps the exact counts of the flows it is given (merged at the
             // epoch's end); the reader counts the epoch's totals only.
             if self.cfg.truth && self.pool.is_none() {
