@@ -1,0 +1,471 @@
+//! InstaMeasure (Jang, Moon, Noh, Mohaisen, Nyang, ICDCS 2019; `papers/instameasure.txt`
+//! sections II-V): a small FlowRegulator in cache in front of a large flow table, the WSAF, so
+//! that only about 1% of packets touch the table while every flow is counted.
+//!
+//! - [`rcc`]: the RCC word counter (virtual vectors confined in 32-bit words, saturation,
+//!   recycling, noise classes, units);
+//! - [`regulator`]: one layer (RFlow+, the `rcc` algorithm) or two (`instameasure`);
+//! - [`wsaf`]: the table, quadratic probing with a probe limit and second-chance replacement.
+//!
+//! A flow's estimate is its table count plus what the regulator still holds for it (the
+//! linear-counting estimate of its vectors). Heavy hitters and top-k are the table's flows by
+//! that estimate; flow size answers any key (a flow that never reached the table is answered from
+//! the regulator alone). The regulator holds no keys, so the flow-size distribution, cardinality
+//! and entropy, which need every flow, are not answered.
+//!
+//! Weights. An algorithm sees one weight per update: 1 in a packet run, the packet's wire length
+//! in a byte run (`--weight bytes`). Every update is one packet for the regulator (one random
+//! bit); a saturation that reaches the table adds `p` packets (the units' product, rounded
+//! without bias) and `p x w` to the weight column, `w` the weight of the update that saturated:
+//! the paper's byte estimate (section III-C, "the size of the last arrived packet" times the
+//! packet estimate) in a byte run, exactly the packets in a packet run. Answers are in the run's
+//! weight: the weight column plus the held packets times the flow's mean weight per packet
+//! (weight column / packets), or the epoch's mean weight per update for a flow not in the table.
+//! Behind an aggregator (Agg-Evict) an update of weight `w` is still one arrival: the packet
+//! column then counts updates and the weight estimate samples aggregated weights, with a larger
+//! variance; InstaMeasure is itself a front end and is meant to see packets.
+//!
+//! Workers. Each worker owns one regulator and one table. `merge` moves the other's table
+//! entries into this table, each remembering which regulator (shard) holds the rest of its flow,
+//! and keeps the other's regulator: a flow in a table is answered exactly as its worker answered
+//! it; a flow in no table is answered by the largest of the regulators' estimates for it (its own
+//! worker's, unless another's noise for its word is larger). Merging into an empty instance is
+//! a copy.
+
+#![forbid(unsafe_code)]
+
+pub mod rcc;
+pub mod regulator;
+pub mod wsaf;
+
+use algo::{Algorithm, BuildCtx, Caveat, ConfigError, Estimate, MergeError, Task};
+use key::{FlowKey, HashFn};
+use serde::{Deserialize, Serialize};
+
+use rcc::Bits;
+use regulator::Regulator;
+use wsaf::{Slot, Wsaf};
+
+/// The two-layer FlowRegulator with its table.
+pub const NAME: &str = "instameasure";
+/// The one-layer baseline (RFlow+).
+pub const NAME_RCC: &str = "rcc";
+/// Distinct sub-seed constant of this crate ("insta").
+const SEED_TAG: u64 = 0x696e_7374_6100_0000;
+
+const TASKS: &[Task] = &[Task::HeavyHitters, Task::TopK, Task::FlowSize];
+
+/// Parameters of `instameasure` and `rcc`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InstaConfig {
+    /// L1 words (32 bits each); `instameasure` has three L2 arrays of as many words. Default
+    /// 8192: the paper's 32 KB L1, 128 KB of L1 + L2 (section IV-D).
+    pub words: usize,
+    /// Table slots, a power of two. Default 2^16 (about 2.9 MiB with 5-tuple keys, within the
+    /// 4 MiB per instance of issue 12); the paper's 2^20 slots (33 MB with its 33-byte entries,
+    /// 46 MiB with ours for 5-tuples) is `--preset instameasure`.
+    pub wsaf_entries: usize,
+    /// Most slots probed per insertion before a victim is replaced.
+    pub probe_limit: usize,
+}
+
+impl Default for InstaConfig {
+    fn default() -> Self {
+        InstaConfig {
+            words: 8192,
+            wsaf_entries: 1 << 16,
+            probe_limit: 16,
+        }
+    }
+}
+
+fn invalid(algo: &'static str, field: &'static str, reason: &str) -> ConfigError {
+    ConfigError::Invalid {
+        algo,
+        field,
+        reason: reason.to_string(),
+    }
+}
+
+impl InstaConfig {
+    pub fn validate(&self, algo: &'static str) -> Result<(), ConfigError> {
+        if self.words == 0 || self.words > 1 << 28 {
+            return Err(invalid(algo, "words", "must be in 1..=2^28"));
+        }
+        if !self.wsaf_entries.is_power_of_two() || self.wsaf_entries > 1 << 30 {
+            return Err(invalid(
+                algo,
+                "wsaf_entries",
+                "must be a power of two in 1..=2^30",
+            ));
+        }
+        if self.probe_limit == 0 || self.probe_limit > 1024 {
+            return Err(invalid(algo, "probe_limit", "must be in 1..=1024"));
+        }
+        Ok(())
+    }
+
+    /// Bytes of the regulator and the table for keys of up to `key_len` bytes.
+    pub fn bytes(
+        &self,
+        algo: &'static str,
+        two_layers: bool,
+        key_len: usize,
+    ) -> Result<u64, ConfigError> {
+        self.validate(algo)?;
+        let lanes = Regulator::lanes(two_layers) as u64;
+        let reg = algo::Entry::product(algo, "words", &[self.words as u64, lanes, 4])?;
+        let table = algo::Entry::product(
+            algo,
+            "wsaf_entries",
+            &[
+                self.wsaf_entries as u64,
+                (wsaf::SLOT_BYTES + key_len + 1) as u64,
+            ],
+        )?;
+        algo::Entry::sum(algo, "wsaf_entries", &[reg, table])
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InstaMeasure {
+    name: &'static str,
+    cfg: InstaConfig,
+    key_len: usize,
+    hash: HashFn,
+    bits_seed: u64,
+    bits: Bits,
+    /// The regulators: 0 is the live one; merges append the others' (module docs).
+    shards: Vec<Regulator>,
+    wsaf: Wsaf,
+    /// Updates (packets) and their summed weight since the last reset.
+    updates: u64,
+    weight: u64,
+    /// Table insertions requested (saturations of the last layer).
+    emits: u64,
+}
+
+impl InstaMeasure {
+    /// `instameasure` (`two_layers`) or `rcc`, for keys of up to `ctx.key_len` bytes.
+    pub fn new(
+        name: &'static str,
+        two_layers: bool,
+        cfg: InstaConfig,
+        ctx: &BuildCtx,
+    ) -> Result<InstaMeasure, ConfigError> {
+        cfg.validate(name)?;
+        let key_len = ctx.key_len.min(key::MAX_KEY_LEN);
+        let bits_seed = key::sub_seed(ctx.seed, SEED_TAG + 1);
+        Ok(InstaMeasure {
+            name,
+            key_len,
+            hash: HashFn::new(key::sub_seed(ctx.seed, SEED_TAG)),
+            bits_seed,
+            bits: Bits::new(bits_seed),
+            shards: vec![Regulator::new(cfg.words, two_layers)],
+            wsaf: Wsaf::new(cfg.wsaf_entries, cfg.probe_limit, key_len),
+            updates: 0,
+            weight: 0,
+            emits: 0,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &InstaConfig {
+        &self.cfg
+    }
+
+    pub fn two_layers(&self) -> bool {
+        self.shards[0].two_layers()
+    }
+
+    /// Updates seen since the last reset (merged: summed over the workers).
+    pub fn updates(&self) -> u64 {
+        self.updates
+    }
+
+    /// Table insertions requested (one per saturation of the last layer).
+    pub fn emits(&self) -> u64 {
+        self.emits
+    }
+
+    /// The regulation rate: table insertions per packet (paper section V-B, Fig. 7).
+    pub fn regulation_rate(&self) -> f64 {
+        self.emits as f64 / self.updates.max(1) as f64
+    }
+
+    pub fn table(&self) -> &Wsaf {
+        &self.wsaf
+    }
+
+    /// The live regulator.
+    pub fn regulator(&self) -> &Regulator {
+        &self.shards[0]
+    }
+
+    /// One packet of the flow with hash `h` (the update path after hashing).
+    #[inline(always)]
+    fn offer(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64) {
+        self.updates += 1;
+        self.weight = self.weight.saturating_add(w);
+        if let Some(est) = self.shards[0].offer(h, &mut self.bits) {
+            self.emit(&key(), h, est, w);
+        }
+    }
+
+    /// A saturation of the last layer: `est` packets to the table (Algorithm 1, lines 13-16).
+    #[inline(never)]
+    fn emit(&mut self, key: &FlowKey, h: u64, est: f64, w: u64) {
+        let packets = self.bits.round(est).clamp(1, u64::from(u32::MAX));
+        let now = self.updates.min(u64::from(u32::MAX)) as u32;
+        self.wsaf.add(
+            key,
+            h,
+            Slot {
+                packets: packets as u32,
+                bytes: packets.saturating_mul(w),
+                first: now,
+                last: now,
+                ..Slot::default()
+            },
+        );
+        self.emits += 1;
+    }
+
+    /// The epoch's mean weight per update (1 before any update).
+    fn mean_weight(&self) -> f64 {
+        if self.updates == 0 {
+            1.0
+        } else {
+            self.weight as f64 / self.updates as f64
+        }
+    }
+
+    /// Packets the regulators hold for hash `h`: shard `s`'s for a flow of the table, the
+    /// largest of them otherwise.
+    fn held(&self, h: u64, shard: Option<u16>) -> f64 {
+        match shard {
+            Some(s) => self.shards[usize::from(s)].held(h),
+            None => self.shards.iter().map(|r| r.held(h)).fold(0.0, f64::max),
+        }
+    }
+
+    /// The estimate of a flow of the table, in the run's weight.
+    fn estimate_slot(&self, key: &FlowKey, s: &Slot) -> f64 {
+        let per = s.bytes as f64 / f64::from(s.packets);
+        s.bytes as f64 + self.held(self.hash.hash(key), Some(s.shard)) * per
+    }
+
+    /// The estimate of any flow, in the run's weight (module docs).
+    pub fn estimate(&self, key: &FlowKey) -> f64 {
+        let h = self.hash.hash(key);
+        match self.wsaf.get(key, h) {
+            Some(s) => self.estimate_slot(key, s),
+            None => self.held(h, None) * self.mean_weight(),
+        }
+    }
+
+    /// The table's flows with their estimates, largest first (ties by key).
+    fn ranked(&self) -> Vec<Estimate> {
+        let mut v: Vec<Estimate> = self
+            .wsaf
+            .iter()
+            .map(|(k, s)| (k, self.estimate_slot(&k, s).round() as u64))
+            .collect();
+        v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    fn pristine(&self) -> bool {
+        self.updates == 0 && self.shards.len() == 1 && self.wsaf.is_empty()
+    }
+
+    /// The caveat of an answer by table flows when the table replaced a flow at least `floor`
+    /// large (in the run's weight): that flow lost its count.
+    fn eviction_caveat(&self, floor: f64, what: &str) -> Vec<Caveat> {
+        let gone = f64::from(self.wsaf.max_evicted()) * self.mean_weight();
+        if self.wsaf.evictions() == 0 || gone < floor {
+            return Vec::new();
+        }
+        vec![Caveat {
+            parameter: "wsaf_entries",
+            message: format!(
+                "the table ({} slots) replaced {} flows, one of about {gone:.0} (in the run's \
+                 weight), at least {what} ({floor:.0}): its count was lost",
+                self.wsaf.capacity(),
+                self.wsaf.evictions()
+            ),
+            suggestion: format!("wsaf_entries = {} (at least)", self.wsaf.capacity() * 2),
+        }]
+    }
+}
+
+impl Algorithm for InstaMeasure {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn tasks(&self) -> &'static [Task] {
+        TASKS
+    }
+
+    #[inline]
+    fn update(&mut self, key: &FlowKey, weight: u64) {
+        if weight == 0 || !self.wsaf.fits(key) {
+            return;
+        }
+        let h = self.hash.hash(key);
+        self.offer(|| *key, h, weight);
+    }
+
+    /// The 4-byte keys hashed from their bytes directly; the `FlowKey` is built only for the
+    /// ~1% of packets that reach the table (same hash, same state as `update_batch`).
+    fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
+        if !self.wsaf.fits(&FlowKey::from_u32(0)) {
+            return;
+        }
+        for (&k, &w) in keys.iter().zip(weights) {
+            if w == 0 {
+                continue;
+            }
+            let h = self.hash.hash_bytes(&k.to_be_bytes());
+            self.offer(|| FlowKey::from_u32(k), h, w);
+        }
+    }
+
+    fn reset(&mut self) {
+        self.shards.truncate(1);
+        self.shards[0].reset();
+        self.wsaf.reset();
+        self.bits = Bits::new(self.bits_seed);
+        self.updates = 0;
+        self.weight = 0;
+        self.emits = 0;
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.shards.iter().map(|r| r.memory_bytes()).sum::<usize>() + self.wsaf.memory_bytes()
+    }
+
+    fn heavy_hitters(&self, threshold: u64) -> Option<Vec<Estimate>> {
+        Some(
+            self.ranked()
+                .into_iter()
+                .take_while(|e| e.1 >= threshold)
+                .collect(),
+        )
+    }
+
+    fn top_k(&self, k: usize) -> Option<Vec<Estimate>> {
+        let mut v = self.ranked();
+        v.truncate(k);
+        Some(v)
+    }
+
+    fn flow_size(&self, key: &FlowKey) -> Option<u64> {
+        Some(self.estimate(key).round() as u64)
+    }
+
+    fn caveats(&self, task: Task, threshold: Option<u64>, _total: u64) -> Vec<Caveat> {
+        match task {
+            // What the regulator answers for a flow it never saw, against the smallest flow.
+            Task::FlowSize => {
+                let per = self.mean_weight();
+                algo::collision_caveat(task, threshold, "words", self.cfg.words, |code| {
+                    self.held(code, None) * per
+                })
+            }
+            Task::HeavyHitters => match threshold {
+                Some(t) => self.eviction_caveat(t as f64, "the threshold"),
+                None => Vec::new(),
+            },
+            Task::TopK => {
+                let k = threshold.unwrap_or(0) as usize;
+                match self.ranked().get(k.saturating_sub(1)) {
+                    Some(e) if k > 0 => self.eviction_caveat(e.1 as f64, "the k-th answer"),
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Module docs ("Workers"): the other's table entries move in, tagged with the shard that
+    /// keeps the rest of their flows; its regulators are kept. Requires the same configuration,
+    /// layers, key length and seeds.
+    fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
+        let o = algo::merge_peer(self, other, |o: &InstaMeasure| {
+            o.name == self.name
+                && o.cfg == self.cfg
+                && o.key_len == self.key_len
+                && o.hash == self.hash
+                && o.bits_seed == self.bits_seed
+        })?;
+        if o.pristine() {
+            return Ok(());
+        }
+        if self.pristine() {
+            *self = o.clone();
+            return Ok(());
+        }
+        let offset = self.shards.len();
+        if offset + o.shards.len() > usize::from(u16::MAX) + 1 {
+            return Err(MergeError::Mismatch(self.name));
+        }
+        self.shards.extend(o.shards.iter().cloned());
+        for (k, s) in o.wsaf.iter() {
+            let h = self.hash.hash(&k);
+            self.wsaf.add(
+                &k,
+                h,
+                Slot {
+                    shard: s.shard + offset as u16,
+                    ..*s
+                },
+            );
+        }
+        self.updates += o.updates;
+        self.weight = self.weight.saturating_add(o.weight);
+        self.emits += o.emits;
+        Ok(())
+    }
+}
+
+fn memory(
+    name: &'static str,
+    two_layers: bool,
+    p: &toml::Table,
+    ctx: &BuildCtx,
+) -> Result<u64, ConfigError> {
+    algo::Entry::memory_with(name, p, |c: InstaConfig| {
+        c.bytes(name, two_layers, ctx.key_len.min(key::MAX_KEY_LEN))
+    })
+}
+
+/// This algorithm's facts, listed in the `catalog` crate.
+///
+/// `memory`: exact at construction, `4 B x words x 4` of regulator and `wsaf_entries x (32 B +
+/// key_len + 1)` of table; each merge adds the other worker's regulator.
+pub const ENTRY: algo::Entry = algo::Entry {
+    name: NAME,
+    tasks: TASKS,
+    fit: algo::KeyFit::AtMost,
+    build: |p, ctx| algo::build_with(NAME, p, |c| InstaMeasure::new(NAME, true, c, ctx)),
+    memory: |p, ctx| memory(NAME, true, p, ctx),
+    defaults: algo::defaults_of::<InstaConfig>,
+    flow_size_only: "",
+    resets_to_empty: true,
+};
+
+/// The one-layer baseline's facts: as [`ENTRY`] with `4 B x words` of regulator.
+pub const ENTRY_RCC: algo::Entry = algo::Entry {
+    name: NAME_RCC,
+    tasks: TASKS,
+    fit: algo::KeyFit::AtMost,
+    build: |p, ctx| algo::build_with(NAME_RCC, p, |c| InstaMeasure::new(NAME_RCC, false, c, ctx)),
+    memory: |p, ctx| memory(NAME_RCC, false, p, ctx),
+    defaults: algo::defaults_of::<InstaConfig>,
+    flow_size_only: "",
+    resets_to_empty: true,
+};
