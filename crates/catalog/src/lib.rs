@@ -42,6 +42,8 @@ pub static ALL: &[&Entry] = &[
     &distinct::hyperloglog::ENTRY,
     &distinct::bloom_spreader::ENTRY,
     &table::ewma_change::ENTRY,
+    &insta::ENTRY,
+    &insta::ENTRY_RCC,
 ];
 
 /// The algorithm a task uses when the user names none.

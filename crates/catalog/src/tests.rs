@@ -168,6 +168,11 @@ fn memory_of_other_sizes_is_the_built_instances() {
         ("hyperloglog", "precision = 4"),
         ("bloom_spreader", "bits = 100"),
         ("ewma_change", "alpha = 0.25"),
+        (
+            "instameasure",
+            "words = 1000\nwsaf_entries = 1024\nprobe_limit = 3",
+        ),
+        ("rcc", "words = 77\nwsaf_entries = 16"),
     ];
     for (name, params) in cases {
         let e = get(name).unwrap();
@@ -419,7 +424,7 @@ fn sources(dir: &Path) -> Vec<(PathBuf, String)> {
 #[test]
 fn every_declared_entry_is_listed() {
     let mut declared = 0;
-    for krate in ["sketch", "table", "distinct", "reversible"] {
+    for krate in ["sketch", "table", "distinct", "reversible", "insta"] {
         for (_, s) in sources(&crates_dir().join(krate).join("src")) {
             declared += s
                 .lines()
@@ -447,6 +452,7 @@ fn nothing_matches_on_algorithm_names() {
         "table",
         "distinct",
         "reversible",
+        "insta",
     ] {
         for (path, s) in sources(&crates_dir().join(krate).join("src")) {
             for name in names() {

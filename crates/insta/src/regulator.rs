@@ -88,17 +88,17 @@ impl Regulator {
     }
 
     /// Packets of the flow with hash `h` still held: the L1 vector's estimate plus each L2
-    /// vector's estimate times its class's unit.
+    /// vector's estimate times its class's unit, at least 0.
     pub fn held(&self, h: u64) -> f64 {
         let i = self.base(h);
         let v = Vector::of(h);
-        let mut n = rcc::held(self.cells[i], v);
+        let mut n = rcc::held_signed(self.cells[i], v);
         if self.lanes > 1 {
             for (c, unit) in UNIT.iter().enumerate() {
-                n += unit * rcc::held(self.cells[i + 1 + c], v);
+                n += unit * rcc::held_signed(self.cells[i + 1 + c], v);
             }
         }
-        n
+        n.max(0.0)
     }
 
     /// Fraction of L1 bits set (how crowded the words are).
