@@ -1,0 +1,103 @@
+//! COMPUTETHRESH (SketchVisor Algorithm 1 lines 1-4, appendix A), with the formula the PDF
+//! extraction garbled resolved as in `../shared/DESIGN.md`.
+//!
+//! The k+1 values (the residuals of the k tracked flows and the new packet's size) are fitted to
+//! a power law `Pr{Y > y} = eps * y^theta` from the two largest, `a1 >= a2`:
+//! `theta = log_b(1/2)` with `b = (a1 - 1) / (a2 - 1)`, so `theta < 0`. The threshold `e` is
+//! then chosen so that a flow larger than the smallest value `a_(k+1)` is kicked out with
+//! probability `delta`: `Pr{Y <= e | Y > a_(k+1)} = delta`, i.e. `e^theta = (1 - delta) *
+//! a_(k+1)^theta`, `e = a_(k+1) * (1 - delta)^(1/theta)`.
+//!
+//! Since `1/theta = -log2(b)`, `(1 - delta)^(1/theta) = b^c` with `c = log2(1 / (1 - delta))`
+//! (0.074 for the paper's `delta = 0.05`), so `e = a_(k+1) * b^c`. This form handles the edge
+//! cases without a special branch:
+//! - `a1 = a2` (in particular k+1 equal values): `b = 1`, `e = a_(k+1)` (RECOVERY.md 7's rule);
+//!   every value equal to the smallest is kicked out, so the pass always frees a slot.
+//! - tiny values: `a2 <= 1` makes `a2 - 1 <= 0` and `b` infinite (the "-1" comes from integer
+//!   sizes, `Pr{Y > a - 1}`); the denominator is floored at 1, which keeps `e` finite and, as
+//!   shown at [`compute_thresh`], below `a1`: the largest flow is never kicked out.
+//!
+//! Counters are integers (packets or bytes) and `e` is taken as `floor(a_(k+1) * b^c)`, never
+//! below `a_(k+1)`: any non-negative decrement keeps Lemma 4.1 (its proof, appendix B, uses only
+//! that each pass subtracts the same `e` from every residual and adds it to `E`), and `e >=
+//! a_(k+1)` is what guarantees that a pass frees a slot or drops the new packet.
+
+/// The paper's `delta` (appendix A: "we can set delta = 0.05").
+pub const DELTA: f64 = 0.05;
+
+/// COMPUTETHRESH over `a1 >= a2` (the two largest of the k+1 values) and `amin` (the
+/// smallest), with kick-out probability `delta` in `(0, 1)`.
+///
+/// Returns an integer `e` with `amin <= e <= max(amin, a1)`. The upper bound: with `u = a1 - 1 >=
+/// w = max(a2 - 1, 1)` and `amin <= a2`, `e <= a2 * (u / w)^c`, which equals `a2 <= a1` at
+/// `u = w` and grows in `u` with slope at most `c * (w + 1) / w <= 2c < 1` while `a1 = u + 1`
+/// grows with slope 1 (and for `a2 < 2`, `e <= 2 * u^c <= u + 1`). So a pass never kicks the
+/// largest flow out unless all k+1 values are equal.
+pub fn compute_thresh(a1: u64, a2: u64, amin: u64, delta: f64) -> u64 {
+    debug_assert!(a1 >= a2 && a2 >= amin);
+    let c = -(1.0 - delta).log2();
+    let num = a1.saturating_sub(1).max(1) as f64;
+    let den = a2.saturating_sub(1).max(1) as f64;
+    let b = (num / den).max(1.0);
+    let e = (amin as f64 * b.powf(c)).floor();
+    // `as u64` saturates; the max guards the rounding of b^c = 1.
+    (e as u64).max(amin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equal_values_give_the_smallest() {
+        assert_eq!(compute_thresh(500, 500, 500, DELTA), 500);
+        assert_eq!(compute_thresh(7, 7, 3, DELTA), 3);
+        assert_eq!(compute_thresh(1, 1, 1, DELTA), 1);
+    }
+
+    #[test]
+    fn matches_the_appendix_formula() {
+        // e = a_min * (1 - delta)^(1/theta), theta = ln(1/2) / ln((a1-1)/(a2-1)), computed the
+        // long way round.
+        for &(a1, a2, amin) in &[(1001u64, 501u64, 100u64), (90_000, 3000, 1500), (100, 3, 3)] {
+            let b = (a1 as f64 - 1.0) / (a2 as f64 - 1.0);
+            let theta = 0.5f64.ln() / b.ln();
+            assert!(theta < 0.0);
+            let want = (amin as f64 * (1.0 - DELTA).powf(1.0 / theta)).floor() as u64;
+            assert_eq!(
+                compute_thresh(a1, a2, amin, DELTA),
+                want,
+                "{a1} {a2} {amin}"
+            );
+            assert!(
+                want > amin,
+                "b > 1 raises the threshold above the smallest value"
+            );
+        }
+    }
+
+    #[test]
+    fn tiny_values_stay_finite_and_below_the_largest() {
+        // a2 = 1 would divide by zero in the paper's form.
+        assert_eq!(compute_thresh(1, 1, 1, DELTA), 1);
+        let e = compute_thresh(1_000_000, 1, 1, DELTA);
+        assert!((1..1_000_000).contains(&e), "{e}");
+        assert_eq!(compute_thresh(2, 1, 1, DELTA), 1);
+        assert_eq!(compute_thresh(u64::MAX, 1, 1, DELTA) < u64::MAX, true);
+    }
+
+    #[test]
+    fn never_reaches_the_largest_unless_all_equal() {
+        for a1 in 1..200u64 {
+            for a2 in 1..=a1 {
+                for amin in [1, a2 / 2 + 1, a2] {
+                    let e = compute_thresh(a1, a2, amin, DELTA);
+                    assert!(e >= amin);
+                    if a1 > amin {
+                        assert!(e < a1, "a1 {a1} a2 {a2} amin {amin}: e {e}");
+                    }
+                }
+            }
+        }
+    }
+}
