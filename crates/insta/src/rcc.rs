@@ -164,19 +164,23 @@ pub fn encode(word: &mut u32, v: Vector, bits: &mut Bits) -> Option<usize> {
 fn recycle(mut w: u32, v: Vector, keep: u32, bits: &mut Bits) -> u32 {
     let mut set = [0u32; VECTOR_BITS as usize];
     let mut n = 0;
-    for i in 0..VECTOR_BITS {
-        let b = v.bit(i);
-        if w & b != 0 {
-            set[n] = b;
-            n += 1;
-        }
+    let mut m = w & v.mask();
+    while m != 0 {
+        set[n] = m & m.wrapping_neg();
+        m &= m - 1;
+        n += 1;
     }
-    // Clear `n - keep` of the `n` set bits, chosen uniformly (a partial Fisher-Yates shuffle).
+    // Clear `n - keep` of the `n` set bits, chosen uniformly (a partial Fisher-Yates shuffle;
+    // each pick is 3 random bits, redrawn while not below the bits left: at most 8 / 6 draws
+    // on average for the first pick, whose 3 bits cost a shift rather than a generator step).
     let mut left = n;
     while left as u32 > keep {
-        let j = (bits.unit_f64() * left as f64) as usize;
-        w &= !set[j.min(left - 1)];
-        set[j.min(left - 1)] = set[left - 1];
+        let mut j = bits.take3() as usize;
+        while j >= left {
+            j = bits.take3() as usize;
+        }
+        w &= !set[j];
+        set[j] = set[left - 1];
         left -= 1;
     }
     w
@@ -252,8 +256,8 @@ mod tests {
         assert!(
             (UNIT[0] - (1.0 + 8.0 / 7.0 + 8.0 / 6.0 + 8.0 / 5.0 + 2.0 + 8.0 / 3.0)).abs() < 1e-12
         );
+        assert!((UNIT[1] - (UNIT[0] - 1.0)).abs() < 1e-12);
         assert!((UNIT[2] - 7.6).abs() < 1e-12);
-        assert!(UNIT[0] > UNIT[1] && UNIT[1] > UNIT[2]);
     }
 
     #[test]
