@@ -28,6 +28,14 @@ pub trait Linear: Algorithm + Clone {
     /// cells (its column of `A`): how the sketch would answer from recovered counters.
     fn point(&self, t: &[f64], cells: &[u32]) -> f64;
 
+    /// Whether the counter matrix has useful low-rank structure, i.e. whether the recovery keeps
+    /// its nuclear-norm term by default. Section 5.3 and Figure 5: Count-Min (a few rows of
+    /// thousands of counters) shows no low-rank approximation, its nuclear norm "is nearly a
+    /// constant, so we can discard the term"; RevSketch, Deltoid and TwoLevel do.
+    fn low_rank(&self) -> bool {
+        true
+    }
+
     fn counters(&self) -> Vec<f64> {
         let mut v = Vec::new();
         self.counters_into(&mut v);
@@ -48,6 +56,10 @@ impl Linear for sketch::CountMin {
 
     fn row_mass(&self) -> Vec<Option<f64>> {
         vec![Some(1.0); self.matrix().rows()]
+    }
+
+    fn low_rank(&self) -> bool {
+        false
     }
 
     /// The minimum over the rows (Count-Min's point query).
