@@ -163,8 +163,7 @@ fn a_full_table_keeps_the_largest_flows() {
         }
         // A threshold below the smallest evicted flow: the answer says what it lost.
         let c = a.caveats(algo::Task::HeavyHitters, Some(1), keys.len() as u64);
-        assert_eq!(c.len(), 1);
-        assert_eq!(c[0].parameter, "wsaf_entries");
+        assert!(c.iter().any(|c| c.parameter == "wsaf_entries"), "{c:?}");
     }
 }
 
@@ -266,6 +265,18 @@ fn zipf_trace_against_exact_truth() {
             big.len()
         );
         assert!(f1 >= 0.9, "two {two}: F1 {f1}");
+        // The answers say when a threshold is too small for the regulator: below what it holds
+        // of a flow (two layers: about 105 packets), or where counts spread too much for the
+        // flows near it; not at 500 with one layer (a spread of 4%).
+        let hh = algo::Task::HeavyHitters;
+        let total = keys.len() as u64;
+        let small = a.caveats(hh, Some(50), total);
+        if two {
+            assert_eq!(small.len(), 1, "{small:?}");
+            assert_eq!(small[0].parameter, "threshold");
+        } else {
+            assert!(a.caveats(hh, Some(t), total).is_empty());
+        }
         assert!(recall >= 0.95, "two {two}: recall {recall}");
         let bound = 0.8 * renewal_sd(two, 1000);
         assert!(are <= bound, "two {two}: ARE {are} > {bound}");

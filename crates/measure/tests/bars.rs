@@ -168,6 +168,8 @@ bars!(
     hyperloglog,
     bloom_spreader,
     ewma_change,
+    instameasure,
+    rcc,
 );
 
 /// A run of `algo` with `params` (TOML) answering `task` on trace `i`: its report.
