@@ -1,1 +1,153 @@
-fn main() {}
+//! Criterion benches of issue 15's two performance targets:
+//!
+//! - `fast_path/*`: one update of the fast path per packet (target <= 20 ns; paper section 7.5:
+//!   47 cycles), SketchVisor and Misra-Gries at the default 8 KB, over the overflow of a
+//!   generated Zipf(1.1) trace of IPv4 five-tuples in bytes (what a fast path sees: the packets
+//!   the FIFO model sends it with the normal path at 70% of the offered rate), and over the whole
+//!   trace (every packet, a harder stream: more distinct flows per packet).
+//! - `recover/cm_4x65536_128_hosts`: the recovery of a 128-host merge of Count-Min 4 x 65536
+//!   (target < 5 s on one core): a 2.56 M-packet trace partitioned by flow over 128 hosts, each
+//!   with its FIFO at 70% and an 8 KB fast path; the merged sketch and summary are built once,
+//!   the bench times `visor::recover` (columns of A by probing, then the solver).
+//!
+//! Run: `CARGO_TARGET_DIR=... cargo bench -p visor --bench visor`.
+
+use algo::Algorithm;
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use gen::{Generator, Order, Size, Spec};
+use key::{FlowKey, KeyKind};
+use sketch::{CountMin, CountMinConfig};
+use visor::{FastPath, FastTable, Fifo, Method, MgFastPath, Options, Path, Summary};
+
+fn trace(packets: u64, flows: u64, seed: u64) -> Generator {
+    Generator::new(&Spec {
+        packets,
+        flows,
+        skew: 1.1,
+        seed,
+        size: Size::Mix,
+        order: Order::Bursty,
+        rate_pps: 1e6,
+        ..Spec::default()
+    })
+    .unwrap()
+}
+
+fn fast_path(c: &mut Criterion) {
+    let g = trace(2_000_000, 100_000, 1);
+    let mut fifo = Fifo::new(0.7, 1024, 1.0).unwrap();
+    let (mut all, mut overflow) = (Vec::new(), Vec::new());
+    g.for_each(|p| {
+        let k = p.tuple.key(KeyKind::FiveTuple);
+        let w = u64::from(p.wire_len);
+        all.push((k, w));
+        if fifo.offer_at(p.ts_ns, w) == Path::Fast {
+            overflow.push((k, w));
+        }
+    });
+    let mut grp = c.benchmark_group("fast_path");
+    for (name, stream) in [("overflow", &overflow), ("all", &all)] {
+        grp.throughput(Throughput::Elements(stream.len() as u64));
+        grp.bench_function(format!("sketchvisor/{name}"), |b| {
+            b.iter_batched_ref(
+                || FastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap(),
+                |f| {
+                    for (k, w) in stream.iter() {
+                        f.update(k, *w);
+                    }
+                    black_box(f.total())
+                },
+                BatchSize::LargeInput,
+            )
+        });
+        grp.bench_function(format!("misra_gries/{name}"), |b| {
+            b.iter_batched_ref(
+                || MgFastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap(),
+                |f| {
+                    for (k, w) in stream.iter() {
+                        f.update(k, *w);
+                    }
+                    black_box(f.total())
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    grp.finish();
+}
+
+const HOSTS: usize = 128;
+
+fn merged_128() -> (CountMin, Summary) {
+    let cm = CountMin::new(
+        CountMinConfig {
+            rows: 4,
+            width: 65536,
+            candidates: 1024,
+        },
+        42,
+    )
+    .unwrap();
+    let g = trace(20_000 * HOSTS as u64, 4_000 * HOSTS as u64, 2);
+    let part = key::HashFn::new(99);
+    let mut fifos: Vec<Fifo> = (0..HOSTS)
+        .map(|_| Fifo::new(0.7 / HOSTS as f64, 1024, 1.0).unwrap())
+        .collect();
+    let mut fps: Vec<FastPath> = (0..HOSTS)
+        .map(|h| FastPath::new(visor::DEFAULT_BYTES, 13, h as u64).unwrap())
+        .collect();
+    // Count-Min is linear: the sum of the hosts' normal paths is one sketch fed all their
+    // packets, so one instance stands for the merge.
+    let mut n = cm.clone();
+    g.for_each(|p| {
+        let k: FlowKey = p.tuple.key(KeyKind::FiveTuple);
+        let w = u64::from(p.wire_len);
+        let h = key::reduce(part.hash(&k), HOSTS);
+        match fifos[h].offer_at(p.ts_ns, w) {
+            Path::Normal => n.update(&k, w),
+            Path::Fast => fps[h].update(&k, w),
+        }
+    });
+    let parts: Vec<Summary> = fps.iter().map(|f| f.summary()).collect();
+    (n, Summary::merge(&parts))
+}
+
+fn recovery(c: &mut Criterion) {
+    let (n, sum) = merged_128();
+    let r = visor::recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
+    eprintln!(
+        "128 hosts: {} tracked flows, V {} bytes, {} iterations, converged {}",
+        sum.flows.len(),
+        sum.v,
+        r.iterations,
+        r.converged
+    );
+    let mut grp = c.benchmark_group("recover");
+    grp.sample_size(10);
+    grp.bench_function("cm_4x65536_128_hosts", |b| {
+        b.iter(|| {
+            black_box(
+                visor::recover(&n, &sum, Method::Sketchvisor, &Options::default())
+                    .unwrap()
+                    .iterations,
+            )
+        })
+    });
+    grp.bench_function("cm_4x65536_128_hosts_nuclear", |b| {
+        let o = Options {
+            nuclear: Some(true),
+            ..Options::default()
+        };
+        b.iter(|| {
+            black_box(
+                visor::recover(&n, &sum, Method::Sketchvisor, &o)
+                    .unwrap()
+                    .iterations,
+            )
+        })
+    });
+    grp.finish();
+}
+
+criterion_group!(benches, fast_path, recovery);
+criterion_main!(benches);

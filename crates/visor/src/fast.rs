@@ -21,7 +21,8 @@ use key::{FlowKey, HashFn, KeyMap};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{Probe, Table};
-use crate::thresh::{compute_thresh, DELTA};
+
+pub use crate::sv::FastPath;
 
 /// The paper's fast-path size (section 7.1: "we allocate 8KB memory for the fast path").
 pub const DEFAULT_BYTES: usize = 8 * 1024;
@@ -29,7 +30,7 @@ pub const DEFAULT_BYTES: usize = 8 * 1024;
 /// Per-flow index overhead in the byte budget: two u32 slots (the index is at most half full).
 const INDEX_BYTES: usize = 8;
 
-const SALT: u64 = 0x7669_736f_725f_6670; // "visor_fp"
+pub(crate) const SALT: u64 = 0x7669_736f_725f_6670; // "visor_fp"
 
 /// Which fast path a run uses (`--fast-path none|sketchvisor|misra_gries`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -208,7 +209,11 @@ pub fn build(
     })
 }
 
-fn check_capacity(kind: FastKind, bytes: usize, key_len: usize) -> Result<usize, ConfigError> {
+pub(crate) fn check_capacity(
+    kind: FastKind,
+    bytes: usize,
+    key_len: usize,
+) -> Result<usize, ConfigError> {
     let k = capacity(kind, bytes, key_len);
     // Algorithm 1 needs two values to fit the power law; one flow and the new one are enough.
     if k == 0 || k > u32::MAX as usize / 2 {
@@ -222,188 +227,6 @@ fn check_capacity(kind: FastKind, bytes: usize, key_len: usize) -> Result<usize,
         });
     }
     Ok(k)
-}
-
-/// Counters of one flow of Algorithm 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Erd {
-    /// Weight possibly missed before insertion (`E` when inserted).
-    e: u64,
-    /// Residual.
-    r: u64,
-    /// Decremented since insertion.
-    d: u64,
-}
-
-/// SketchVisor's fast path (Algorithm 1).
-#[derive(Clone, Debug)]
-pub struct FastPath {
-    t: Table<Erd>,
-    v: u64,
-    e: u64,
-    delta: f64,
-    stats: FastStats,
-}
-
-impl FastPath {
-    /// A fast path of `bytes` (k = [`capacity`]) for keys of `key_len` bytes.
-    pub fn new(bytes: usize, key_len: usize, seed: u64) -> Result<FastPath, ConfigError> {
-        let k = check_capacity(FastKind::Sketchvisor, bytes, key_len)?;
-        Ok(FastPath::with_capacity(k, seed))
-    }
-
-    /// A fast path of exactly `k >= 1` flows.
-    pub fn with_capacity(k: usize, seed: u64) -> FastPath {
-        FastPath {
-            t: Table::new(k.max(1), HashFn::new(key::sub_seed(seed, SALT))),
-            v: 0,
-            e: 0,
-            delta: DELTA,
-            stats: FastStats::default(),
-        }
-    }
-
-    /// Algorithm 1's UPDATEBUCKET.
-    #[inline]
-    pub fn update(&mut self, key: &FlowKey, v: u64) {
-        if v == 0 {
-            return;
-        }
-        self.stats.packets += 1;
-        self.v += v; // line 6
-        match self.t.probe(key) {
-            Probe::Hit(i) => self.t.vals[i].r += v, // lines 7-8
-            Probe::Miss(slot) if !self.t.is_full() => {
-                // lines 9-10
-                self.t.insert_at(
-                    slot,
-                    *key,
-                    Erd {
-                        e: self.e,
-                        r: v,
-                        d: 0,
-                    },
-                );
-            }
-            Probe::Miss(_) => self.kick_out(key, v),
-        }
-    }
-
-    /// Lines 12-19: one pass computes the threshold from the k residuals and `v`, decrements
-    /// every residual by it, removes those at or below 0, and inserts the new flow if its
-    /// packet outweighs the threshold.
-    #[cold]
-    #[inline(never)]
-    fn kick_out(&mut self, key: &FlowKey, v: u64) {
-        let (mut a1, mut a2, mut amin) = (v, 0u64, v);
-        for x in &self.t.vals {
-            let r = x.r;
-            if r > a1 {
-                a2 = a1;
-                a1 = r;
-            } else if r > a2 {
-                a2 = r;
-            }
-            amin = amin.min(r);
-        }
-        // k >= 1 residuals plus v: a2 is one of the k+1 values, and amin <= a2 <= a1.
-        let eh = compute_thresh(a1, a2, amin, self.delta);
-        self.stats.kickouts += 1;
-        self.stats.evicted += self.t.retain(|x| {
-            if x.r <= eh {
-                false
-            } else {
-                x.r -= eh;
-                x.d += eh;
-                true
-            }
-        }) as u64;
-        // eh >= amin: either v <= eh (dropped, its weight now counted in E), or the smallest
-        // value was a residual, which the pass removed, so there is room.
-        if v > eh && !self.t.is_full() {
-            self.t.insert(
-                *key,
-                Erd {
-                    e: self.e,
-                    r: v - eh,
-                    d: eh,
-                },
-            );
-        }
-        self.e += eh;
-    }
-
-    /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
-    pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
-        match self.t.probe(key) {
-            Probe::Hit(i) => {
-                let x = self.t.vals[i];
-                Some((x.r + x.d, x.r + x.d + x.e))
-            }
-            Probe::Miss(_) => None,
-        }
-    }
-
-    /// `(key, e, r, d)` of every tracked flow, in table order.
-    pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
-        self.t.iter().map(|(k, x)| (*k, x.e, x.r, x.d))
-    }
-
-    pub fn len(&self) -> usize {
-        self.t.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.t.len() == 0
-    }
-}
-
-impl FastTable for FastPath {
-    fn kind(&self) -> FastKind {
-        FastKind::Sketchvisor
-    }
-    #[inline]
-    fn update(&mut self, key: &FlowKey, w: u64) {
-        FastPath::update(self, key, w);
-    }
-    fn summary(&self) -> Summary {
-        let mut flows: Vec<Tracked> = self
-            .t
-            .iter()
-            .map(|(k, x)| Tracked {
-                key: *k,
-                lo: x.r + x.d,
-                hi: x.r + x.d + x.e,
-            })
-            .collect();
-        flows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        Summary {
-            flows,
-            v: self.v,
-            e: self.e,
-        }
-    }
-    fn total(&self) -> u64 {
-        self.v
-    }
-    fn decremented(&self) -> u64 {
-        self.e
-    }
-    fn stats(&self) -> FastStats {
-        self.stats
-    }
-    fn capacity(&self) -> usize {
-        self.t.cap()
-    }
-    fn reset(&mut self) {
-        self.t.clear();
-        self.v = 0;
-        self.e = 0;
-        self.stats = FastStats::default();
-    }
-    fn memory_bytes(&self) -> usize {
-        self.t.memory_bytes()
-    }
 }
 
 /// Misra-Gries as a fast path (MGFastPath): one counter per flow; a new flow arriving at a
@@ -532,9 +355,231 @@ impl FastTable for MgFastPath {
     }
 }
 
+/// Algorithm 1 written as the paper states it (a pass over the table decrements every residual),
+/// the reference [`crate::sv::FastPath`] is tested against: same summaries, statistics and `E`
+/// after every update.
+#[cfg(test)]
+#[allow(dead_code)]
+pub(crate) mod reference {
+    use super::*;
+    use crate::thresh::{compute_thresh, DELTA};
+
+    /// Counters of one flow of Algorithm 1.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    struct Erd {
+        /// Weight possibly missed before insertion (`E` when inserted).
+        e: u64,
+        /// Residual.
+        r: u64,
+        /// Decremented since insertion.
+        d: u64,
+    }
+
+    /// SketchVisor's fast path (Algorithm 1).
+    #[derive(Clone, Debug)]
+    pub(crate) struct RefFastPath {
+        t: Table<Erd>,
+        v: u64,
+        e: u64,
+        delta: f64,
+        stats: FastStats,
+    }
+
+    impl RefFastPath {
+        /// A fast path of `bytes` (k = [`capacity`]) for keys of `key_len` bytes.
+        pub fn new(bytes: usize, key_len: usize, seed: u64) -> Result<RefFastPath, ConfigError> {
+            let k = check_capacity(FastKind::Sketchvisor, bytes, key_len)?;
+            Ok(RefFastPath::with_capacity(k, seed))
+        }
+
+        /// A fast path of exactly `k >= 1` flows.
+        pub fn with_capacity(k: usize, seed: u64) -> RefFastPath {
+            RefFastPath {
+                t: Table::new(k.max(1), HashFn::new(key::sub_seed(seed, SALT))),
+                v: 0,
+                e: 0,
+                delta: DELTA,
+                stats: FastStats::default(),
+            }
+        }
+
+        /// Algorithm 1's UPDATEBUCKET.
+        #[inline]
+        pub fn update(&mut self, key: &FlowKey, v: u64) {
+            if v == 0 {
+                return;
+            }
+            self.stats.packets += 1;
+            self.v += v; // line 6
+            match self.t.probe(key) {
+                Probe::Hit(i) => self.t.vals[i].r += v, // lines 7-8
+                Probe::Miss(slot) if !self.t.is_full() => {
+                    // lines 9-10
+                    self.t.insert_at(
+                        slot,
+                        *key,
+                        Erd {
+                            e: self.e,
+                            r: v,
+                            d: 0,
+                        },
+                    );
+                }
+                Probe::Miss(_) => self.kick_out(key, v),
+            }
+        }
+
+        /// Lines 12-19: one pass computes the threshold from the k residuals and `v`, decrements
+        /// every residual by it, removes those at or below 0, and inserts the new flow if its
+        /// packet outweighs the threshold.
+        #[cold]
+        #[inline(never)]
+        fn kick_out(&mut self, key: &FlowKey, v: u64) {
+            let (mut a1, mut a2, mut amin) = (v, 0u64, v);
+            for x in &self.t.vals {
+                let r = x.r;
+                if r > a1 {
+                    a2 = a1;
+                    a1 = r;
+                } else if r > a2 {
+                    a2 = r;
+                }
+                amin = amin.min(r);
+            }
+            // k >= 1 residuals plus v: a2 is one of the k+1 values, and amin <= a2 <= a1.
+            let eh = compute_thresh(a1, a2, amin, self.delta);
+            self.stats.kickouts += 1;
+            self.stats.evicted += self.t.retain(|x| {
+                if x.r <= eh {
+                    false
+                } else {
+                    x.r -= eh;
+                    x.d += eh;
+                    true
+                }
+            }) as u64;
+            // eh >= amin: either v <= eh (dropped, its weight now counted in E), or the smallest
+            // value was a residual, which the pass removed, so there is room.
+            if v > eh && !self.t.is_full() {
+                self.t.insert(
+                    *key,
+                    Erd {
+                        e: self.e,
+                        r: v - eh,
+                        d: eh,
+                    },
+                );
+            }
+            self.e += eh;
+        }
+
+        /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
+        pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
+            match self.t.probe(key) {
+                Probe::Hit(i) => {
+                    let x = self.t.vals[i];
+                    Some((x.r + x.d, x.r + x.d + x.e))
+                }
+                Probe::Miss(_) => None,
+            }
+        }
+
+        /// `(key, e, r, d)` of every tracked flow, in table order.
+        pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
+            self.t.iter().map(|(k, x)| (*k, x.e, x.r, x.d))
+        }
+
+        pub fn len(&self) -> usize {
+            self.t.len()
+        }
+
+        pub fn is_empty(&self) -> bool {
+            self.t.len() == 0
+        }
+    }
+
+    impl FastTable for RefFastPath {
+        fn kind(&self) -> FastKind {
+            FastKind::Sketchvisor
+        }
+        #[inline]
+        fn update(&mut self, key: &FlowKey, w: u64) {
+            RefFastPath::update(self, key, w);
+        }
+        fn summary(&self) -> Summary {
+            let mut flows: Vec<Tracked> = self
+                .t
+                .iter()
+                .map(|(k, x)| Tracked {
+                    key: *k,
+                    lo: x.r + x.d,
+                    hi: x.r + x.d + x.e,
+                })
+                .collect();
+            flows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+            Summary {
+                flows,
+                v: self.v,
+                e: self.e,
+            }
+        }
+        fn total(&self) -> u64 {
+            self.v
+        }
+        fn decremented(&self) -> u64 {
+            self.e
+        }
+        fn stats(&self) -> FastStats {
+            self.stats
+        }
+        fn capacity(&self) -> usize {
+            self.t.cap()
+        }
+        fn reset(&mut self) {
+            self.t.clear();
+            self.v = 0;
+            self.e = 0;
+            self.stats = FastStats::default();
+        }
+        fn memory_bytes(&self) -> usize {
+            self.t.memory_bytes()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed),
+            cases: 512,
+            ..ProptestConfig::default()
+        })]
+
+        /// The heap-and-offset implementation is Algorithm 1: after every update its summary,
+        /// `E` and statistics equal those of the literal one.
+        #[test]
+        fn fast_path_equals_the_literal_algorithm(
+            k in 1usize..20,
+            pkts in proptest::collection::vec((0u32..60, 1u64..1600, any::<bool>()), 0..400),
+        ) {
+            let mut a = FastPath::with_capacity(k, 3);
+            let mut b = reference::RefFastPath::with_capacity(k, 3);
+            for &(f, w, unit) in &pkts {
+                let key = FlowKey::from_u32(f % (1 + f / 3));
+                let w = if unit { 1 } else { w };
+                a.update(&key, w);
+                b.update(&key, w);
+                prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                prop_assert_eq!(a.stats(), FastTable::stats(&b));
+                prop_assert_eq!(a.decremented(), FastTable::decremented(&b));
+                prop_assert_eq!(a.bounds(&key), b.bounds(&key));
+            }
+        }
+    }
 
     fn k(i: u32) -> FlowKey {
         FlowKey::from_u32(i)

@@ -23,6 +23,7 @@ pub mod fifo;
 mod index;
 pub mod linear;
 pub mod recover;
+mod sv;
 pub mod thresh;
 
 pub use fast::{

@@ -34,12 +34,31 @@ pub const DELTA: f64 = 0.05;
 /// grows with slope 1 (and for `a2 < 2`, `e <= 2 * u^c <= u + 1`). So a pass never kicks the
 /// largest flow out unless all k+1 values are equal.
 pub fn compute_thresh(a1: u64, a2: u64, amin: u64, delta: f64) -> u64 {
+    thresh_with(a1, a2, amin, exponent(delta))
+}
+
+/// `c = log2(1 / (1 - delta))`, the exponent of `b` (computed once per fast path).
+pub fn exponent(delta: f64) -> f64 {
+    -libm::log2(1.0 - delta)
+}
+
+/// [`compute_thresh`] with `c` = [`exponent`]`(delta)`.
+///
+/// `libm`'s pure-Rust `pow`, not the platform's: the threshold is floored to an integer, so a
+/// last-bit difference between two C libraries could change the fast path's state, and the
+/// project's output must not depend on the machine. When `amin * c * (b - 1) < 1` the floor is
+/// `amin` whatever the rounding (`b^c <= 1 + c (b - 1)` for `0 < c < 1`, Bernoulli), and the
+/// `pow` is skipped: the common case of packet counts.
+#[inline]
+pub fn thresh_with(a1: u64, a2: u64, amin: u64, c: f64) -> u64 {
     debug_assert!(a1 >= a2 && a2 >= amin);
-    let c = -(1.0 - delta).log2();
     let num = a1.saturating_sub(1).max(1) as f64;
     let den = a2.saturating_sub(1).max(1) as f64;
     let b = (num / den).max(1.0);
-    let e = (amin as f64 * b.powf(c)).floor();
+    if amin as f64 * c * (b - 1.0) < 1.0 {
+        return amin;
+    }
+    let e = (amin as f64 * libm::pow(b, c)).floor();
     // `as u64` saturates; the max guards the rounding of b^c = 1.
     (e as u64).max(amin)
 }
@@ -64,6 +83,7 @@ mod tests {
             let theta = 0.5f64.ln() / b.ln();
             assert!(theta < 0.0);
             let want = (amin as f64 * (1.0 - DELTA).powf(1.0 / theta)).floor() as u64;
+            assert_eq!(thresh_with(a1, a2, amin, exponent(DELTA)), want);
             assert_eq!(
                 compute_thresh(a1, a2, amin, DELTA),
                 want,
