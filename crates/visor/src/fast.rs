@@ -125,7 +125,7 @@ impl Summary {
             .into_iter()
             .map(|(key, (lo, hi))| Tracked { key, lo, hi })
             .collect();
-        flows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        flows.sort_unstable_by_key(|t| t.key);
         Summary { flows, v, e }
     }
 
@@ -325,7 +325,7 @@ impl FastTable for MgFastPath {
                 hi: c + self.d,
             })
             .collect();
-        flows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        flows.sort_unstable_by_key(|t| t.key);
         Summary {
             flows,
             v: self.v,
@@ -516,7 +516,7 @@ pub(crate) mod reference {
                     hi: x.r + x.d + x.e,
                 })
                 .collect();
-            flows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+            flows.sort_unstable_by_key(|t| t.key);
             Summary {
                 flows,
                 v: self.v,

@@ -351,7 +351,7 @@ impl FastTable for FastPath {
                 }
             })
             .collect();
-        flows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+        flows.sort_unstable_by_key(|t| t.key);
         Summary {
             flows,
             v: self.v,
