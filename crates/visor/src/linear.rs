@@ -72,6 +72,37 @@ impl Linear for sketch::CountMin {
     }
 }
 
+/// MRAC (ALGORITHMS.md 8; SketchVisor 7.1: one array of 4000 counters): one counter per flow.
+/// With one array every flow adds its weight to the only row (`c = 1`); with several, a flow
+/// goes to one array chosen by its hash (multi-resolution sampling), so the rows have no mass
+/// constant and the recovery's `V` constraint does not apply to them.
+impl Linear for sketch::Mrac {
+    fn shape(&self) -> (usize, usize) {
+        let c = self.config();
+        (c.arrays, c.width)
+    }
+
+    fn counters_into(&self, out: &mut Vec<f64>) {
+        out.clear();
+        out.extend(self.counters().iter().map(|&c| f64::from(c)));
+    }
+
+    fn row_mass(&self) -> Vec<Option<f64>> {
+        let a = self.config().arrays;
+        vec![(a == 1).then_some(1.0); a]
+    }
+
+    /// MRAC's cells are not queried per flow (it answers the size distribution from all of
+    /// them); the flow's counter is what it holds for the flow.
+    fn point(&self, t: &[f64], cells: &[u32]) -> f64 {
+        cells
+            .first()
+            .and_then(|&c| t.get(c as usize))
+            .copied()
+            .unwrap_or(0.0)
+    }
+}
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ColumnError {
     #[error("flow {key}: touches {got} cells of row {row}, the sketch's row mass says {want}")]

@@ -180,3 +180,58 @@ fn count_min_four_hosts() {
     assert!(sv.matrix < none.matrix / 5.0);
     assert!(sv.hh_are < none.hh_are / 100.0);
 }
+
+/// MRAC as SketchVisor sized it (section 7.1: one array of 4000 counters), one host, about 30%
+/// of packets to the fast path: the recovered counters against Ideal's.
+#[test]
+fn mrac_one_host() {
+    use sketch::{Mrac, MracConfig};
+    let mk = || {
+        Mrac::new(
+            MracConfig {
+                arrays: 1,
+                width: 4000,
+                ..MracConfig::default()
+            },
+            42,
+        )
+        .unwrap()
+    };
+    let g = Generator::new(&Spec {
+        packets: 400_000,
+        flows: 40_000,
+        skew: 1.1,
+        seed: 7,
+        size: Size::Mix,
+        order: Order::Shuffled,
+        rate_pps: 1e6,
+        ..Spec::default()
+    })
+    .unwrap();
+    let mut fifo = Fifo::new(0.7, 64, 1.0).unwrap();
+    let (mut normal, mut ideal) = (mk(), mk());
+    let mut fast = FastPath::new(DEFAULT_BYTES, 13, 0).unwrap();
+    g.for_each(|p| {
+        let k = p.tuple.key(KeyKind::FiveTuple);
+        let w = u64::from(p.wire_len);
+        ideal.update(&k, w);
+        match fifo.offer_at(p.ts_ns, w) {
+            Path::Normal => normal.update(&k, w),
+            Path::Fast => fast.update(&k, w),
+        }
+    });
+    let sum = fast.summary();
+    let ideal = Linear::counters(&ideal);
+    let err: Vec<f64> = Method::ALL
+        .iter()
+        .map(|&m| {
+            recover(&normal, &sum, m, &Options::default())
+                .unwrap()
+                .error_against(&ideal)
+        })
+        .collect();
+    eprintln!("mrac 1 x 4000 counters: none/lower/upper/sketchvisor {err:.4?}");
+    let [none, lower, upper, sv] = [err[0], err[1], err[2], err[3]];
+    assert!(sv <= lower && sv <= upper);
+    assert!(sv < none / 5.0);
+}
