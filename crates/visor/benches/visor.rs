@@ -45,6 +45,20 @@ fn fast_path(c: &mut Criterion) {
             overflow.push((k, w));
         }
     });
+    for (name, stream) in [("overflow", &overflow), ("all", &all)] {
+        let mut f = FastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap();
+        let mut m = MgFastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap();
+        for (k, w) in stream.iter() {
+            f.update(k, *w);
+            m.update(k, *w);
+        }
+        eprintln!(
+            "{name}: {} packets; kick-outs SketchVisor {:?}, Misra-Gries {:?}",
+            stream.len(),
+            f.stats(),
+            m.stats()
+        );
+    }
     let mut grp = c.benchmark_group("fast_path");
     for (name, stream) in [("overflow", &overflow), ("all", &all)] {
         grp.throughput(Throughput::Elements(stream.len() as u64));
