@@ -7,6 +7,8 @@
 //! - [`fast`]: the fast path, Algorithm 1 (section 4.2, COMPUTETHRESH of appendix A in
 //!   [`thresh`]), and the Misra-Gries baseline (MGFastPath); a host's [`Summary`] (tracked flows
 //!   with Lemma 4.1's bounds, `V`, `E`) and the merge of several hosts' summaries.
+//! - [`plane`]: one worker's data plane, the FIFO model and one fast path per key kind, with
+//!   its serde configuration ([`VisorConfig`]), as the runner drives it.
 //! - [`recover`]: NoRecovery, LowerRecovery, UpperRecovery and the compressive-sensing
 //!   recovery (section 5; the solver of `../shared/RECOVERY.md`) of a [`Linear`] sketch
 //!   ([`linear`]: Count-Min so far).
@@ -22,6 +24,7 @@ pub mod fast;
 pub mod fifo;
 mod index;
 pub mod linear;
+pub mod plane;
 pub mod recover;
 mod sv;
 pub mod thresh;
@@ -32,4 +35,5 @@ pub use fast::{
 };
 pub use fifo::{Fifo, FifoError, Path, PathCounts};
 pub use linear::{columns, Linear};
+pub use plane::{DataPlane, EpochPart, PlaneError, VisorConfig};
 pub use recover::{inject, recover, rel_error, Bound, Method, Options, RecoverError, Recovered};
