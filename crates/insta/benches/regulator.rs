@@ -94,7 +94,7 @@ fn bench(c: &mut Criterion) {
         ] {
             g.bench_function(format!("algorithm/{label}_{size}"), |b| {
                 b.iter_batched_ref(
-                    || InstaMeasure::new(label, two, cfg.clone(), &ctx).unwrap(),
+                    || InstaMeasure::new(two, cfg.clone(), &ctx).unwrap(),
                     |a| {
                         for (k, w) in keys.chunks(BURST).zip(weights.chunks(BURST)) {
                             a.update_batch_u32(k, w);

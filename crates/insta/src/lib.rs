@@ -53,6 +53,15 @@ pub const NAME_RCC: &str = "rcc";
 /// Distinct sub-seed constant of this crate ("insta").
 const SEED_TAG: u64 = 0x696e_7374_6100_0000;
 
+/// The name of the algorithm with one or two layers.
+fn name_of(two_layers: bool) -> &'static str {
+    if two_layers {
+        NAME
+    } else {
+        NAME_RCC
+    }
+}
+
 const TASKS: &[Task] = &[Task::HeavyHitters, Task::TopK, Task::FlowSize];
 
 /// Parameters of `instameasure` and `rcc`.
@@ -134,7 +143,6 @@ impl InstaConfig {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InstaMeasure {
-    name: &'static str,
     cfg: InstaConfig,
     key_len: usize,
     hash: HashFn,
@@ -153,16 +161,14 @@ pub struct InstaMeasure {
 impl InstaMeasure {
     /// `instameasure` (`two_layers`) or `rcc`, for keys of up to `ctx.key_len` bytes.
     pub fn new(
-        name: &'static str,
         two_layers: bool,
         cfg: InstaConfig,
         ctx: &BuildCtx,
     ) -> Result<InstaMeasure, ConfigError> {
-        cfg.validate(name)?;
+        cfg.validate(name_of(two_layers))?;
         let key_len = ctx.key_len.min(key::MAX_KEY_LEN);
         let bits_seed = key::sub_seed(ctx.seed, SEED_TAG + 1);
         Ok(InstaMeasure {
-            name,
             key_len,
             hash: HashFn::new(key::sub_seed(ctx.seed, SEED_TAG)),
             bits_seed,
@@ -366,7 +372,7 @@ impl InstaMeasure {
 
 impl Algorithm for InstaMeasure {
     fn name(&self) -> &'static str {
-        self.name
+        name_of(self.two_layers())
     }
 
     fn tasks(&self) -> &'static [Task] {
@@ -477,7 +483,7 @@ impl Algorithm for InstaMeasure {
     /// layers, key length and seeds.
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o: &InstaMeasure| {
-            o.name == self.name
+            o.two_layers() == self.two_layers()
                 && o.cfg == self.cfg
                 && o.key_len == self.key_len
                 && o.hash == self.hash
@@ -492,7 +498,7 @@ impl Algorithm for InstaMeasure {
         }
         let offset = self.shards.len();
         if offset + o.shards.len() > usize::from(u16::MAX) + 1 {
-            return Err(MergeError::Mismatch(self.name));
+            return Err(MergeError::Mismatch(self.name()));
         }
         self.shards.extend(o.shards.iter().cloned());
         for (k, s) in o.wsaf.iter() {
@@ -575,7 +581,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
-    build: |p, ctx| algo::build_with(NAME, p, |c| InstaMeasure::new(NAME, true, c, ctx)),
+    build: |p, ctx| algo::build_with(NAME, p, |c| InstaMeasure::new(true, c, ctx)),
     memory: |p, ctx| memory(NAME, true, p, ctx),
     defaults: algo::defaults_of::<InstaConfig>,
     flow_size_only: "",
@@ -587,9 +593,68 @@ pub const ENTRY_RCC: algo::Entry = algo::Entry {
     name: NAME_RCC,
     tasks: TASKS,
     fit: algo::KeyFit::AtMost,
-    build: |p, ctx| algo::build_with(NAME_RCC, p, |c| InstaMeasure::new(NAME_RCC, false, c, ctx)),
+    build: |p, ctx| algo::build_with(NAME_RCC, p, |c| InstaMeasure::new(false, c, ctx)),
     memory: |p, ctx| memory(NAME_RCC, false, p, ctx),
     defaults: algo::defaults_of::<InstaConfig>,
     flow_size_only: "",
     resets_to_empty: true,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Vec<u32> {
+        testkit::zipf_u32(200_000, 20_000, 1.1, 21)
+    }
+
+    /// The u32 path leaves the state of the `FlowKey` path (the trait's contract).
+    #[test]
+    fn u32_and_key_paths_leave_the_same_state() {
+        for two in [true, false] {
+            let ks = keys();
+            let ws = vec![1u64; ks.len()];
+            let flow: Vec<FlowKey> = ks.iter().map(|&k| FlowKey::from_u32(k)).collect();
+            let ctx = BuildCtx::default();
+            let mut a = InstaMeasure::new(two, InstaConfig::default(), &ctx).unwrap();
+            let mut b = a.clone();
+            a.update_batch_u32(&ks, &ws);
+            b.update_batch(&flow, &ws);
+            assert!(a.emits() > 0);
+            assert_eq!(a, b);
+        }
+    }
+
+    /// A snapshot (serde) restores the instance: equal state, and the same state after the same
+    /// further updates (the generator's position is part of it).
+    #[test]
+    fn snapshots_restore_the_state_and_the_generator() {
+        let ks = keys();
+        let ws = vec![1u64; ks.len()];
+        let (first, rest) = ks.split_at(ks.len() / 2);
+        let mut a = InstaMeasure::new(true, InstaConfig::default(), &BuildCtx::default()).unwrap();
+        a.update_batch_u32(first, &ws[..first.len()]);
+        let json = serde_json::to_string(&a).unwrap();
+        let mut b: InstaMeasure = serde_json::from_str(&json).unwrap();
+        assert_eq!(a, b);
+        a.update_batch_u32(rest, &ws[..rest.len()]);
+        b.update_batch_u32(rest, &ws[..rest.len()]);
+        assert_eq!(a, b);
+    }
+
+    /// `reset` returns to the built state (the entry says `resets_to_empty`).
+    #[test]
+    fn reset_returns_to_the_built_state() {
+        let ctx = BuildCtx::default();
+        let built = InstaMeasure::new(true, InstaConfig::default(), &ctx).unwrap();
+        let mut a = built.clone();
+        let other = built.clone();
+        a.update_batch_u32(&keys(), &vec![1; 200_000]);
+        let mut o = other.clone();
+        o.update_batch_u32(&keys()[..1000], &[1; 1000]);
+        a.merge(&o).unwrap();
+        assert!(a.memory_bytes() > built.memory_bytes());
+        a.reset();
+        assert_eq!(a, built);
+    }
+}

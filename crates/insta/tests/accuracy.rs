@@ -9,12 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 
 fn build(two_layers: bool, cfg: InstaConfig) -> InstaMeasure {
-    let name = if two_layers {
-        insta::NAME
-    } else {
-        insta::NAME_RCC
-    };
-    InstaMeasure::new(name, two_layers, cfg, &BuildCtx::default()).unwrap()
+    InstaMeasure::new(two_layers, cfg, &BuildCtx::default()).unwrap()
 }
 
 fn paper() -> InstaConfig {
