@@ -440,10 +440,28 @@ impl Algorithm for InstaMeasure {
         match task {
             // What the regulator answers for a flow it never saw, against the smallest flow.
             Task::FlowSize => {
+                // The regulator's noise, in packets against the smallest flow in packets (what
+                // `words` changes); then what converting held packets to bytes adds.
                 let per = self.mean_weight();
-                algo::collision_caveat(task, threshold, "words", self.cfg.words, |code| {
-                    self.held(code, None) * per
-                })
+                let unit = threshold.map(|t| ((t as f64 / per).round() as u64).max(1));
+                let mut c = algo::collision_caveat(task, unit, "words", self.cfg.words, |code| {
+                    self.held(code, None)
+                });
+                if per > 1.5 {
+                    c.push(Caveat {
+                        parameter: "weight",
+                        message: format!(
+                            "a flow that never reached the table is answered with the packets \
+                             the regulator holds for it times the epoch's mean weight per packet \
+                             ({per:.0}): the regulator keeps no lengths, so a flow of small \
+                             packets is answered several times its size"
+                        ),
+                        suggestion: "weight = packets for the sizes of small flows (the \
+                                     table's flows carry their own bytes)"
+                            .to_string(),
+                    });
+                }
+                c
             }
             Task::HeavyHitters => match threshold {
                 Some(t) => {
