@@ -160,30 +160,31 @@ pub fn encode(word: &mut u32, v: Vector, bits: &mut Bits) -> Option<usize> {
 }
 
 /// `w` with random set bits of vector `v` cleared until `keep` are left (RCC's recycling).
+/// Clearing `n - keep` uniformly chosen set bits leaves a uniformly chosen `keep`-subset, and
+/// `keep` is at most 2 where `n` is at least 6: drawing the kept bits takes at most 2 picks
+/// instead of at least 4 (recycling was a quarter of the update time when it cleared bits).
 #[cold]
-fn recycle(mut w: u32, v: Vector, keep: u32, bits: &mut Bits) -> u32 {
-    let mut set = [0u32; VECTOR_BITS as usize];
-    let mut n = 0;
-    let mut m = w & v.mask();
-    while m != 0 {
-        set[n] = m & m.wrapping_neg();
-        m &= m - 1;
-        n += 1;
-    }
-    // Clear `n - keep` of the `n` set bits, chosen uniformly (a partial Fisher-Yates shuffle;
-    // each pick is 3 random bits, redrawn while not below the bits left: at most 8 / 6 draws
-    // on average for the first pick, whose 3 bits cost a shift rather than a generator step).
-    let mut left = n;
-    while left as u32 > keep {
-        let mut j = bits.take3() as usize;
+fn recycle(w: u32, v: Vector, keep: u32, bits: &mut Bits) -> u32 {
+    let mask = v.mask();
+    let mut pool = w & mask;
+    let mut left = pool.count_ones();
+    let mut kept = 0;
+    for _ in 0..keep.min(left) {
+        // A uniform index below `left` (at most 8): 3 random bits, redrawn while too large.
+        let mut j = bits.take3();
         while j >= left {
-            j = bits.take3() as usize;
+            j = bits.take3();
         }
-        w &= !set[j];
-        set[j] = set[left - 1];
+        let mut p = pool;
+        for _ in 0..j {
+            p &= p - 1;
+        }
+        let b = p & p.wrapping_neg();
+        kept |= b;
+        pool &= !b;
         left -= 1;
     }
-    w
+    (w & !mask) | kept
 }
 
 /// What the vector `v` of `word` holds, in packets (or in saturations of the layer below, for

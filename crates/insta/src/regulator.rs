@@ -22,8 +22,6 @@ pub struct Regulator {
     words: usize,
     lanes: usize,
     cells: Vec<u32>,
-    /// Packets offered since the last reset (an untouched regulator is skipped by merges).
-    offered: u64,
 }
 
 impl Regulator {
@@ -34,7 +32,6 @@ impl Regulator {
             words,
             lanes,
             cells: vec![0; words * lanes],
-            offered: 0,
         }
     }
 
@@ -63,20 +60,21 @@ impl Regulator {
         self.lanes > 1
     }
 
-    pub fn offered(&self) -> u64 {
-        self.offered
-    }
-
     #[inline(always)]
     fn base(&self, h: u64) -> usize {
         key::reduce(h, self.words) * self.lanes
+    }
+
+    /// Prefetch the words of hash `h` (a batch hashes ahead, then offers).
+    #[inline(always)]
+    pub fn prefetch(&self, h: u64) {
+        key::prefetch_at(&self.cells, self.base(h));
     }
 
     /// Offer one packet of the flow with hash `h`: `Some(packets)` when it saturates the last
     /// layer (what to add to the flow table), `None` while the regulator keeps it.
     #[inline(always)]
     pub fn offer(&mut self, h: u64, bits: &mut Bits) -> Option<f64> {
-        self.offered += 1;
         let i = self.base(h);
         let v = Vector::of(h);
         let c1 = rcc::encode(&mut self.cells[i], v, bits)?;
@@ -114,7 +112,6 @@ impl Regulator {
 
     pub fn reset(&mut self) {
         self.cells.fill(0);
-        self.offered = 0;
     }
 }
 
