@@ -555,7 +555,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig {
             rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed),
-            cases: 512,
+            cases: 256,
             ..ProptestConfig::default()
         })]
 
@@ -578,6 +578,29 @@ mod tests {
                 prop_assert_eq!(a.decremented(), FastTable::decremented(&b));
                 prop_assert_eq!(a.bounds(&key), b.bounds(&key));
             }
+        }
+
+        /// The same with deep heaps (k up to 300) and long skewed streams, compared at the end
+        /// and every 97 updates.
+        #[test]
+        fn fast_path_equals_the_literal_algorithm_deep(
+            k in 20usize..300,
+            seed in 0u64..1000,
+            bytes in any::<bool>(),
+        ) {
+            let keys = testkit::zipf_keys(6000, 3000, 1.0, seed);
+            let mut a = FastPath::with_capacity(k, seed);
+            let mut b = reference::RefFastPath::with_capacity(k, seed);
+            for (i, key) in keys.iter().enumerate() {
+                let w = if bytes { 40 + (i as u64 * 7919) % 1460 } else { 1 };
+                a.update(key, w);
+                b.update(key, w);
+                if i % 97 == 0 {
+                    prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                }
+            }
+            prop_assert_eq!(a.summary(), FastTable::summary(&b));
+            prop_assert_eq!(a.stats(), FastTable::stats(&b));
         }
     }
 

@@ -14,8 +14,10 @@
 //!   when a kick-out removes one of them, which needs nearly equal residuals). A flow is kicked
 //!   out when `r <= 0`, i.e. `s <= E`: pop the root while that holds.
 //!
-//! A hit is one probe and a sift-down of the incremented entry (large flows sit at the leaves,
-//! where that costs nothing); a kick-out is O(1) plus O(log k) per removed flow. The index is
+//! A hit is one probe and an addition: the grown entry's sift-down waits for the next kick-out
+//! (the only reader of the minimum), which first sifts down every entry that grew since the last
+//! one, once each, deepest first ([`FastPath::repair`]); large flows sit at the leaves and are
+//! never queued. A kick-out is then O(1) plus O(log k) per removed flow and per grown entry. The index is
 //! linear probing with backward-shift deletion (Knuth 6.4 Algorithm R), so removals leave no
 //! tombstones, with each entry's hash kept so that no key is hashed twice.
 
@@ -38,6 +40,10 @@ pub struct FastPath {
     s: Vec<u64>,
     e: Vec<u64>,
     pos: Vec<u32>,
+    /// Entries whose `s` grew (or that arrived) since the last kick-out, whose place in the heap
+    /// is repaired only when a kick-out needs the minimum (module docs).
+    dirty: Vec<u32>,
+    is_dirty: Vec<bool>,
     /// Unused entry ids.
     free: Vec<u32>,
     /// Min-heap of entry ids by `s`.
@@ -73,6 +79,8 @@ impl FastPath {
             s: vec![0; cap],
             e: vec![0; cap],
             pos: vec![NONE; cap],
+            dirty: Vec::with_capacity(cap),
+            is_dirty: vec![false; cap],
             free: (0..cap as u32).rev().collect(),
             heap: Vec::with_capacity(cap),
             slots: vec![EMPTY; slots],
@@ -125,7 +133,7 @@ impl FastPath {
                 // Lines 7-8: r += v.
                 let id = (self.slots[slot] - 1) as usize;
                 self.s[id] += v;
-                self.sift_down(self.pos[id] as usize);
+                self.mark(id);
                 self.raise_top(id as u32);
             }
             Err(slot) if self.heap.len() < self.cap => {
@@ -136,10 +144,47 @@ impl FastPath {
         }
     }
 
+    /// Defer `id`'s sift-down to the next kick-out: a leaf never needs one.
+    #[inline]
+    fn mark(&mut self, id: usize) {
+        if !self.is_dirty[id] && 2 * (self.pos[id] as usize) + 1 < self.heap.len() {
+            self.is_dirty[id] = true;
+            self.dirty.push(id as u32);
+        }
+    }
+
+    /// Restore the heap order: sift the marked entries down, deepest first. Values only grow
+    /// between kick-outs, so an unmarked entry is still at most everything below it (all of
+    /// it was at least the entry's value before and has only grown), whatever moves under it;
+    /// and when a marked entry is sifted, every marked entry below it has been, so its subtrees
+    /// are heaps, which is all a sift-down needs (Floyd's heap construction, restricted to the
+    /// entries that can violate the order).
+    fn repair(&mut self) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        let mut d = std::mem::take(&mut self.dirty);
+        if d.len() > 1 {
+            d.sort_unstable_by_key(|&id| std::cmp::Reverse(self.pos[id as usize]));
+        }
+        for &id in &d {
+            self.is_dirty[id as usize] = false;
+            // Positions of entries not yet sifted change only inside subtrees already done,
+            // so the order of `d` stays deepest-first.
+            let p = self.pos[id as usize] as usize;
+            if p < self.heap.len() {
+                self.sift_down(p);
+            }
+        }
+        d.clear();
+        self.dirty = d;
+    }
+
     /// Lines 12-19.
     #[cold]
     #[inline(never)]
     fn kick_out(&mut self, key: &FlowKey, h: u64, v: u64) {
+        self.repair();
         let ee = self.big_e;
         let r = |id: u32| self.s[id as usize] - ee;
         // The k + 1 values: the residuals and v. The table is full (k >= 1), so the root and
@@ -191,6 +236,14 @@ impl FastPath {
         self.pos[i] = self.heap.len() as u32;
         self.heap.push(id);
         self.sift_up(self.heap.len() - 1);
+        // Sifting up past a marked (grown) ancestor can leave this entry above a smaller
+        // one: mark it so the next repair sifts it down. With nothing marked the heap is in
+        // order and the sift-up keeps it so (the insertion of a kick-out, right after its
+        // repair).
+        if !self.dirty.is_empty() {
+            self.is_dirty[i] = true;
+            self.dirty.push(id);
+        }
         self.raise_top(id);
     }
 
