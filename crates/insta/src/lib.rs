@@ -28,7 +28,8 @@
 //! Workers. Each worker owns one regulator and one table. `merge` moves the other's table
 //! entries into this table, each remembering which regulator (shard) holds the rest of its flow,
 //! and keeps the other's regulator: a flow in a table is answered exactly as its worker answered
-//! it; a flow in no table is answered by the largest of the regulators' estimates for it (its own
+//! it (while the merged table has room for every entry; the runner's workers own disjoint flows,
+//! so no key is in two tables); a flow in no table is answered by the largest of the regulators' estimates for it (its own
 //! worker's, unless another's noise for its word is larger). Merging into an empty instance is
 //! a copy.
 
