@@ -11,12 +11,13 @@
 //!   its serde configuration ([`VisorConfig`]), as the runner drives it.
 //! - [`recover`]: NoRecovery, LowerRecovery, UpperRecovery and the compressive-sensing
 //!   recovery (section 5; the solver of `../shared/RECOVERY.md`) of a [`Linear`] sketch
-//!   ([`linear`]: Count-Min so far).
+//!   ([`linear`]: Count-Min and MRAC so far).
 //!
 //! Invariants: every packet offered to the FIFO model takes exactly one path and is counted on
 //! it; the fast path never loses weight from `V`; Lemma 4.1's bounds hold for every tracked flow
 //! and every flow above `E` is tracked (tests in `tests/`); the FIFO's decisions are integer
-//! arithmetic on the packets' timestamps, so the same trace splits the same way on any machine.
+//! arithmetic on the packets' timestamps, so the same trace splits the same way on any machine,
+//! and COMPUTETHRESH uses `libm`'s pure-Rust functions, so the fast path's state does too.
 
 #![forbid(unsafe_code)]
 

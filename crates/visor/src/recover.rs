@@ -94,7 +94,7 @@ pub struct Options {
     /// Keep the nuclear-norm term; `None`: as the sketch says ([`Linear::low_rank`]: dropped
     /// for Count-Min, section 5.3). Keeping it costs one small eigendecomposition and two
     /// m x m x n products per iteration. On Count-Min it measured worse (the thresholding
-    /// moves `Y` off the heavy flows' counters: tests/recovery.rs's numbers in the crate docs).
+    /// moves `Y` off the heavy flows' counters; numbers in tests/recovery.rs).
     pub nuclear: Option<bool>,
 }
 

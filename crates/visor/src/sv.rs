@@ -1,4 +1,5 @@
-//! Algorithm 1 with a kick-out in O(log k) per flow removed instead of a pass over the table.
+//! Algorithm 1 with a kick-out in O(log k) per flow removed instead of a pass over the table
+//! (the crate's `FastPath`).
 //!
 //! Two observations give the same state as the paper's pass (tested against the literal
 //! version, `fast::reference`, after every update of random streams):
