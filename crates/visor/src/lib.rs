@@ -9,7 +9,7 @@
 //!   with Lemma 4.1's bounds, `V`, `E`) and the merge of several hosts' summaries.
 //! - [`plane`]: one worker's data plane, the FIFO model and one fast path per key kind, with
 //!   its serde configuration ([`VisorConfig`]), as the runner drives it.
-//! - [`recover`]: NoRecovery, LowerRecovery, UpperRecovery and the compressive-sensing
+//! - [`recover`](mod@recover): NoRecovery, LowerRecovery, UpperRecovery and the compressive-sensing
 //!   recovery (section 5; the solver of `../shared/RECOVERY.md`) of a [`Linear`] sketch
 //!   ([`linear`]: Count-Min and MRAC so far).
 //!
