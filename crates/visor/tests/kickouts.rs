@@ -80,3 +80,53 @@ fn unit_weights_at_equal_k_kick_out_like_misra_gries() {
         assert_eq!(sv.decremented(), mg.decremented());
     }
 }
+
+/// Figure 16b: the relative error of the bounds of the top flows. SketchVisor's three counters
+/// bound a flow by what was decremented before its own insertion (`e`), with the decrements
+/// since counted in the lower bound (`d`); Misra-Gries's one counter by every decrement (`D`).
+/// On the overflow of a Zipf trace (the FIFO model at 70%), at equal memory, for the 25 largest
+/// fast-path flows (all tracked by both): mean `(true - lo) / true` SketchVisor 0.0002,
+/// Misra-Gries 0.228; `(hi - lo) / true` 0.0009 against 0.229. Further down the order
+/// SketchVisor's smaller table (182 flows against 282) tracks fewer of them: 29 of the top 50
+/// against 47, and its `E` (811 KB) is larger than Misra-Gries's `D` (483 KB), so over the top
+/// 100 (an untracked flow bounded by `[0, E]`) its mean gap is the larger, 1.70 against 1.09.
+#[test]
+fn bounds_of_the_top_flows_are_tighter_than_misra_gries() {
+    let spec = Spec {
+        packets: 1_000_000,
+        flows: 100_000,
+        skew: 1.1,
+        seed: 6,
+        size: Size::Mix,
+        order: Order::Bursty,
+        rate_pps: 1e6,
+        ..Spec::default()
+    };
+    let mut fifo = visor::Fifo::new(0.7, 1024, 1.0).unwrap();
+    let mut sv = FastPath::new(DEFAULT_BYTES, 13, 1).unwrap();
+    let mut mg = MgFastPath::new(DEFAULT_BYTES, 13, 1).unwrap();
+    let mut truth = key::KeyMap::default();
+    Generator::new(&spec).unwrap().for_each(|p| {
+        let w = u64::from(p.wire_len);
+        if fifo.offer_at(p.ts_ns, w) == visor::Path::Fast {
+            let k = p.tuple.key(KeyKind::FiveTuple);
+            sv.update(&k, w);
+            mg.update(&k, w);
+            *truth.entry(k).or_insert(0u64) += w;
+        }
+    });
+    let mut top: Vec<(key::FlowKey, u64)> = truth.into_iter().collect();
+    top.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    top.truncate(25);
+    let gap = |s: &visor::Summary| {
+        let mut sum = 0.0;
+        for (k, v) in &top {
+            let t = s.get(k).expect("every top-25 flow is tracked");
+            sum += (t.hi - t.lo) as f64 / *v as f64;
+        }
+        sum / top.len() as f64
+    };
+    let (a, b) = (gap(&sv.summary()), gap(&mg.summary()));
+    eprintln!("mean (hi - lo) / true of the top 25: SketchVisor {a:.4}, Misra-Gries {b:.4}");
+    assert!(a < b / 10.0, "{a} vs {b}");
+}
