@@ -303,6 +303,9 @@ impl InstaMeasure {
     /// the table's flows within one spread of `t` are more than a third of those at or above it,
     /// about a tenth of the answer or more is on the wrong side of `t`.
     fn threshold_caveat(&self, t: f64, k: Option<usize>) -> Vec<Caveat> {
+        if self.updates == 0 {
+            return Vec::new();
+        }
         let two = self.two_layers();
         let per = self.mean_weight();
         let packets = t / per;
