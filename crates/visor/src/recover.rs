@@ -706,6 +706,83 @@ mod tests {
         }
     }
 
+    fn small_cm() -> sketch::CountMin {
+        sketch::CountMin::new(
+            sketch::CountMinConfig {
+                rows: 3,
+                width: 16,
+                candidates: 8,
+            },
+            1,
+        )
+        .unwrap()
+    }
+
+    /// With no tracked flow, all of `V` is untracked traffic: every row of `T^ - N` holds `V`
+    /// (the mass constraint), non-negative, and constraint (1) holds by construction.
+    #[test]
+    fn untracked_mass_lands_in_every_row() {
+        let mut n = small_cm();
+        for i in 0..40u32 {
+            n.update(&FlowKey::from_u32(i), 1 + u64::from(i % 5));
+        }
+        let sum = Summary {
+            flows: vec![],
+            v: 300,
+            e: 10,
+        };
+        let r = recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
+        assert!(r.converged);
+        let nc = n.counters();
+        for row in 0..3 {
+            let add: f64 = (0..16).map(|c| r.t[row * 16 + c] - nc[row * 16 + c]).sum();
+            assert!((add - 300.0).abs() < 0.5, "row {row}: {add}");
+            assert!((0..16).all(|c| r.t[row * 16 + c] >= nc[row * 16 + c] - 1e-9));
+        }
+        // Nothing at all: T = N = 0.
+        let empty = recover(
+            &small_cm(),
+            &Summary::default(),
+            Method::Sketchvisor,
+            &Options::default(),
+        )
+        .unwrap();
+        assert!(empty.t.iter().all(|&x| x == 0.0));
+    }
+
+    /// Tracked flows get x within their bounds, and the rows' added mass is V.
+    #[test]
+    fn x_stays_within_the_bounds_and_rows_sum_to_v() {
+        let n = small_cm();
+        let flows: Vec<crate::Tracked> = (0..6u32)
+            .map(|i| crate::Tracked {
+                key: FlowKey::from_u32(100 + i),
+                lo: 10 * u64::from(i + 1),
+                hi: 10 * u64::from(i + 1) + 7,
+            })
+            .collect();
+        let sum = Summary {
+            flows,
+            v: 400,
+            e: 7,
+        };
+        let r = recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
+        for (x, t) in r.x.iter().zip(&sum.flows) {
+            assert!(
+                *x >= t.lo as f64 - 1e-6 && *x <= t.hi as f64 + 1e-6,
+                "{x} {t:?}"
+            );
+        }
+        for row in 0..3 {
+            let add: f64 = (0..16).map(|c| r.t[row * 16 + c]).sum();
+            assert!((add - 400.0).abs() < 0.5, "row {row}: {add}");
+        }
+        let lower = recover(&n, &sum, Method::Lower, &Options::default()).unwrap();
+        let upper = recover(&n, &sum, Method::Upper, &Options::default()).unwrap();
+        assert_eq!(lower.t.iter().sum::<f64>(), 3.0 * 210.0);
+        assert_eq!(upper.t.iter().sum::<f64>(), 3.0 * 252.0);
+    }
+
     #[test]
     fn rel_error_of_equal_is_zero() {
         assert_eq!(rel_error(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
