@@ -371,6 +371,11 @@ pub fn run(
                 ..cfg.clone()
             };
             let mut runner = Runner::new(cfg, cap.name())?;
+            // A stream's reads may block (a live pipe): its epochs are answered as they close,
+            // on this thread, so each is printed then, not when the next packet arrives.
+            if cap.is_stream() {
+                runner.answer_inline();
+            }
             if let Some(n) = auto {
                 runner.add_note(n);
             }
@@ -393,6 +398,7 @@ pub fn run(
                     match Runner::new(ipv6_cfg.clone(), &name) {
                         Ok(r) => {
                             *runner = r;
+                            runner.answer_inline();
                             runner.add_note(note);
                         }
                         Err(e) => runner.add_note(format!(

@@ -448,7 +448,7 @@ fn algorithms_json_lists_the_catalog_with_defaults() {
     let all = v.as_array().unwrap();
     let json_names: Vec<&str> = all.iter().map(|a| a["name"].as_str().unwrap()).collect();
     assert_eq!(json_names, names);
-    assert_eq!(all.len(), 21);
+    assert_eq!(all.len(), 23);
     let cm = &all[0];
     assert_eq!(cm["name"], "count_min");
     assert_eq!(cm["defaults"]["rows"], 4);

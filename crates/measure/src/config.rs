@@ -125,7 +125,8 @@ pub struct RunConfig {
     /// changers) or a HyperLogLog estimate of its addresses (superspreaders, DDoS).
     #[serde(default = "default_truth")]
     pub truth: bool,
-    /// Test only: this worker panics on its first batch (the failure path's test).
+    /// Test only: this worker panics on its first batch, or with `ANSWERS` the answer thread
+    /// on its first epoch (the failure paths' tests).
     #[doc(hidden)]
     #[serde(skip)]
     pub inject_failure: Option<usize>,

@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+mod answer;
 pub mod config;
 mod evaluate;
 pub mod metrics;
@@ -16,4 +17,4 @@ pub use evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 pub use front::Accel;
 pub use report::{EpochReport, Report, Warning};
 pub use runner::Runner;
-pub use workers::WorkerFailure;
+pub use workers::{WorkerFailure, ANSWERS};

@@ -18,8 +18,8 @@ use front::{Front, Sink};
 use key::{FlowKey, KeyKind, Tuple};
 use truth::{Clock, EpochTruth, Ewma};
 
+use crate::answer::{Answers, Job, Spent, States};
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
-use crate::evaluate::{answer_only, evaluate};
 use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
 use crate::workers::{Pool, WorkerFailure};
 
@@ -28,24 +28,24 @@ pub(crate) struct Instance {
     kind: KeyKind,
     key_len: usize,
     pub(crate) algo: Box<dyn Algorithm>,
-    /// The previous epoch's state, kept only when a heavy-changers task uses this instance.
-    prev: Option<Box<dyn Algorithm>>,
-    wants_prev: bool,
-    /// Its catalog entry's `resets_to_empty`.
-    swap_prev: bool,
+    /// Its catalog entry's `resets_to_empty`: a reset state is as good as a new one, so the
+    /// answer thread's reset spares replace the finished state at an epoch's end.
+    reusable: bool,
+    /// A reset spare from the answer thread, for the next epoch's swap.
+    spare: Option<Box<dyn Algorithm>>,
+    /// States of it made so far, and how many the rotation needs: the one measuring, the one
+    /// being answered, and the previous epoch's where heavy changers keep it. With all made, an
+    /// epoch's end waits for the answer thread to give one back instead of copying another.
+    made: u16,
+    budget: u16,
     /// Which key lengths the algorithm can store (its catalog entry's); keys it cannot are
     /// counted in `skipped`, never silently dropped.
     fit: KeyFit,
     skipped: u64,
-    /// Largest `memory_bytes` seen at an epoch's end: structures that grow with the flows they
-    /// hold (bloom_spreader's per-host counters) are empty again after the reset.
-    peak_memory: usize,
     /// Wall time of its timed batches, clock reads included.
     nanos: u128,
     /// Number of timed batches (each paid the clock's own cost once).
     timed: u64,
-    /// Wall time of its answers at epoch ends (`evaluate::q`: the queries, not the scoring).
-    query_nanos: std::cell::Cell<u128>,
     updates: u64,
     /// Scratch buffers for a filtered batch.
     keys: Vec<FlowKey>,
@@ -60,37 +60,52 @@ impl Instance {
         key_len: usize,
         algo: Box<dyn Algorithm>,
         fit: KeyFit,
-        swap_prev: bool,
+        reusable: bool,
     ) -> Instance {
         Instance {
             name,
             kind,
             key_len,
             algo,
-            prev: None,
-            wants_prev: false,
-            swap_prev,
+            reusable,
+            spare: None,
+            made: 1,
+            budget: 2,
             fit,
             skipped: 0,
-            peak_memory: 0,
             nanos: 0,
             timed: 0,
-            query_nanos: Default::default(),
             updates: 0,
             keys: vec![],
             weights: vec![],
         }
     }
+
+    /// The next epoch's empty state in place of the finished one, which is returned: a spare
+    /// the answer thread reset if there is one, else a reset copy (an algorithm whose reset
+    /// keeps history, as ewma_change's model, always continues from its own state).
+    fn swap_out(&mut self) -> Box<dyn Algorithm> {
+        let next = match self.spare.take() {
+            Some(s) if self.reusable => s,
+            _ => {
+                let mut c = self.algo.clone_box();
+                c.reset();
+                self.made = self.made.saturating_add(1);
+                c
+            }
+        };
+        std::mem::replace(&mut self.algo, next)
+    }
 }
 
-struct Measure {
-    spec: MeasureSpec,
-    kind: KeyKind,
-    instance: usize,
+pub(crate) struct Measure {
+    pub(crate) spec: MeasureSpec,
+    pub(crate) kind: KeyKind,
+    pub(crate) instance: usize,
     /// Heavy changers answered against an EWMA prediction ([`Change::Ewma`]): the exact model
     /// of the same alpha over the true sizes of every past epoch, the truth they are scored
     /// against.
-    ewma: Option<Ewma>,
+    pub(crate) ewma: Option<Ewma>,
 }
 
 /// What measures packets: per key kind a front end (no accelerator, or one aggregator per kind
@@ -134,7 +149,7 @@ impl Plane {
                 .map(|i| {
                     let mut algo = i.algo.clone_box();
                     algo.reset();
-                    Instance::new(i.name.clone(), i.kind, i.key_len, algo, i.fit, i.swap_prev)
+                    Instance::new(i.name.clone(), i.kind, i.key_len, algo, i.fit, i.reusable)
                 })
                 .collect(),
         })
@@ -196,7 +211,6 @@ pub struct Runner {
     clock: Clock,
     kinds: Vec<KeyKind>,
     truth: Vec<EpochTruth>,
-    prev_truth: Vec<Option<EpochTruth>>,
     /// With one worker, what measures; with several, where their merged state is answered from
     /// (and the costs and counters summed at the end).
     plane: Plane,
@@ -208,7 +222,11 @@ pub struct Runner {
     peers: Option<Peers>,
     /// The open epoch is cut short (`interrupt`): the next epoch end marks it partial.
     interrupted: bool,
-    measures: Vec<Measure>,
+    /// The answer thread: epochs are answered there while the next one is measured.
+    answers: Option<Answers>,
+    /// With workers: per instance, reset states from the answer thread for the workers' next
+    /// swap (no copy of a state per epoch).
+    stash: Vec<Vec<Box<dyn Algorithm>>>,
     batch_keys: Vec<Vec<FlowKey>>,
     /// Per kind, the batch's keys as big-endian u32 while every one of them is 4 bytes long
     /// (IPv4 source or destination): such a batch goes to `update_batch_u32`, 4 bytes a key
@@ -418,6 +436,8 @@ impl Runner {
         let mut kinds: Vec<KeyKind> = vec![];
         let mut instances: Vec<Instance> = vec![];
         let mut measures = vec![];
+        // Per instance: heavy changers compare with its previous epoch's state.
+        let mut wants_prev: Vec<bool> = vec![];
         // Measures with the same algorithm, key kind, side and params share one instance; the
         // tasks each instance serves decide whether a Count-Min or count array needs its
         // heavy-hitter candidate set (a probe of the set per update: about 2x the counter
@@ -509,6 +529,7 @@ impl Runner {
                 p.entry.fit,
                 p.entry.resets_to_empty,
             ));
+            wants_prev.push(false);
         }
         for m in &mut measures {
             let spec = &m.spec;
@@ -540,13 +561,13 @@ impl Runner {
                 // Scored against the change the algorithm defines: the previous epoch (its
                 // state then is kept) or its own EWMA prediction (an exact model is kept).
                 match inst.algo.change_basis() {
-                    Change::LastEpoch => inst.wants_prev = true,
+                    Change::LastEpoch => wants_prev[m.instance] = true,
                     Change::Ewma { alpha } => m.ewma = Some(Ewma::new(alpha)),
                 }
             }
         }
         let n = kinds.len();
-        let plane = Plane {
+        let mut plane = Plane {
             kinds: kinds.clone(),
             fronts: fronts_for(&kinds, &cfg)?,
             instances,
@@ -584,7 +605,23 @@ impl Runner {
             .iter()
             .any(|m| matches!(m.task, Task::Superspreaders | Task::Ddos));
         let peers = (!cfg.truth && spreads).then(|| Peers::new(cfg.seed));
+        // States per instance in the rotation: those measuring (one, or one per worker), as
+        // many handed over to be answered, and the previous epoch's for heavy changers.
+        let measuring = cfg.workers as u16;
+        for (i, &w) in plane.instances.iter_mut().zip(&wants_prev) {
+            i.made = measuring;
+            i.budget = 2 * measuring + u16::from(w);
+        }
+        let shape = plane
+            .instances
+            .iter()
+            .zip(wants_prev)
+            .map(|(i, w)| (w, i.reusable))
+            .collect();
+        let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape);
         Ok(Runner {
+            answers: Some(answers),
+            stash: (0..plane.instances.len()).map(|_| vec![]).collect(),
             plane,
             pool,
             failure: None,
@@ -595,10 +632,8 @@ impl Runner {
             batch_weights: Vec::with_capacity(cfg.batch),
             batch_lens: Vec::with_capacity(cfg.batch),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
-            prev_truth: (0..n).map(|_| None).collect(),
             clock,
             kinds,
-            measures,
             epochs: vec![],
             totals: Totals::default(),
             started: Instant::now(),
@@ -690,142 +725,151 @@ impl Runner {
         }
         self.batch_weights.clear();
         self.batch_lens.clear();
+        // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
+        self.collect_answers();
     }
 
-    /// Epoch end of the workers: each hands its instances' state over, and the states of each
-    /// instance merge into the plane's, which the epoch is answered from.
-    fn merge_workers(&mut self) {
-        let (Some(pool), None) = (&mut self.pool, &self.failure) else {
-            return;
-        };
+    /// Epoch end: the finished epoch goes to the answer thread (`crate::answer`) and the packet
+    /// path goes on with empty states. With workers, each flushes and hands its state over to
+    /// the answer thread, which merges them; the reader does not wait for them.
+    fn end_epoch(&mut self) {
+        self.flush();
         let epoch = self.truth[0].index;
-        let handed = match pool.end_epoch() {
-            Ok(s) => s,
-            Err(f) => {
-                self.failure = Some(f.in_epoch(epoch));
-                return;
-            }
-        };
-        let mut per = Vec::with_capacity(handed.len());
-        for h in handed {
-            // The workers' flows are disjoint per kind (a flow lives in one worker): their
-            // union is the epoch's truth.
-            for (t, flows) in self.truth.iter_mut().zip(h.flows) {
-                if t.flows.is_empty() {
-                    t.flows = flows;
-                } else {
-                    t.flows.extend(flows);
-                }
-            }
-            per.push(h.states.into_iter());
+        if self.truth[0].packets == 0 || self.failure.is_some() {
+            return;
         }
-        for inst in &mut self.plane.instances {
-            let mut merged: Option<Box<dyn Algorithm>> = None;
-            for (w, it) in per.iter_mut().enumerate() {
-                let Some(s) = it.next() else { continue };
-                match &mut merged {
-                    None => merged = Some(s),
-                    Some(m) => {
-                        if let Err(e) = m.merge(s.as_ref()) {
-                            self.failure.get_or_insert(WorkerFailure {
-                                worker: w,
-                                epoch,
-                                message: format!("its {} state does not merge: {e}", inst.name),
-                            });
+        let states = match &mut self.pool {
+            Some(pool) => match pool.end_epoch({
+                // The answer thread's reset states, one per worker and instance, for the
+                // workers' swap; a worker given none copies its own (counted in `made`). With
+                // every state of the rotation made, wait for the answer thread instead.
+                let (stash, w) = (&mut self.stash, pool.len());
+                let insts = &mut self.plane.instances;
+                let answers = self.answers.as_ref();
+                for (i, s) in answers.iter().flat_map(|a| a.spares()) {
+                    stash[i].push(s);
+                }
+                for i in 0..insts.len() {
+                    if !insts[i].reusable {
+                        continue;
+                    }
+                    while stash[i].len() < w && insts[i].made >= insts[i].budget {
+                        let Some((j, s)) = answers.and_then(Answers::next_spare) else {
+                            break;
+                        };
+                        stash[j].push(s);
+                    }
+                    let copies = w.saturating_sub(stash[i].len()) as u16;
+                    insts[i].made = insts[i].made.saturating_add(copies);
+                }
+                stash
+            }) {
+                Ok(rx) => States::Workers(rx),
+                Err(f) => {
+                    self.failure = Some(f.in_epoch(epoch));
+                    return;
+                }
+            },
+            None => {
+                self.plane.flush_fronts();
+                let answers = self.answers.as_ref();
+                let insts = &mut self.plane.instances;
+                for (i, s) in answers.iter().flat_map(|a| a.spares()) {
+                    insts[i].spare = Some(s);
+                }
+                for i in 0..insts.len() {
+                    let inst = &insts[i];
+                    if !inst.reusable || inst.spare.is_some() || inst.made < inst.budget {
+                        continue;
+                    }
+                    // Every state of this instance is in use: wait for the answer thread.
+                    while let Some((j, s)) = answers.and_then(Answers::next_spare) {
+                        insts[j].spare = Some(s);
+                        if j == i {
+                            break;
                         }
                     }
                 }
+                States::Ready(
+                    self.plane
+                        .instances
+                        .iter_mut()
+                        .map(Instance::swap_out)
+                        .collect(),
+                )
             }
-            if let Some(m) = merged {
-                inst.algo = m;
+        };
+        let peers = self.peers.as_mut().map(|p| {
+            let est = (p.src.estimate(), p.dst.estimate());
+            p.reset();
+            est
+        });
+        let mut fresh = self
+            .answers
+            .as_ref()
+            .and_then(Answers::truth_tables)
+            .unwrap_or_default()
+            .into_iter();
+        let truth = self
+            .truth
+            .iter_mut()
+            .map(|t| {
+                let next = fresh.next().unwrap_or_default();
+                std::mem::replace(t, next)
+            })
+            .collect();
+        let job = Job {
+            states,
+            truth,
+            partial: self.interrupted,
+            peers,
+        };
+        self.totals.epochs += 1;
+        if self.answers.as_mut().is_none_or(|a| a.send(job).is_err()) {
+            // The answer thread stopped: its failure is among its reports.
+            self.stop_answers();
+        }
+    }
+
+    /// Move the reports the answer thread has finished into `epochs` (a failure into `failure`).
+    fn collect_answers(&mut self) {
+        let Some(a) = &self.answers else { return };
+        for r in a.ready() {
+            match r {
+                Ok(e) => self.epochs.push(e),
+                Err(f) => {
+                    self.failure.get_or_insert(f);
+                }
             }
         }
     }
 
-    fn end_epoch(&mut self) {
-        self.flush();
-        if self.pool.is_some() {
-            self.merge_workers();
-        } else {
-            self.plane.flush_fronts();
-        }
-        if self.truth.first().map_or(0, |t| t.packets) == 0 {
-            return;
-        }
-        let mut tasks = vec![];
-        for m in &self.measures {
-            let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
-            let inst = &self.plane.instances[m.instance];
-            if !self.cfg.truth {
-                let peers = self.peers.as_ref().map(|p| match m.spec.task {
-                    Task::Ddos => p.src.estimate(),
-                    _ => p.dst.estimate(),
-                });
-                tasks.push(answer_only(
-                    &m.spec,
-                    m.kind,
-                    inst.algo.as_ref(),
-                    inst.prev.as_deref(),
-                    self.truth[ki].total(self.cfg.weight),
-                    peers,
-                    self.totals.epochs == 0,
-                    &self.cfg,
-                    &inst.query_nanos,
-                ));
-                continue;
-            }
-            tasks.push(evaluate(
-                &m.spec,
-                m.kind,
-                inst.algo.as_ref(),
-                inst.prev.as_deref(),
-                &self.truth[ki],
-                self.prev_truth[ki].as_ref(),
-                m.ewma.as_ref(),
-                &self.cfg,
-                &inst.query_nanos,
-            ));
-        }
-        if let Some(p) = &mut self.peers {
-            p.reset();
-        }
-        // The epoch is over for the exact EWMA models too (as for the algorithms' reset below).
-        for m in self.measures.iter_mut().filter(|_| self.cfg.truth) {
-            if let Some(model) = &mut m.ewma {
-                let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
-                model.fold(&self.truth[ki], self.cfg.weight);
+    /// Wait for every epoch handed over to be answered; what the answer thread spent.
+    fn stop_answers(&mut self) -> Option<Spent> {
+        let (reports, spent) = self.answers.take()?.finish();
+        for r in reports {
+            match r {
+                Ok(e) => self.epochs.push(e),
+                Err(f) => {
+                    self.failure.get_or_insert(f);
+                }
             }
         }
-        let t0 = &self.truth[0];
-        let kind0 = self.kinds.iter().position(|&k| k == self.cfg.key);
-        self.epochs.push(EpochReport {
-            index: t0.index,
-            packets: t0.packets,
-            bytes: t0.bytes,
-            flows: self
-                .cfg
-                .truth
-                .then(|| kind0.map_or(t0.flows.len(), |i| self.truth[i].flows.len()) as u64),
-            partial: self.interrupted,
-            tasks,
-        });
-        self.totals.epochs += 1;
-        for inst in &mut self.plane.instances {
-            inst.peak_memory = inst.peak_memory.max(inst.algo.memory_bytes());
-            if inst.wants_prev {
-                // The finished epoch becomes `prev`. An algorithm whose reset empties it takes
-                // the older copy's place (reset below): no copy of the whole state per epoch.
-                let next = match inst.prev.take() {
-                    Some(older) if inst.swap_prev => older,
-                    _ => inst.algo.clone_box(),
-                };
-                inst.prev = Some(std::mem::replace(&mut inst.algo, next));
+        match spent {
+            Ok(s) => Some(s),
+            Err(f) => {
+                self.failure.get_or_insert(f.in_epoch(self.truth[0].index));
+                None
             }
-            inst.algo.reset();
         }
-        for (t, p) in self.truth.iter_mut().zip(&mut self.prev_truth) {
-            let idx = t.index;
-            *p = Some(std::mem::replace(t, EpochTruth::new(idx)));
+    }
+
+    /// Answer each epoch on the calling thread as it closes, not on the answer thread: for a
+    /// stream whose reads may block (a live pipe), so that an epoch's report is ready when it
+    /// closes, not when the next packet arrives. Call before the first packet.
+    pub fn answer_inline(&mut self) {
+        if let Some(a) = &mut self.answers {
+            a.inline();
         }
     }
 
@@ -890,15 +934,20 @@ impl Runner {
             None => vec![],
             Some(Ok(p)) => p,
             Some(Err(f)) => {
-                return Err(self
-                    .failure
-                    .take()
-                    .unwrap_or(f.in_epoch(self.truth[0].index)))
+                let epoch = self.truth[0].index;
+                self.failure.get_or_insert(f.in_epoch(epoch));
+                vec![]
             }
         };
+        // Every epoch handed over answered; what the answers cost.
+        let spent = self.stop_answers();
         if let Some(f) = self.failure.take() {
             return Err(f);
         }
+        let spent = spent.unwrap_or(Spent {
+            query_nanos: vec![],
+            peak_memory: vec![],
+        });
         for p in &planes {
             for (mine, theirs) in self.plane.instances.iter_mut().zip(&p.instances) {
                 mine.nanos += theirs.nanos;
@@ -913,7 +962,10 @@ impl Runner {
             .plane
             .instances
             .iter()
-            .map(|i| {
+            .enumerate()
+            .map(|(n, i)| {
+                let query_nanos = spent.query_nanos.get(n).copied().unwrap_or(0);
+                let peak = spent.peak_memory.get(n).copied().unwrap_or(0);
                 // The clock's cost, once per timed batch, is not the algorithm's.
                 let clock = i.timed as f64 * self.clock_ns;
                 let nanos = (i.nanos as f64 - clock).max(0.0);
@@ -924,7 +976,7 @@ impl Runner {
                     algorithm: i.name.clone(),
                     key: i.kind,
                     // Each worker holds its own instance.
-                    memory_bytes: i.peak_memory.max(i.algo.memory_bytes()) * workers,
+                    memory_bytes: peak.max(i.algo.memory_bytes()) * workers,
                     updates: i.updates,
                     seconds: nanos / 1e9,
                     ns_per_packet: ns,
@@ -932,10 +984,8 @@ impl Runner {
                     timed_batches: i.timed,
                     timed_seconds: i.nanos as f64 / 1e9,
                     clock_seconds: clock / 1e9,
-                    query_seconds: i.query_nanos.get() as f64 / 1e9,
-                    query_ms_per_epoch: i.query_nanos.get() as f64
-                        / 1e6
-                        / self.totals.epochs.max(1) as f64,
+                    query_seconds: query_nanos as f64 / 1e9,
+                    query_ms_per_epoch: query_nanos as f64 / 1e6 / self.totals.epochs.max(1) as f64,
                     mpps: if ns > 0.0 { 1e3 / ns } else { 0.0 },
                     skipped: i.skipped,
                 }

@@ -52,9 +52,10 @@ pub(crate) struct Handover {
 enum Msg {
     /// Per key kind, that kind's packets for this worker.
     Batch(Vec<Part>),
-    /// Flush the fronts, hand back a copy of every instance's state (and the epoch's flows),
-    /// reset them.
-    End(Sender<Handover>),
+    /// Flush the fronts, hand every instance's state over (and the epoch's flows) and go on
+    /// with an empty one: the reset spare given for it (the answer thread recycles the states
+    /// it has answered), else a reset copy.
+    End(Sender<Handover>, Vec<Option<Box<dyn Algorithm>>>),
 }
 
 struct Worker {
@@ -73,6 +74,18 @@ pub(crate) struct Pool {
     parts: Vec<Vec<Part>>,
     /// Ground truth is kept by the workers.
     truth: bool,
+}
+
+/// The `worker` of a failure of the answer thread (`crate::answer`), not of a worker (and, as
+/// `RunConfig::inject_failure`, the answer thread's test failure).
+pub const ANSWERS: usize = usize::MAX;
+
+/// A panic's message (a `&str` or `String` payload), else "panicked".
+pub(crate) fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panicked".into())
 }
 
 /// A worker that failed: which one, in which epoch, and what it said.
@@ -99,6 +112,13 @@ impl WorkerFailure {
 
 impl std::fmt::Display for WorkerFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.worker == ANSWERS {
+            return write!(
+                f,
+                "the answer thread failed in epoch {}: {}",
+                self.epoch, self.message
+            );
+        }
         write!(
             f,
             "worker {} failed in epoch {}: {}",
@@ -195,9 +215,15 @@ impl Pool {
             .map_err(|_| WorkerFailure::new(i, "stopped taking packets"))
     }
 
-    /// Epoch end: every worker's instances, flushed and copied (the workers go on with empty
-    /// ones), in worker order.
-    pub(crate) fn end_epoch(&mut self) -> Result<Vec<Handover>, WorkerFailure> {
+    /// Epoch end: every worker is told to flush and hand its instances over (the workers go on
+    /// with empty ones); the hand-overs arrive on the returned receivers, in worker order, for
+    /// whoever answers the epoch (the reader does not wait for them).
+    /// `spares` (per instance, reset states) are handed out, one per instance and worker while
+    /// they last.
+    pub(crate) fn end_epoch(
+        &mut self,
+        spares: &mut [Vec<Box<dyn Algorithm>>],
+    ) -> Result<Vec<Receiver<Handover>>, WorkerFailure> {
         for i in 0..self.workers.len() {
             if self.parts[i].iter().any(|p| !p.keys.is_empty()) {
                 self.send(i)?;
@@ -206,18 +232,12 @@ impl Pool {
         let mut replies = Vec::with_capacity(self.workers.len());
         for (i, w) in self.workers.iter().enumerate() {
             let (tx, rx) = bounded(1);
-            w.tx.send(Msg::End(tx))
+            let given = spares.iter_mut().map(Vec::pop).collect();
+            w.tx.send(Msg::End(tx, given))
                 .map_err(|_| WorkerFailure::new(i, "stopped before the epoch's end"))?;
             replies.push(rx);
         }
-        replies
-            .into_iter()
-            .enumerate()
-            .map(|(i, rx)| {
-                rx.recv()
-                    .map_err(|_| WorkerFailure::new(i, "stopped before handing its epoch over"))
-            })
-            .collect()
+        Ok(replies)
     }
 
     /// Stop the workers; their planes (costs and aggregator counters), in worker order. A worker
@@ -231,12 +251,7 @@ impl Pool {
             match w.handle.join() {
                 Ok(p) => planes.push(p),
                 Err(e) => {
-                    let message = e
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| e.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panicked".into());
-                    failed.get_or_insert(WorkerFailure::new(i, message));
+                    failed.get_or_insert(WorkerFailure::new(i, panic_message(e)));
                 }
             }
         }
@@ -289,15 +304,19 @@ fn work(
                 // The reader takes it back if it has room; else it is dropped.
                 let _ = back.try_send(parts);
             }
-            Msg::End(reply) => {
+            Msg::End(reply, spares) => {
                 plane.flush_fronts();
                 let states = plane
                     .instances
                     .iter_mut()
-                    .map(|i| {
-                        let c = i.algo.clone_box();
-                        i.algo.reset();
-                        c
+                    .zip(spares.into_iter().chain(std::iter::repeat_with(|| None)))
+                    .map(|(i, spare)| match spare {
+                        Some(s) => std::mem::replace(&mut i.algo, s),
+                        None => {
+                            let c = i.algo.clone_box();
+                            i.algo.reset();
+                            c
+                        }
                     })
                     .collect();
                 let fresh = (0..flows.len()).map(|_| KeyMap::default()).collect();

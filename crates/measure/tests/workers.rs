@@ -210,6 +210,69 @@ fn a_failing_worker_is_named_with_its_epoch() {
     );
 }
 
+/// Epochs answered off the packet path (`answer.rs`: on their own thread, the states recycled
+/// as reset spares, to the reader or to the workers) are answered exactly as on the packet path
+/// (`Runner::answer_inline`): every task of the default set and heavy changers by every
+/// algorithm that keeps the previous epoch or its own history, over ten epochs (the rotation of
+/// states goes round several times), with one worker and with two.
+#[test]
+fn answers_off_the_packet_path_equal_answers_inline() {
+    let mut measures = RunConfig::measures_from_lists(&Task::ALL, &[]).unwrap();
+    for algo in ["count_min", "ewma_change", "univmon"] {
+        measures.push(spec(Task::HeavyChangers, algo));
+    }
+    for workers in [1, 2] {
+        let go = |inline: bool| {
+            let cfg = RunConfig {
+                epoch_packets: Some(30_000),
+                measures: measures.clone(),
+                workers,
+                accel: Accel::AggEvict,
+                ..RunConfig::default()
+            };
+            let mut r = Runner::new(cfg, "answers").unwrap();
+            if inline {
+                r.answer_inline();
+            }
+            for p in trace() {
+                r.push(p.ts_ns, &p.tuple, p.wire_len);
+            }
+            r.finish()
+        };
+        let (thread, inline) = (go(false), go(true));
+        assert_eq!(thread.epochs.len(), 10);
+        assert_eq!(answers(&thread), answers(&inline), "{workers} workers");
+        assert_eq!(scores(&thread), scores(&inline), "{workers} workers");
+    }
+}
+
+/// A panic while answering an epoch (off the packet path, `answer.rs`) ends the run with the
+/// answer thread and the epoch named, with one worker and with several: no hang, no lost report
+/// passed off as complete.
+#[test]
+fn a_failing_answer_thread_is_named_with_its_epoch() {
+    for workers in [1, 3] {
+        let cfg = RunConfig {
+            epoch_packets: Some(100_000),
+            measures: vec![spec(Task::HeavyHitters, "count_min")],
+            workers,
+            inject_failure: Some(measure::ANSWERS),
+            ..RunConfig::default()
+        };
+        let mut r = Runner::new(cfg, "failing").unwrap();
+        for p in trace() {
+            r.push(p.ts_ns, &p.tuple, p.wire_len);
+        }
+        let f = r.try_finish().unwrap_err();
+        assert_eq!(f.epoch, 0, "{f}");
+        assert!(
+            f.to_string()
+                .starts_with("the answer thread failed in epoch 0: injected failure"),
+            "{f}"
+        );
+    }
+}
+
 #[test]
 fn worker_counts_outside_1_to_256_are_refused() {
     for workers in [0, 257] {

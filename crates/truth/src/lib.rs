@@ -176,6 +176,17 @@ impl EpochTruth {
         }
     }
 
+    /// This table emptied for epoch `index`, its allocation kept: a table reused epoch after
+    /// epoch does not grow (and rehash) again.
+    pub fn emptied(mut self, index: u64) -> EpochTruth {
+        self.flows.clear();
+        EpochTruth {
+            index,
+            flows: self.flows,
+            ..EpochTruth::default()
+        }
+    }
+
     #[inline]
     pub fn add(&mut self, ts_ns: u64, key: FlowKey, wire_len: u32) {
         self.count(ts_ns, wire_len);
