@@ -334,6 +334,10 @@ impl Answerer {
                 merge(rx, &mut truth, &self.slots, spares).map_err(|f| f.in_epoch(index))?
             }
         };
+        // The packet path's tables into the maps the answers read.
+        for t in &mut truth {
+            t.settle();
+        }
         let cfg = &self.cfg;
         let first = self.epochs == 0;
         let mut tasks = Vec::with_capacity(self.measures.len());
@@ -444,11 +448,8 @@ fn merge(
             message: "stopped before handing its epoch over".into(),
         })?;
         for (t, flows) in truth.iter_mut().zip(h.flows) {
-            if t.flows.is_empty() {
-                t.flows = flows;
-            } else {
-                t.flows.extend(flows);
-            }
+            t.flows.reserve(flows.len());
+            t.flows.extend(flows.iter());
         }
         if merged.is_empty() {
             merged = h.states;

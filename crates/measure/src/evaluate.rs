@@ -445,6 +445,7 @@ mod tests {
                 e.add(0, key, 100);
             }
         }
+        e.settle();
         e
     }
 
@@ -869,6 +870,7 @@ mod tests {
         let mut e = EpochTruth::new(0);
         e.add(0, k(1), 100);
         e.add(0, k(2), 0);
+        e.settle();
         let cfg = RunConfig {
             weight: Weight::Bytes,
             ..RunConfig::default()

@@ -17,8 +17,8 @@ use std::thread::JoinHandle;
 
 use algo::{Algorithm, KeyBatch};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use key::{FlowKey, HashFn, KeyMap};
-use truth::Counts;
+use key::{FlowKey, HashFn};
+use truth::FlowTable;
 
 use crate::runner::Plane;
 
@@ -46,7 +46,7 @@ struct Part {
 /// flows' exact counts per key kind (the flows it was given: disjoint from the other workers').
 pub(crate) struct Handover {
     pub(crate) states: Vec<Box<dyn Algorithm>>,
-    pub(crate) flows: Vec<KeyMap<Counts>>,
+    pub(crate) flows: Vec<FlowTable>,
 }
 
 enum Msg {
@@ -272,17 +272,14 @@ fn work(
     fail: bool,
 ) -> Plane {
     // The exact counts of the flows this worker is given, per key kind (with ground truth).
-    let mut flows: Vec<KeyMap<Counts>> =
-        (0..plane.kinds.len()).map(|_| KeyMap::default()).collect();
+    let mut flows: Vec<FlowTable> = (0..plane.kinds.len()).map(|_| FlowTable::new()).collect();
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
             Msg::Batch(mut parts) => {
                 for (ki, p) in parts.iter().enumerate() {
                     for (k, &len) in p.keys.iter().zip(&p.lens) {
-                        let c = flows[ki].entry(*k).or_default();
-                        c.packets += 1;
-                        c.bytes += u64::from(len);
+                        flows[ki].add(k, 1, u64::from(len));
                     }
                     let all_narrow = p.narrow.len() == p.keys.len();
                     for (c, ws) in p.weights.chunks(batch).enumerate() {
@@ -319,7 +316,7 @@ fn work(
                         }
                     })
                     .collect();
-                let fresh = (0..flows.len()).map(|_| KeyMap::default()).collect();
+                let fresh = (0..flows.len()).map(|_| FlowTable::new()).collect();
                 let flows = std::mem::replace(&mut flows, fresh);
                 if reply.send(Handover { states, flows }).is_err() {
                     break;

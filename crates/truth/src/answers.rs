@@ -217,6 +217,7 @@ mod tests {
                 e.add(0, key, len);
             }
         }
+        e.settle();
         e
     }
 
@@ -247,6 +248,7 @@ mod tests {
         // 1 packet of 30 bytes against 1 of 10 is (3/4, 1/4) in bytes and (1/2, 1/2) in packets.
         let mut e = epoch(&[(k(1), 1)], 30);
         e.add(0, k(2), 10);
+        e.settle();
         assert!((e.entropy(Weight::Packets) - 1.0).abs() < 1e-12);
         let h = -(0.75f64 * 0.75f64.log2() + 0.25 * 0.25f64.log2());
         assert!((e.entropy(Weight::Bytes) - h).abs() < 1e-12);

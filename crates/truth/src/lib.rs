@@ -16,8 +16,10 @@
 #![forbid(unsafe_code)]
 
 pub mod answers;
+mod table;
 
 pub use answers::{Ewma, Host, Spread};
+pub use table::FlowTable;
 
 use key::{FlowKey, KeyKind, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -165,7 +167,10 @@ pub struct EpochTruth {
     pub bytes: u64,
     pub first_ns: u64,
     pub last_ns: u64,
+    /// The flows, once settled (`settle`): what every answer and score reads.
     pub flows: KeyMap<Counts>,
+    /// The flows counted on the packet path (`add`), not yet in `flows`.
+    pub pending: FlowTable,
 }
 
 impl EpochTruth {
@@ -180,19 +185,34 @@ impl EpochTruth {
     /// epoch does not grow (and rehash) again.
     pub fn emptied(mut self, index: u64) -> EpochTruth {
         self.flows.clear();
+        self.pending.clear();
         EpochTruth {
             index,
             flows: self.flows,
+            pending: self.pending,
             ..EpochTruth::default()
         }
+    }
+
+    /// Move the flows counted on the packet path into `flows` (at an epoch's end, off the packet
+    /// path); the pending table is emptied, its allocation kept.
+    pub fn settle(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        self.flows.reserve(self.pending.len());
+        for (k, c) in self.pending.iter() {
+            let e = self.flows.entry(k).or_default();
+            e.packets += c.packets;
+            e.bytes += c.bytes;
+        }
+        self.pending.clear();
     }
 
     #[inline]
     pub fn add(&mut self, ts_ns: u64, key: FlowKey, wire_len: u32) {
         self.count(ts_ns, wire_len);
-        let c = self.flows.entry(key).or_default();
-        c.packets += 1;
-        c.bytes += wire_len as u64;
+        self.pending.add(&key, 1, u64::from(wire_len));
     }
 
     /// Count a packet in the epoch's totals and times only, not in any flow (a run without
@@ -217,6 +237,7 @@ impl EpochTruth {
 
     /// Per-flow sizes in the weight's unit.
     pub fn sizes(&self, w: Weight) -> impl Iterator<Item = (&FlowKey, u64)> + '_ {
+        debug_assert!(self.pending.is_empty(), "read before `settle`");
         self.flows.iter().map(move |(k, c)| (k, c.get(w)))
     }
 
@@ -253,7 +274,9 @@ impl Truth {
     pub fn push(&mut self, ts_ns: u64, key: FlowKey, wire_len: u32) -> Option<EpochTruth> {
         let (index, new) = self.clock.tick(ts_ns);
         let done = if new {
-            Some(std::mem::replace(&mut self.current, EpochTruth::new(index)))
+            let mut e = std::mem::replace(&mut self.current, EpochTruth::new(index));
+            e.settle();
+            Some(e)
         } else {
             None
         };
@@ -262,7 +285,8 @@ impl Truth {
     }
 
     /// The last epoch, if it holds packets.
-    pub fn finish(self) -> Option<EpochTruth> {
+    pub fn finish(mut self) -> Option<EpochTruth> {
+        self.current.settle();
         Some(self.current).filter(|e| e.packets > 0)
     }
 }
@@ -338,6 +362,7 @@ mod tests {
                 e.add(0, k(v), 10);
             }
         }
+        e.settle();
         let r = e.ranked(Weight::Packets);
         assert_eq!(r, vec![(k(1), 3), (k(5), 2), (k(9), 2)]);
         assert_eq!(e.total(Weight::Bytes), 70);
