@@ -297,13 +297,13 @@ fn check_memory<'a>(
         let bytes = entry
             .memory(params, ctx)
             .map_err(catalog::CatalogError::from)?;
-        // A heavy-changers task keeps a second copy: the previous epoch's state. With several
-        // workers each has its own instance, and the reader one more, the merged state (plus
-        // the workers' copies handed over at an epoch's end, transiently).
+        // The rotation of states (`answer.rs`): the one measuring and the one being answered
+        // (with several workers: one measuring and one handed over per worker, and the reader's
+        // own); a heavy-changers task keeps one more, the previous epoch's state.
         let workers = if cfg.workers > 1 {
             2 * cfg.workers as u64 + 1
         } else {
-            1
+            2
         };
         let copies = workers + u64::from(keeps_prev);
         parts.push((
