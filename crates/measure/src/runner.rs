@@ -270,7 +270,8 @@ fn ctx_of(spec: &MeasureSpec, cfg: &RunConfig) -> BuildCtx {
 
 /// Refuse a run whose structures would take more than `cfg.max_memory` bytes, before any is
 /// allocated: each algorithm's memory from its catalog entry (computed from its parameters),
-/// plus the heavy-changer copy of the previous epoch's state, plus each key kind's aggregator.
+/// times the copies the rotation of states holds (measuring, being answered, the previous
+/// epoch's for heavy changers; per worker), plus each key kind's aggregator.
 /// The error names the largest parts and the budget.
 fn check_memory<'a>(
     cfg: &RunConfig,
