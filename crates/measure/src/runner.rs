@@ -226,7 +226,8 @@ pub struct Runner {
     plane: Plane,
     /// The workers, when there are several.
     pool: Option<Pool>,
-    /// The first worker failure: the run stops measuring and `try_finish` reports it.
+    /// The failure of the earliest epoch (`fail`): the run stops measuring and `try_finish`
+    /// reports it.
     failure: Option<WorkerFailure>,
     /// Without ground truth, when a spreader task asks: the base of its fractional threshold.
     peers: Option<Peers>,
@@ -243,8 +244,6 @@ pub struct Runner {
     /// instead of a 38-byte `FlowKey` (same state, `algo::Algorithm::update_batch_u32`).
     batch_u32: Vec<Vec<u32>>,
     batch_weights: Vec<u64>,
-    /// The batch's wire lengths, for the workers' ground truth.
-    batch_lens: Vec<u32>,
     epochs: Vec<EpochReport>,
     totals: Totals,
     started: Instant,
@@ -253,6 +252,15 @@ pub struct Runner {
     trace: String,
     /// What the run changed from what was asked (a default swapped for one that holds the keys).
     notes: Vec<String>,
+}
+
+/// Keep the failure of the earliest epoch (the first seen among equals): a failing answer
+/// thread stops taking the workers' hand-overs, and the workers stop in turn, later; the report
+/// names the cause, not the consequence.
+fn fail(slot: &mut Option<WorkerFailure>, f: WorkerFailure) {
+    if slot.as_ref().is_none_or(|s| f.epoch < s.epoch) {
+        *slot = Some(f);
+    }
 }
 
 /// What an algorithm answering `spec` is built with in a run of `cfg`.
@@ -641,7 +649,6 @@ impl Runner {
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
-            batch_lens: Vec::with_capacity(cfg.batch),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
             clock,
             kinds,
@@ -676,29 +683,40 @@ impl Runner {
                 t.index = index;
             }
         }
+        let w = self.cfg.weight.of(wire_len);
         for (i, &kind) in self.kinds.iter().enumerate() {
             let k = tuple.key(kind);
             // Spreader tasks (the only ones `peers` is kept for) are on pair keys.
             if let (KeyKind::Pair, Some(p)) = (kind, &mut self.peers) {
                 p.add(&k);
             }
-            // With workers, each keeps the exact counts of the flows it is given (merged at the
-            // epoch's end); the reader counts the epoch's totals only.
-            if self.cfg.truth && self.pool.is_none() {
-                self.truth[i].add(ts_ns, k, wire_len);
-            } else {
-                self.truth[i].count(ts_ns, wire_len);
-            }
-            self.batch_keys[i].push(k);
-            // The u32 path of the runner's own plane (workers' dispatch builds its own).
-            if k.len() == 4 && self.pool.is_none() {
-                self.batch_u32[i].push(k.prefix_u32());
+            match &mut self.pool {
+                // Each key straight to its worker's part (no batch in between). Each worker
+                // keeps the exact counts of the flows it is given (merged at the epoch's end);
+                // the reader counts the epoch's totals only.
+                Some(pool) => {
+                    self.truth[i].count(ts_ns, wire_len);
+                    if self.failure.is_none() {
+                        if let Err(f) = pool.put(i, k, w, wire_len) {
+                            fail(&mut self.failure, f.in_epoch(self.truth[0].index));
+                        }
+                    }
+                }
+                None => {
+                    if self.cfg.truth {
+                        self.truth[i].add(ts_ns, k, wire_len);
+                    } else {
+                        self.truth[i].count(ts_ns, wire_len);
+                    }
+                    self.batch_keys[i].push(k);
+                    // All 4-byte keys: the batch goes the u32 path.
+                    if k.len() == 4 {
+                        self.batch_u32[i].push(k.prefix_u32());
+                    }
+                }
             }
         }
-        self.batch_weights.push(self.cfg.weight.of(wire_len));
-        if self.pool.is_some() && self.cfg.truth {
-            self.batch_lens.push(wire_len);
-        }
+        self.batch_weights.push(w);
         if self.batch_weights.len() == self.cfg.batch {
             self.flush();
         }
@@ -717,15 +735,10 @@ impl Runner {
             } else {
                 KeyBatch::Keys(keys)
             };
-            match &mut self.pool {
-                None => self.plane.feed(ki, batch, weights),
-                Some(pool) if self.failure.is_none() => {
-                    if let Err(f) = pool.dispatch(ki, keys, weights, &self.batch_lens) {
-                        self.failure = Some(f.in_epoch(self.truth[0].index));
-                    }
-                }
-                // A worker failed: nothing more is measured; `try_finish` says so.
-                Some(_) => {}
+            // With workers the keys went to their parts as they came (`push`); the batch is
+            // then only a count of packets.
+            if self.pool.is_none() {
+                self.plane.feed(ki, batch, weights);
             }
         }
         for b in &mut self.batch_keys {
@@ -735,7 +748,6 @@ impl Runner {
             b.clear();
         }
         self.batch_weights.clear();
-        self.batch_lens.clear();
         // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
         self.collect_answers();
     }
@@ -777,7 +789,7 @@ impl Runner {
             }) {
                 Ok(rx) => States::Workers(rx),
                 Err(f) => {
-                    self.failure = Some(f.in_epoch(epoch));
+                    fail(&mut self.failure, f.in_epoch(epoch));
                     return;
                 }
             },
@@ -849,7 +861,7 @@ impl Runner {
             match r {
                 Ok(e) => self.epochs.push(e),
                 Err(f) => {
-                    self.failure.get_or_insert(f);
+                    fail(&mut self.failure, f);
                 }
             }
         }
@@ -862,14 +874,14 @@ impl Runner {
             match r {
                 Ok(e) => self.epochs.push(e),
                 Err(f) => {
-                    self.failure.get_or_insert(f);
+                    fail(&mut self.failure, f);
                 }
             }
         }
         match spent {
             Ok(s) => Some(s),
             Err(f) => {
-                self.failure.get_or_insert(f.in_epoch(self.truth[0].index));
+                fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                 None
             }
         }
@@ -946,7 +958,7 @@ impl Runner {
             Some(Ok(p)) => p,
             Some(Err(f)) => {
                 let epoch = self.truth[0].index;
-                self.failure.get_or_insert(f.in_epoch(epoch));
+                fail(&mut self.failure, f.in_epoch(epoch));
                 vec![]
             }
         };

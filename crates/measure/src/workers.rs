@@ -168,29 +168,28 @@ impl Pool {
         self.workers.len()
     }
 
-    /// Route one batch of kind `ki` (keys and weights) to the workers by the keys' hashes.
-    pub(crate) fn dispatch(
+    /// Route one key of kind `ki` (its weight, its wire length for the ground truth) to the
+    /// worker its hash picks.
+    #[inline]
+    pub(crate) fn put(
         &mut self,
         ki: usize,
-        keys: &[FlowKey],
-        weights: &[u64],
-        lens: &[u32],
+        k: FlowKey,
+        w: u64,
+        len: u32,
     ) -> Result<(), WorkerFailure> {
-        let n = self.workers.len();
-        for (j, (k, &w)) in keys.iter().zip(weights).enumerate() {
-            let i = key::reduce(self.hash.hash(k), n);
-            let p = &mut self.parts[i][ki];
-            p.keys.push(*k);
-            if k.len() == 4 {
-                p.narrow.push(k.prefix_u32());
-            }
-            p.weights.push(w);
-            if self.truth {
-                p.lens.push(lens.get(j).copied().unwrap_or(0));
-            }
-            if p.keys.len() >= PART {
-                self.send(i)?;
-            }
+        let i = key::reduce(self.hash.hash(&k), self.workers.len());
+        let p = &mut self.parts[i][ki];
+        p.keys.push(k);
+        if k.len() == 4 {
+            p.narrow.push(k.prefix_u32());
+        }
+        p.weights.push(w);
+        if self.truth {
+            p.lens.push(len);
+        }
+        if p.keys.len() >= PART {
+            self.send(i)?;
         }
         Ok(())
     }
