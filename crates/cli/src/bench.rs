@@ -398,3 +398,56 @@ pub fn cmd_reeval(a: ReevalArgs, out: &mut Out) -> Result<()> {
     );
     Ok(())
 }
+
+#[derive(Args)]
+pub struct InstaArgs {
+    /// Figure of the InstaMeasure paper (`all`: every figure, in order).
+    #[arg(long, default_value = "all", value_parser = insta_figure_parser())]
+    figure: lab::InstaFigure,
+    /// Output directory for CSV, JSON, PNG and SVG per figure.
+    #[arg(long, default_value = "out/instameasure")]
+    out: std::path::PathBuf,
+    /// Small traces and fewer points (seconds instead of minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Print every measured point as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn insta_figure_parser() -> impl TypedValueParser<Value = lab::InstaFigure> {
+    PossibleValuesParser::new(lab::InstaFigure::NAMES).try_map(|s| s.parse::<lab::InstaFigure>())
+}
+
+/// `netsift bench instameasure`: the InstaMeasure paper's figures 7-11 (lab::instameasure).
+pub fn cmd_instameasure(a: InstaArgs, out: &mut Out) -> Result<()> {
+    let args = lab::InstaArgs {
+        figure: a.figure,
+        out: a.out.clone(),
+        quick: a.quick,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let points = lab::run_instameasure(&args)?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&points)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<6} {:<13} {:<36} {:<8} {:<10} {:>12} {}",
+        "figure", "panel", "series", "source", "x", "value", "unit"
+    )?;
+    for p in &points {
+        writeln!(
+            out,
+            "{:<6} {:<13} {:<36} {:<8} {:<10} {:>12.5} {}",
+            p.figure, p.panel, p.series, p.source, p.x, p.value, p.unit
+        )?;
+    }
+    crate::say!(
+        "netsift bench instameasure: {} points written under {}",
+        points.len(),
+        a.out.display()
+    );
+    Ok(())
+}

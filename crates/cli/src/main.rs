@@ -150,6 +150,10 @@ enum BenchCmd {
     /// The whole path of `run` (read, parse, key, dispatch, aggregate, update, answer) for the
     /// nine default tasks, by workers, with and without Agg-Evict and ground truth.
     Pipeline(netsift::pipeline::PipelineArgs),
+    /// Reproduce the InstaMeasure paper's figures 7-11 (regulation rate, retention, throughput
+    /// by workers, heavy-hitter detection delay, counting error by flow size), writing CSV,
+    /// JSON, PNG and SVG.
+    Instameasure(bench::InstaArgs),
 }
 
 /// Every command writes to `out`; its error, or a failure to flush what it wrote, goes to
@@ -167,6 +171,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Reeval(a)) => bench::cmd_reeval(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Instameasure(a)) => bench::cmd_instameasure(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Pipeline(a)) => {
             netsift::pipeline::cmd_pipeline(a, &mut out).map(|_| true)
         }

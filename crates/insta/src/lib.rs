@@ -214,6 +214,14 @@ impl InstaMeasure {
         &self.wsaf
     }
 
+    /// The packets the table holds for `key` (0 when it is in no table slot): what
+    /// saturation-based decoding has reported of the flow so far, without what the regulator
+    /// still holds (paper section II; `bench instameasure`'s detection delay).
+    pub fn table_packets(&self, key: &FlowKey) -> u64 {
+        let h = self.hash.hash(key);
+        self.wsaf.get(key, h).map_or(0, |s| u64::from(s.packets))
+    }
+
     /// The live regulator.
     pub fn regulator(&self) -> &Regulator {
         &self.shards[0]

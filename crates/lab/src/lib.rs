@@ -16,6 +16,8 @@
 pub mod accel;
 pub mod clock;
 mod figures;
+pub mod instameasure;
+pub use instameasure::{run_instameasure, InstaArgs, InstaFigure, InstaPoint};
 pub mod limit;
 pub mod output;
 pub mod reeval;
