@@ -434,8 +434,8 @@ pub fn cmd_instameasure(a: InstaArgs, out: &mut Out) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<6} {:<13} {:<36} {:<8} {:<10} {:>12} {}",
-        "figure", "panel", "series", "source", "x", "value", "unit"
+        "{:<6} {:<13} {:<36} {:<8} {:<10} {:>12} unit",
+        "figure", "panel", "series", "source", "x", "value"
     )?;
     for p in &points {
         writeln!(
