@@ -349,8 +349,8 @@ mod udp_hdr {
 /// payload, as for IPv6 jumbograms).
 fn udp(p: &[u8], ctx: Ctx) -> View {
     use udp_hdr::*;
-    // The port names the layer, which is entered (recorded) before any length is checked, so a
-    // longer capture never records fewer layers.
+    // The port names the layer; it is recorded once the tunnel's header is seen (or the
+    // datagram's length lies), so a longer capture never records fewer layers.
     let layer = match be16(p, DST_PORT) {
         Some(port::VXLAN | port::VXLAN_LINUX) => Layer::Vxlan,
         Some(port::VXLAN_GPE) => Layer::VxlanGpe,
@@ -360,16 +360,35 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
         Some(_) => return ctx.view(Class::NonIp),
         None => return ctx.short(),
     };
+    // The context outside the tunnel: a datagram whose header is not the port's tunnel's is
+    // plain UDP, keyed by the outer header with no layer recorded (`ip_payload` keeps `outer`
+    // for `NonIp` in both modes).
+    let plain = ctx;
     let ctx = tri!(ctx.enter(layer));
+    // A UDP header cut by the capture records no tunnel: its payload is not there to tell (see
+    // below); a length that lies is `Malformed` in the port's layer.
     let Some(len) = be16(p, LENGTH) else {
-        return ctx.short();
+        return plain.short();
     };
     let (body, ctx) = if len == 0 {
         (p, ctx)
     } else {
-        tri!(ctx.declared(p, usize::from(len), HEADER_LEN))
+        match ctx.declared(p, usize::from(len), HEADER_LEN) {
+            Ok(x) => x,
+            Err(v) if v.class == Class::Truncated => return plain.short(),
+            Err(v) => return v,
+        }
     };
     let body = &body[HEADER_LEN.min(body.len())..];
+    match tunnel_header_fits(layer, body) {
+        Some(true) => {}
+        Some(false) => return plain.view(Class::NonIp),
+        // Cut by the capture before the bytes that tell: whether it is a tunnel is unknown, so
+        // none is recorded (a longer capture may show plain UDP, and must not record fewer
+        // layers). A complete datagram too short for the header is plain UDP.
+        None if ctx.cut => return plain.short(),
+        None => return plain.view(Class::NonIp),
+    }
     match layer {
         Layer::Vxlan => vxlan(body, ctx),
         Layer::VxlanGpe => vxlan_gpe(body, ctx),
@@ -380,8 +399,35 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
     }
 }
 
-/// VXLAN (RFC 7348): 8 bytes (flags, VNI), then Ethernet. The flags are not checked: VXLAN-GBP
-/// and other extensions use the reserved bits.
+/// Whether `h`, the payload of a datagram to `layer`'s port, starts with that tunnel's header;
+/// `None` when it is cut before the bytes that tell. Only the tunnels whose header has fixed
+/// bits are checked (VXLAN, VXLAN-GPE): a DNS-like or other application datagram that happens
+/// to use the port then stays plain UDP instead of a `Malformed` tunnel. The others (GENEVE,
+/// GTP-U, MPLS over UDP) check their own version fields and stay tunnels, as Wireshark's
+/// port-based dissectors take them.
+fn tunnel_header_fits(layer: Layer, h: &[u8]) -> Option<bool> {
+    match layer {
+        // RFC 7348 section 5: flags (I, 0x08, set for a valid VNI; the other 7 bits reserved),
+        // 24 reserved bits, VNI, 8 reserved bits. Of the reserved flag bits, VXLAN-GBP
+        // (draft-smith-vxlan-group-policy) uses G (0x80) and bytes 1-3 and Linux's remote
+        // checksum offload a bit of byte 1; none uses the rest of byte 0 or byte 7, which are
+        // zero in every VXLAN packet.
+        Layer::Vxlan => {
+            let h = h.first_chunk::<8>()?;
+            Some(h[0] & 0x08 != 0 && h[0] & 0x77 == 0 && h[7] == 0)
+        }
+        // draft-ietf-nvo3-vxlan-gpe section 3.3: R R Ver(2) I P B O; version 0, and the I flag
+        // set for a valid VNI.
+        Layer::VxlanGpe => {
+            let f = *h.first()?;
+            Some(f & 0x30 == 0 && f & 0x08 != 0)
+        }
+        _ => Some(true),
+    }
+}
+
+/// VXLAN (RFC 7348): 8 bytes (flags, VNI), then Ethernet (the header checked by
+/// [`tunnel_header_fits`]).
 fn vxlan(p: &[u8], ctx: Ctx) -> View {
     match p.get(8..) {
         Some(rest) => link::ethernet(rest, ctx),
@@ -391,15 +437,13 @@ fn vxlan(p: &[u8], ctx: Ctx) -> View {
 
 /// VXLAN-GPE (draft-ietf-nvo3-vxlan-gpe): flags (2 reserved bits, version 2 bits = 0, I, P, B,
 /// O), 2 reserved bytes, the next protocol, VNI, a reserved byte; then the payload the next
-/// protocol names ([`next_protocol`]). The P bit (next protocol present) is not checked:
-/// Wireshark and tcpdump read the field whatever it says.
+/// protocol names ([`next_protocol`]). The version and I flag are checked by
+/// [`tunnel_header_fits`]; the P bit (next protocol present) is not: Wireshark and tcpdump read
+/// the field whatever it says.
 fn vxlan_gpe(p: &[u8], ctx: Ctx) -> View {
     let Some((h, rest)) = p.split_first_chunk::<8>() else {
         return ctx.short();
     };
-    if (h[0] >> 4) & 0x3 != 0 {
-        return ctx.malformed();
-    }
     next_protocol(h[3], rest, ctx)
 }
 

@@ -1063,12 +1063,13 @@ proptest! {
         let class = if s.v6 { Class::Ipv6 } else { Class::Ipv4 };
         // GRE, and UDP to a tunnel's port, are recognised (and their payload, here not a
         // packet, looked at) but not looked through: the outer header is the packet. The port
-        // names the layer before any length is read (`encap::udp`).
+        // names the layer before any length is read (`encap::udp`), except VXLAN's and
+        // VXLAN-GPE's, recorded only with their header.
         let encap = match (s.proto, s.dport) {
             _ if s.later_fragment => Encap::NONE,
             (47, _) => Encap::NONE.with(Layer::Gre),
-            (17, 4789 | 8472) => Encap::NONE.with(Layer::Vxlan),
-            (17, 4790) => Encap::NONE.with(Layer::VxlanGpe),
+            // An empty datagram has no VXLAN or VXLAN-GPE header: plain UDP.
+            (17, 4789 | 8472 | 4790) => Encap::NONE,
             (17, 6081) => Encap::NONE.with(Layer::Geneve),
             (17, 2152) => Encap::NONE.with(Layer::GtpU),
             (17, 6635) => Encap::NONE.with(Layer::MplsUdp),

@@ -802,6 +802,53 @@ fn vxlan_on_linux_port_8472() {
     check(lt::ETHERNET, &f, outer, v6(inner6_tuple()), &[Vxlan]);
 }
 
+/// Application datagrams on the VXLAN ports (a DNS query to 4789, a VXLAN header with a
+/// reserved flag bit or its last byte set, a datagram shorter than the header) are plain UDP,
+/// keyed by the outer header with no layer, never `Malformed`; VXLAN-GBP's G bit still is
+/// VXLAN. A capture cut inside the header records no layer either (it cannot tell).
+#[test]
+fn not_vxlan_is_plain_udp() {
+    use Layer::*;
+    // A DNS query (RFC 1035 section 4.1.1): id 0x1234, RD, one question "a." A, IN.
+    let dns = [
+        0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1,
+    ];
+    for port in [4789u16, 8472, 4790] {
+        let outer = v4(outer4_tuple(17, 40000, port));
+        let f = eth(0x0800, &outer4(17, &udp_to(port, &dns)));
+        check(lt::ETHERNET, &f, outer, outer, &[]);
+        let f = eth(0x0800, &outer4(17, &udp_to(port, &dns[..5])));
+        check(lt::ETHERNET, &f, outer, outer, &[]);
+    }
+    let outer = v4(outer4_tuple(17, 40000, 4789));
+    // The same query with id 0x08xx and no answers passes the flags byte; byte 7 (ancount's
+    // low byte, here 1) is VXLAN's reserved byte.
+    let mut q = dns;
+    q[0] = 0x08;
+    q[7] = 1;
+    let f = eth(0x0800, &outer4(17, &udp_to(4789, &q)));
+    check(lt::ETHERNET, &f, outer, outer, &[]);
+    for (at, set) in [(0usize, 0x01u8), (0, 0x40), (7, 0x01)] {
+        let mut u = vxlan(&eth(0x0800, &inner4()));
+        u[8 + at] |= set;
+        let f = eth(0x0800, &outer4(17, &u));
+        check(lt::ETHERNET, &f, outer, outer, &[]);
+    }
+    let mut u = vxlan(&eth(0x0800, &inner4()));
+    u[8] = 0x80 | 0x08;
+    let f = eth(0x0800, &outer4(17, &u));
+    check(lt::ETHERNET, &f, outer, v4(inner4_tuple()), &[Vxlan]);
+    // Cut inside the VXLAN header: truncated in inner mode, no layer recorded.
+    let f = eth(0x0800, &outer4(17, &vxlan(&eth(0x0800, &inner4()))));
+    check(
+        lt::ETHERNET,
+        &f[..14 + 20 + 8 + 4],
+        outer,
+        only(Class::Truncated),
+        &[],
+    );
+}
+
 #[test]
 fn vxlan_gpe_and_nsh() {
     use Layer::*;
@@ -864,16 +911,19 @@ fn vxlan_gpe_and_nsh() {
         check(lt::ETHERNET, &f, non_ip, non_ip, &[Nsh]);
     }
     let bad = only(Class::Malformed);
-    // A GPE version other than 0; the P bit is not checked.
-    let mut g = gpe(1, &inner4());
-    g[8] |= 0x10;
-    check(
-        lt::ETHERNET,
-        &eth(0x0800, &outer4(17, &g)),
-        outer,
-        bad,
-        &[VxlanGpe],
-    );
+    // A GPE version other than 0, or the I flag clear: not VXLAN-GPE, plain UDP keyed by the
+    // outer header in both modes; the P bit is not checked.
+    for (set, clear) in [(0x10, 0), (0x20, 0), (0, 0x08)] {
+        let mut g = gpe(1, &inner4());
+        g[8] = (g[8] | set) & !clear;
+        check(
+            lt::ETHERNET,
+            &eth(0x0800, &outer4(17, &g)),
+            outer,
+            outer,
+            &[],
+        );
+    }
     let mut g = gpe(1, &inner4());
     g[8] &= !0x04;
     check(
