@@ -93,22 +93,35 @@ fn instameasure_quick_writes_every_figure_with_sane_values() {
 
     // Figure 8: retention grows with the vector, faster with two layers; the crate's lone
     // flow retains about 9.74 packets with one layer and 9.74^2 with two.
-    for series in ["FlowRegulator", "RCC"] {
-        let r = measured(&all, "retention", series);
+    for (series, panel) in [("FlowRegulator", "retention_fr"), ("RCC", "retention_rcc")] {
+        let r = measured(&all, panel, series);
         assert_eq!(r.len(), 4, "{series}");
         assert!(r.windows(2).all(|w| value(w[0]) < value(w[1])), "{series}");
     }
     let at = |series: &str, x: &str| {
+        let panel = if series == "RCC" {
+            "retention_rcc"
+        } else {
+            "retention_fr"
+        };
         value(
-            measured(&all, "retention", series)
+            measured(&all, panel, series)
                 .into_iter()
                 .find(|p| p["x"] == x)
                 .unwrap(),
         )
     };
     assert!(at("FlowRegulator", "16 bits") > 3.0 * at("RCC", "16 bits"));
-    let one = at("insta crate, lone flow (1 layer)", "8 bits");
-    let two = at("insta crate, lone flow (2 layers)", "16 bits");
+    let freq = |series: &str, x: &str| {
+        value(
+            measured(&all, "frequency", series)
+                .into_iter()
+                .find(|p| p["x"] == x)
+                .unwrap(),
+        )
+    };
+    let one = 1.0 / freq("insta crate, lone flow (1 layer)", "8 bits");
+    let two = 1.0 / freq("insta crate, lone flow (2 layers)", "16 bits");
     assert!((one / 9.74 - 1.0).abs() < 0.1, "{one}");
     assert!((two / 94.9 - 1.0).abs() < 0.2, "{two}");
 
