@@ -21,7 +21,13 @@
 //! - PPP (9): an optional 0xff 0x03 address/control (RFC 1662), then the PPP protocol, 1 byte
 //!   when compressed (odd) or 2: 0x21 IPv4, 0x57 IPv6, 0x281/0x283 MPLS, anything else (LCP,
 //!   IPCP, ...) `NonIp`; 0xff followed by anything but 0x03 is `Malformed`. PPP in HDLC-like
-//!   framing (50, DLT_PPP_SERIAL): the same, or Cisco HDLC when the first byte is 0x0f or 0x8f.
+//!   framing (50, DLT_PPP_SERIAL): the same, or Cisco HDLC when the first byte is 0x0f or 0x8f;
+//!   the control byte after 0xff is not checked (tcpdump reads past it). A protocol starting
+//!   with the HDLC flag 0x7e is a frame that kept its octet stuffing (RFC 1662 4.2): its first
+//!   192 bytes are unstuffed into a stack buffer and decoded as a cut frame, as tcpdump does.
+//!   PPPoE (51, DLT_PPP_ETHER): the PPPoE session header, then PPP (layer `pppoe`). pppd's PPP
+//!   (166): a direction byte (0, 1) in place of the address, then 0x03 and PPP. PPP and Cisco
+//!   HDLC with a direction byte first (204, 205): the byte skipped.
 //!   Cisco HDLC (104): address, control (neither checked), then an ethertype, handled as for
 //!   Ethernet (0x6558 is a bridged Ethernet frame; SLARP, CDP and ISO are `NonIp`).
 //! - BSD null (0): a 4-byte address family in the byte order of the capturing host, so both
@@ -313,6 +319,10 @@ pub fn parse_with(link: u32, data: &[u8], tunnel: Tunnel) -> View {
         linktype::PPP => link::ppp(data, ctx),
         linktype::PPP_HDLC => link::ppp_hdlc(data, ctx),
         linktype::C_HDLC => link::cisco_hdlc(data, ctx),
+        linktype::PPP_ETHER => encap::pppoe(data, ctx),
+        linktype::PPP_PPPD => link::ppp_pppd(data, ctx),
+        linktype::PPP_WITH_DIR => link::with_dir(data, ctx, link::ppp),
+        linktype::C_HDLC_WITH_DIR => link::with_dir(data, ctx, link::cisco_hdlc),
         _ => View::UNSUPPORTED,
     }
 }

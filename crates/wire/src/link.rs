@@ -168,7 +168,16 @@ pub(crate) fn ppp(p: &[u8], ctx: Ctx) -> View {
             Some(_) => return ctx.malformed(),
         }
     }
+    ppp_protocol(p, ctx)
+}
+
+/// The PPP protocol field and what it carries.
+fn ppp_protocol(p: &[u8], ctx: Ctx) -> View {
     let (num, rest) = match p {
+        // The HDLC flag (0x7e) where the protocol should be: the capture kept the frame's
+        // octet stuffing (RFC 1662 4.2), as tcpdump's print-ppp.c `handle_ppp` assumes; the
+        // frame after the flag is read unstuffed.
+        [ppp_hdlc::FLAG, rest @ ..] => return ppp_stuffed(rest, ctx),
         [] => return ctx.short(),
         [b, rest @ ..] if b & 1 == 1 => (u16::from(*b), rest),
         [_] => return ctx.short(),
@@ -183,6 +192,79 @@ pub(crate) fn ppp(p: &[u8], ctx: Ctx) -> View {
     }
 }
 
+/// RFC 1662 HDLC-like framing.
+mod ppp_hdlc {
+    /// The flag sequence between frames (4.1).
+    pub const FLAG: u8 = 0x7e;
+    /// The control escape (4.2): the next octet is XORed with [`ESCAPED`].
+    pub const ESCAPE: u8 = 0x7d;
+    pub const ESCAPED: u8 = 0x20;
+    /// How many unstuffed bytes of a stuffed frame are decoded: the PPP header and the
+    /// longest IPv4 header with its ports (2 + 60 + 4) or an IPv6 header with a few extension
+    /// headers. A stack buffer: the parser does not allocate.
+    pub const UNSTUFFED: usize = 192;
+}
+
+/// A PPP frame that still holds its octet stuffing (0x7d, then the octet XOR 0x20), from just
+/// after a flag: the first [`ppp_hdlc::UNSTUFFED`] bytes are unstuffed into a stack buffer and
+/// decoded as a frame cut there (a frame that carries IP gets its key; its lengths are not
+/// checked against the rest). Like tcpdump's `ppp_hdlc`, an 0xff 0x03 address/control may
+/// follow the flag, and the protocol may be an ethertype (0x0800, 0x86dd) as tcpdump reads it.
+#[cold]
+#[inline(never)]
+fn ppp_stuffed(p: &[u8], ctx: Ctx) -> View {
+    use ppp_hdlc::*;
+    let mut buf = [0u8; UNSTUFFED];
+    let mut n = 0;
+    let mut i = 0;
+    while n < UNSTUFFED && i < p.len() {
+        let c = p[i];
+        if c == ESCAPE {
+            // An escape at the end of what was captured: the octet it escapes is not there.
+            let Some(&e) = p.get(i + 1) else { break };
+            buf[n] = e ^ ESCAPED;
+            i += 2;
+        } else {
+            buf[n] = c;
+            i += 1;
+        }
+        n += 1;
+    }
+    let b = &buf[..n];
+    // Whatever the frame holds past the buffer is not looked at: as if the capture ended there.
+    let ctx = Ctx { cut: true, ..ctx };
+    let b = match b {
+        [0xff, 0x03, rest @ ..] => rest,
+        _ => b,
+    };
+    match b {
+        [0x08, 0x00, rest @ ..] => ip::ipv4(rest, ctx),
+        [0x86, 0xdd, rest @ ..] => ip::ipv6(rest, ctx),
+        // Another flag or stuffed frame inside: not decoded further (bounded work).
+        [FLAG, ..] => ctx.malformed(),
+        _ => ppp_protocol(b, ctx),
+    }
+}
+
+/// LINKTYPE_PPP_PPPD: PPP in HDLC-like framing whose address byte is a direction (0 in, 1
+/// out), then control (0x03) and the protocol.
+pub(crate) fn ppp_pppd(d: &[u8], ctx: Ctx) -> View {
+    match d {
+        [0 | 1, 0x03, rest @ ..] => ppp_protocol(rest, ctx),
+        [_, _, ..] => ctx.malformed(),
+        _ => ctx.short(),
+    }
+}
+
+/// A one-byte direction pseudo-header (LINKTYPE_PPP_WITH_DIR, LINKTYPE_C_HDLC_WITH_DIR: 0
+/// received, anything else sent), then the frame `f` decodes.
+pub(crate) fn with_dir(d: &[u8], ctx: Ctx, f: fn(&[u8], Ctx) -> View) -> View {
+    match d.split_first() {
+        Some((_, rest)) => f(rest, ctx),
+        None => ctx.short(),
+    }
+}
+
 /// Cisco HDLC addresses (RFC 1547 4.3.1).
 mod chdlc {
     pub const UNICAST: u8 = 0x0f;
@@ -194,9 +276,15 @@ mod chdlc {
 
 /// LINKTYPE_PPP_HDLC (DLT_PPP_SERIAL): PPP in HDLC-like framing, or Cisco HDLC when the first
 /// byte is a Cisco address (0x0f, 0x8f), as libpcap documents and tcpdump reads it.
+///
+/// The control byte after the 0xff address is not checked: RFC 1662 3.1 has only 0x03
+/// (unnumbered information), but tcpdump's `ppp_hdlc_if_print` reads past whatever is there,
+/// and the protocol field that follows tells what the frame carries.
 pub(crate) fn ppp_hdlc(d: &[u8], ctx: Ctx) -> View {
-    match d.first() {
-        Some(&(chdlc::UNICAST | chdlc::BROADCAST)) => cisco_hdlc(d, ctx),
+    match d {
+        [chdlc::UNICAST | chdlc::BROADCAST, ..] => cisco_hdlc(d, ctx),
+        [0xff, _, rest @ ..] => ppp_protocol(rest, ctx),
+        [0xff] => ctx.short(),
         _ => ppp(d, ctx),
     }
 }

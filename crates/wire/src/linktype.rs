@@ -14,12 +14,22 @@ pub const RAW_14: u32 = 14;
 /// PPP in HDLC-like framing (DLT_PPP_SERIAL), or Cisco HDLC when the first byte is a Cisco
 /// address (0x0f, 0x8f; RFC 1547 4.3.1).
 pub const PPP_HDLC: u32 = 50;
+/// PPPoE (DLT_PPP_ETHER): the 6-byte PPPoE session header (RFC 2516 section 4), then PPP, with
+/// no Ethernet header before it.
+pub const PPP_ETHER: u32 = 51;
 /// Raw IP (LINKTYPE_RAW); the version nibble picks IPv4 or IPv6. CAIDA traces use this.
 pub const RAW: u32 = 101;
 /// Cisco HDLC (DLT_C_HDLC): address, control, then an ethertype.
 pub const C_HDLC: u32 = 104;
 /// OpenBSD loopback: like [`NULL`] but the family is always in network byte order.
 pub const LOOP: u32 = 108;
+/// PPP in HDLC-like framing as pppd writes it (DLT_PPP_PPPD): the 0xff address byte replaced
+/// by a direction (0 in, 1 out), then control and the protocol.
+pub const PPP_PPPD: u32 = 166;
+/// A direction byte (0 received, else sent), then a [`PPP`] frame.
+pub const PPP_WITH_DIR: u32 = 204;
+/// A direction byte (0 received, else sent), then a [`C_HDLC`] frame.
+pub const C_HDLC_WITH_DIR: u32 = 205;
 /// Linux "cooked" capture v1: 16-byte header, protocol (an ethertype) at offset 14.
 pub const LINUX_SLL: u32 = 113;
 /// Raw IPv4 only.
@@ -30,8 +40,23 @@ pub const IPV6: u32 = 229;
 pub const LINUX_SLL2: u32 = 276;
 
 /// Every link type [`parse`](crate::parse) decodes.
-pub const SUPPORTED: [u32; 13] = [
-    NULL, ETHERNET, PPP, RAW_12, RAW_14, PPP_HDLC, RAW, C_HDLC, LOOP, LINUX_SLL, IPV4, IPV6,
+pub const SUPPORTED: [u32; 17] = [
+    NULL,
+    ETHERNET,
+    PPP,
+    RAW_12,
+    RAW_14,
+    PPP_HDLC,
+    PPP_ETHER,
+    RAW,
+    C_HDLC,
+    LOOP,
+    LINUX_SLL,
+    PPP_PPPD,
+    PPP_WITH_DIR,
+    C_HDLC_WITH_DIR,
+    IPV4,
+    IPV6,
     LINUX_SLL2,
 ];
 
@@ -42,6 +67,10 @@ pub fn name(lt: u32) -> &'static str {
         ETHERNET => "ethernet",
         PPP => "ppp",
         PPP_HDLC => "ppp_hdlc",
+        PPP_ETHER => "ppp_ether",
+        PPP_PPPD => "ppp_pppd",
+        PPP_WITH_DIR => "ppp_with_dir",
+        C_HDLC_WITH_DIR => "c_hdlc_with_dir",
         C_HDLC => "c_hdlc",
         RAW | RAW_12 | RAW_14 => "raw",
         LOOP => "loop",

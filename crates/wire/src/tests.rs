@@ -147,6 +147,17 @@ fn wrap(link: u32, ip: &[u8]) -> Vec<u8> {
         // PPP with the HDLC-like address and control, on both PPP link types.
         lt::PPP | lt::PPP_HDLC => cat(&[&[0xff, 0x03, 0x00, if v6 { 0x57 } else { 0x21 }], ip]),
         lt::C_HDLC => cat(&[&[0x0f, 0x00], &et.to_be_bytes(), ip]),
+        // PPPoE session header (its length counts the PPP protocol), then PPP.
+        lt::PPP_ETHER => {
+            let len = ((2 + ip.len()) as u16).to_be_bytes();
+            let ppp = [0x00, if v6 { 0x57 } else { 0x21 }];
+            cat(&[&[0x11, 0x00, 0x12, 0x34], &len, &ppp, ip])
+        }
+        // pppd's direction in place of the address (1: sent).
+        lt::PPP_PPPD => cat(&[&[0x01, 0x03, 0x00, if v6 { 0x57 } else { 0x21 }], ip]),
+        // A direction byte, then PPP or Cisco HDLC.
+        lt::PPP_WITH_DIR => cat(&[&[0x00, 0xff, 0x03, 0x00, if v6 { 0x57 } else { 0x21 }], ip]),
+        lt::C_HDLC_WITH_DIR => cat(&[&[0x01, 0x0f, 0x00], &et.to_be_bytes(), ip]),
         _ => ip.to_vec(),
     }
 }
@@ -156,13 +167,15 @@ fn link_len(link: u32) -> usize {
         lt::ETHERNET => 14,
         lt::LINUX_SLL => 16,
         lt::LINUX_SLL2 => 20,
-        lt::NULL | lt::LOOP | lt::PPP | lt::PPP_HDLC | lt::C_HDLC => 4,
+        lt::NULL | lt::LOOP | lt::PPP | lt::PPP_HDLC | lt::C_HDLC | lt::PPP_PPPD => 4,
+        lt::PPP_WITH_DIR | lt::C_HDLC_WITH_DIR => 5,
+        lt::PPP_ETHER => 8,
         _ => 0,
     }
 }
 
 /// Link types able to carry both families.
-const BOTH: [u32; 11] = [
+const BOTH: [u32; 15] = [
     lt::ETHERNET,
     lt::RAW,
     lt::RAW_12,
@@ -174,6 +187,10 @@ const BOTH: [u32; 11] = [
     lt::PPP,
     lt::PPP_HDLC,
     lt::C_HDLC,
+    lt::PPP_ETHER,
+    lt::PPP_PPPD,
+    lt::PPP_WITH_DIR,
+    lt::C_HDLC_WITH_DIR,
 ];
 
 /// Invariants every view satisfies, whatever the input.
@@ -433,11 +450,14 @@ fn ppp_and_cisco_hdlc() {
             let f = cat(&[&[0xff, 0x03], &proto, &[1, 1, 0, 4]]);
             assert_eq!(p(link, &f).class, Class::NonIp);
         }
-        // An address without its control byte; cut inside the protocol.
-        assert_eq!(
-            p(link, &cat(&[&[0xff, 0x05, 0x00, 0x21], &v4])).class,
-            Class::Malformed
-        );
+        // An address with a control byte other than 0x03: malformed on PPP; on PPP in HDLC
+        // framing read past, as tcpdump's ppp_hdlc_if_print does. Cut inside the protocol.
+        let odd_control = p(link, &cat(&[&[0xff, 0x05, 0x00, 0x21], &v4]));
+        if link == lt::PPP {
+            assert_eq!(odd_control.class, Class::Malformed);
+        } else {
+            assert_v4(odd_control, 6, 1000, 443, false);
+        }
         for cut in [
             &[][..],
             &[0xff],
@@ -1065,15 +1085,21 @@ proptest! {
         // packet, looked at) but not looked through: the outer header is the packet. The port
         // names the layer before any length is read (`encap::udp`), except VXLAN's and
         // VXLAN-GPE's, recorded only with their header.
+        // PPPoE is a layer below IP: on its link type, every frame records it.
+        let none = if s.link == lt::PPP_ETHER {
+            Encap::NONE.with(Layer::Pppoe)
+        } else {
+            Encap::NONE
+        };
         let encap = match (s.proto, s.dport) {
-            _ if s.later_fragment => Encap::NONE,
-            (47, _) => Encap::NONE.with(Layer::Gre),
+            _ if s.later_fragment => none,
+            (47, _) => none.with(Layer::Gre),
             // An empty datagram has no VXLAN or VXLAN-GPE header: plain UDP.
-            (17, 4789 | 8472 | 4790) => Encap::NONE,
-            (17, 6081) => Encap::NONE.with(Layer::Geneve),
-            (17, 2152) => Encap::NONE.with(Layer::GtpU),
-            (17, 6635) => Encap::NONE.with(Layer::MplsUdp),
-            _ => Encap::NONE,
+            (17, 4789 | 8472 | 4790) => none,
+            (17, 6081) => none.with(Layer::Geneve),
+            (17, 2152) => none.with(Layer::GtpU),
+            (17, 6635) => none.with(Layer::MplsUdp),
+            _ => none,
         };
         prop_assert_eq!(v, View { class, tuple: want, l4_cut: false, encap });
         let n = cut.index(f.len() + 1);
@@ -1147,5 +1173,98 @@ proptest! {
                 );
             }
         }
+    }
+}
+
+/// RFC 1662 4.2 octet stuffing of `f`: 0x7e and 0x7d become 0x7d, then the octet XOR 0x20.
+fn stuff(f: &[u8]) -> Vec<u8> {
+    let mut o = Vec::new();
+    for &b in f {
+        if b == 0x7e || b == 0x7d {
+            o.extend_from_slice(&[0x7d, b ^ 0x20]);
+        } else {
+            o.push(b);
+        }
+    }
+    o
+}
+
+/// PPP frames that kept their HDLC flag and octet stuffing (as in tcpdump's ppp_ip_udp_dns
+/// capture: 0xff, a control byte, 0x7e, then the stuffed frame) are unstuffed into a bounded
+/// buffer and keyed like tcpdump's `handle_ppp` reads them; the new PPP link types (51, 166,
+/// 204, 205) decode their headers.
+#[test]
+fn ppp_stuffed_and_direction_link_types() {
+    // Ports 0x7d7e and 0x7e7d need stuffing; so does nothing else of this header.
+    let v4 = ipv4(17, &[], 0, &udp(0x7d7e, 0x7e7d));
+    let v6 = ipv6(6, &tcp(0x7e00, 0x7d00));
+    for link in [lt::PPP, lt::PPP_HDLC] {
+        let pre: &[u8] = if link == lt::PPP { &[] } else { &[0xff, 0x5f] };
+        // The ethertype (tcpdump's reading), the PPP protocol, address/control first.
+        for head in [&[0x08, 0x00][..], &[0x00, 0x21], &[0xff, 0x03, 0x00, 0x21]] {
+            let f = cat(&[pre, &[0x7e], &stuff(&cat(&[head, &v4]))]);
+            assert_v4(p(link, &f), 17, 0x7d7e, 0x7e7d, false);
+            // Cut inside the stuffed ports (between an escape and its octet): ports cut.
+            let cut = f.len() - stuff(&udp(0x7d7e, 0x7e7d)).len() + 1;
+            assert_v4(p(link, &f[..cut]), 17, 0, 0, true);
+        }
+        let f = cat(&[pre, &[0x7e], &stuff(&cat(&[&[0x86, 0xdd], &v6]))]);
+        assert_v6(p(link, &f), 6, 0x7e00, 0x7d00, false);
+        // IPCP inside (tcpdump's ppp_error_hexdump); a second flag: not decoded further.
+        let f = cat(&[pre, &[0x7e, 0x80, 0x21, 1, 0, 0, 4]]);
+        assert_eq!(p(link, &f).class, Class::NonIp);
+        let f = cat(&[pre, &[0x7e, 0x7e, 0x08, 0x00], &v4]);
+        assert_eq!(p(link, &f).class, Class::Malformed);
+    }
+    // A stuffed frame longer than the buffer: the header is keyed, the rest not read.
+    let big = ipv4(6, &[], 0, &cat(&[&tcp(1, 2), &[0x7e; 1000]]));
+    let f = cat(&[&[0xff, 0x03, 0x7e, 0x08, 0x00], &stuff(&big)]);
+    assert_v4(p(lt::PPP_HDLC, &f), 6, 1, 2, false);
+
+    // PPP_PPPD: direction 0 or 1 in place of the address, then 0x03.
+    for dir in [0u8, 1] {
+        let f = cat(&[&[dir, 0x03, 0x00, 0x21], &v4]);
+        assert_v4(p(lt::PPP_PPPD, &f), 17, 0x7d7e, 0x7e7d, false);
+    }
+    assert_eq!(
+        p(lt::PPP_PPPD, &cat(&[&[0x02, 0x03, 0x00, 0x21], &v4])).class,
+        Class::Malformed
+    );
+    assert_eq!(p(lt::PPP_PPPD, &[0x01]).class, Class::Truncated);
+    // PPP_WITH_DIR / C_HDLC_WITH_DIR: any direction byte, then the frame.
+    for dir in [0u8, 1, 0x80] {
+        let f = cat(&[&[dir, 0xff, 0x03, 0x00, 0x57], &v6]);
+        assert_v6(p(lt::PPP_WITH_DIR, &f), 6, 0x7e00, 0x7d00, false);
+        let f = cat(&[&[dir, 0x0f, 0x00, 0x08, 0x00], &v4]);
+        assert_v4(p(lt::C_HDLC_WITH_DIR, &f), 17, 0x7d7e, 0x7e7d, false);
+    }
+    for link in [lt::PPP_WITH_DIR, lt::C_HDLC_WITH_DIR] {
+        assert_eq!(p(link, &[]).class, Class::Truncated);
+        assert_eq!(p(link, &[0x00]).class, Class::Truncated);
+    }
+    // PPP_ETHER: the PPPoE session header, then PPP; a wrong version/type is malformed.
+    let len = (2 + v4.len() as u8, 0x00);
+    let f = cat(&[&[0x11, 0x00, 0x00, 0x01, len.1, len.0, 0x00, 0x21], &v4]);
+    let v = p(lt::PPP_ETHER, &f);
+    assert_v4(v, 17, 0x7d7e, 0x7e7d, false);
+    assert_eq!(v.encap, Encap::NONE.with(Layer::Pppoe));
+    // Its length shorter than the IP datagram inside: the IP header lies, malformed.
+    let mut g = f.clone();
+    g[5] -= 1;
+    assert_eq!(p(lt::PPP_ETHER, &g).class, Class::Malformed);
+    let mut g = f.clone();
+    g[0] = 0x21;
+    assert_eq!(p(lt::PPP_ETHER, &g).class, Class::Malformed);
+    for n in 0..f.len() {
+        check_prefix_consistent(lt::PPP_ETHER, &f, n);
+    }
+    for name in [
+        (51, "ppp_ether"),
+        (166, "ppp_pppd"),
+        (204, "ppp_with_dir"),
+        (205, "c_hdlc_with_dir"),
+    ] {
+        assert_eq!(lt::name(name.0), name.1);
+        assert!(lt::is_supported(name.0));
     }
 }

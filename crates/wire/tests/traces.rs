@@ -541,9 +541,12 @@ fn new_encapsulations_on_real_captures() {
 /// carries a tunnel) and MPLS label stacks. tshark 4.0.17 finds IP (`frame.protocols` naming ip
 /// after ppp/chdlc, or after ppp:mpls) in exactly the packets counted ipv4 here and MPLS in
 /// those counted under it; SLARP, CDP, ISO (IS-IS, ES-IS), LCP/IPCP/PAP and multilink PPP are
-/// non_ip for both. Two differ in class but not in what is keyed: the PPP-in-HDLC frames of
-/// ppp_ip_udp_dns and ppp_error_hexdump have address 0xff with a control byte other than 0x03
-/// (0x5f, 0x60), malformed here, "PPP, unknown protocol, data" for tshark.
+/// non_ip for both. Two differ from tshark, which reads "PPP, unknown protocol": the PPP-in-HDLC
+/// frames of ppp_ip_udp_dns and ppp_error_hexdump have address 0xff, a control byte other than
+/// 0x03 (0x5f, 0x60) and then the HDLC flag 0x7e: frames that kept their octet stuffing.
+/// tcpdump (print-ppp.c: `ppp_hdlc_if_print` skips the control byte unchecked, `handle_ppp`
+/// unstuffs a frame whose protocol starts with 0x7e) prints the first as "IP 69.168.178.248.53 >
+/// 192.168.0.111.1024" (its tests/ppp_ip_udp_dns.out) and the second as IPCP; so does netsift.
 #[test]
 fn ppp_and_hdlc_link_types_on_real_captures() {
     let Some(dir) = testkit::trace("tcpdump-tests") else {
@@ -573,8 +576,8 @@ fn ppp_and_hdlc_link_types_on_real_captures() {
         ("mpls-ldp-hello.pcap", 1, [1, 0, 0, 0, 0, 0], 0),
         ("mpls-traceroute.pcap", 18, [18, 0, 0, 0, 0, 0], 9),
         ("ppp-invalid-lengths.pcap", 1, [0, 0, 1, 0, 0, 0], 0),
-        ("ppp_error_hexdump.pcap", 1, [0, 0, 0, 0, 1, 0], 0),
-        ("ppp_ip_udp_dns.pcap", 1, [0, 0, 0, 0, 1, 0], 0),
+        ("ppp_error_hexdump.pcap", 1, [0, 0, 1, 0, 0, 0], 0),
+        ("ppp_ip_udp_dns.pcap", 1, [1, 0, 0, 0, 0, 0], 0),
         ("truncated-aack.pcap", 1, [0, 0, 1, 0, 0, 0], 0),
         ("wb-oobr.pcap", 6, [6, 0, 0, 0, 0, 0], 3),
     ];
@@ -589,6 +592,21 @@ fn ppp_and_hdlc_link_types_on_real_captures() {
             assert_eq!(c.layers, layers, "{file} {mode}");
         }
     }
+    // The stuffed frame's key, as tcpdump prints it.
+    for_each_packet(&dir.join("ppp_ip_udp_dns.pcap"), |link, d| {
+        let v = wire::parse(link, d);
+        let t = v.tuple;
+        assert_eq!(
+            (&t.src[..4], &t.dst[..4], t.sport, t.dport, t.proto),
+            (
+                &[69, 168, 178, 248][..],
+                &[192, 168, 0, 111][..],
+                53,
+                1024,
+                17
+            )
+        );
+    });
     // The list is every such capture: the corpus has no other file on these link types.
     let mut found = Vec::new();
     for e in std::fs::read_dir(&dir).expect("tcpdump-tests").flatten() {

@@ -1077,12 +1077,18 @@ fn ip_in_ip_6in4_4in6_6in6() {
     check(lt::RAW, &f, outer, v4(inner4_tuple()), &[FourInSix]);
     for link in BOTH {
         let f = wrap(link, &outer4(41, &inner6()));
+        // The PPPoE link type's frames are inside a PPPoE session.
+        let layers: &[Layer] = if link == lt::PPP_ETHER {
+            &[Pppoe, SixInFour]
+        } else {
+            &[SixInFour]
+        };
         check(
             link,
             &f,
             v4(outer4_tuple(41, 0, 0)),
             v6(inner6_tuple()),
-            &[SixInFour],
+            layers,
         );
     }
     // The wrong version inside.
