@@ -422,6 +422,33 @@ fn tunnel_header_fits(layer: Layer, h: &[u8]) -> Option<bool> {
             let f = *h.first()?;
             Some(f & 0x30 == 0 && f & 0x08 != 0)
         }
+        // RFC 7510: a label stack, then what its bottom label carries. Plausible when the
+        // payload after the bottom of the stack reads as `mpls` reads it: IP (first nibble 4
+        // or 6), a pseudowire associated channel (1), or an Ethernet pseudowire whose
+        // ethertype is a known one (with or without the RFC 4385 control word, both read
+        // before choosing, as `pseudowire_zero_nibble` does). A stack longer than the bound is
+        // left to `mpls` (malformed).
+        Layer::MplsUdp => {
+            // An Ethernet header's ethertype offset (after the two MAC addresses).
+            const ETHERTYPE_AT: usize = 12;
+            let mut at = 0;
+            for _ in 0..MAX_MPLS_LABELS {
+                let e = h.get(at..at + mpls_hdr::ENTRY_LEN)?;
+                at += mpls_hdr::ENTRY_LEN;
+                if e[mpls_hdr::BOS_BYTE] & 1 == 1 {
+                    let eth_at = |cw: usize| be16(h, at + cw + ETHERTYPE_AT);
+                    return Some(match h.get(at)? >> 4 {
+                        4 | 6 | 1 => true,
+                        0 => {
+                            let (plain, cw) = (eth_at(0)?, eth_at(mpls_hdr::CONTROL_WORD_LEN)?);
+                            known_ethertype(plain) || known_ethertype(cw)
+                        }
+                        _ => known_ethertype(eth_at(0)?),
+                    });
+                }
+            }
+            Some(true)
+        }
         _ => Some(true),
     }
 }

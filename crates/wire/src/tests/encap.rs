@@ -802,7 +802,7 @@ fn vxlan_on_linux_port_8472() {
     check(lt::ETHERNET, &f, outer, v6(inner6_tuple()), &[Vxlan]);
 }
 
-/// Application datagrams on the VXLAN ports (a DNS query to 4789, a VXLAN header with a
+/// Application datagrams on the VXLAN and MPLS-in-UDP ports (a DNS query to 4789 or 6635, a VXLAN header with a
 /// reserved flag bit or its last byte set, a datagram shorter than the header) are plain UDP,
 /// keyed by the outer header with no layer, never `Malformed`; VXLAN-GBP's G bit still is
 /// VXLAN. A capture cut inside the header records no layer either (it cannot tell).
@@ -813,7 +813,7 @@ fn not_vxlan_is_plain_udp() {
     let dns = [
         0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 1, b'a', 0, 0, 1, 0, 1,
     ];
-    for port in [4789u16, 8472, 4790] {
+    for port in [4789u16, 8472, 4790, 6635] {
         let outer = v4(outer4_tuple(17, 40000, port));
         let f = eth(0x0800, &outer4(17, &udp_to(port, &dns)));
         check(lt::ETHERNET, &f, outer, outer, &[]);
@@ -1006,11 +1006,20 @@ fn mpls_over_udp() {
         v4(inner4_tuple()),
         &[MplsUdp, Mpls, Pseudowire],
     );
-    // A stack without its bottom inside a complete datagram lies; cut by the capture it is
-    // truncated.
+    // A stack without its bottom inside a complete datagram is no MPLS-in-UDP payload: plain
+    // UDP; cut by the capture it is truncated (in inner mode), and no layer is recorded: the
+    // bytes that tell are not there.
     let mut stack = mpls(&[1, 2], &[]);
     stack[6] &= !1;
     let f = eth(0x0800, &outer4(17, &mpls_udp(&stack)));
+    check(lt::ETHERNET, &f, outer, outer, &[]);
+    let mut cut = f.clone();
+    cut[16..18].copy_from_slice(&1500u16.to_be_bytes());
+    cut[14 + 20 + 4..14 + 20 + 6].copy_from_slice(&0u16.to_be_bytes());
+    check(lt::ETHERNET, &cut, outer, only(Class::Truncated), &[]);
+    // A stack longer than the bound is left to the decoder: malformed.
+    let labels: Vec<u32> = (16..16 + MAX_MPLS_LABELS as u32 + 1).collect();
+    let f = eth(0x0800, &outer4(17, &mpls_udp(&mpls(&labels, &inner4()))));
     check(
         lt::ETHERNET,
         &f,
@@ -1018,16 +1027,10 @@ fn mpls_over_udp() {
         only(Class::Malformed),
         &[MplsUdp, Mpls],
     );
-    let mut cut = f.clone();
-    cut[16..18].copy_from_slice(&1500u16.to_be_bytes());
-    cut[14 + 20 + 4..14 + 20 + 6].copy_from_slice(&0u16.to_be_bytes());
-    check(
-        lt::ETHERNET,
-        &cut,
-        outer,
-        only(Class::Truncated),
-        &[MplsUdp, Mpls],
-    );
+    // After the bottom of the stack, neither IP nor an Ethernet header with a known ethertype
+    // (with or without a control word): plain UDP.
+    let f = eth(0x0800, &outer4(17, &mpls_udp(&mpls(&[16], &[0x23; 40]))));
+    check(lt::ETHERNET, &f, outer, outer, &[]);
     // The associated channel (first nibble 1) is not a packet: the outer header.
     let f = eth(
         0x0800,
