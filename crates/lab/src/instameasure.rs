@@ -29,11 +29,9 @@
 //! Every instance uses the paper's table (2^20 entries, probe limit 16); L1 words are the swept
 //! parameter (8192 words = the paper's 32 KB L1, 128 KB with the three L2 arrays).
 
-use std::fmt;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Instant;
 
 use algo::{Algorithm, BuildCtx};
@@ -55,67 +53,14 @@ pub const HH_THRESHOLD: u64 = 744;
 /// Background rate of figure 9b, packets per second.
 const BACKGROUND_PPS: f64 = 1e6;
 
-/// A figure of `bench instameasure`, or all of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum InstaFigure {
-    Fig7,
-    Fig8,
-    Fig9,
-    Fig10,
-    Fig11,
-    All,
-}
-
-impl InstaFigure {
-    pub const EACH: [InstaFigure; 5] = [
-        InstaFigure::Fig7,
-        InstaFigure::Fig8,
-        InstaFigure::Fig9,
-        InstaFigure::Fig10,
-        InstaFigure::Fig11,
-    ];
-    /// Every name, `all` last (the CLI's `--figure` values).
-    pub const NAMES: [&'static str; 6] = ["7", "8", "9", "10", "11", "all"];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            InstaFigure::Fig7 => "7",
-            InstaFigure::Fig8 => "8",
-            InstaFigure::Fig9 => "9",
-            InstaFigure::Fig10 => "10",
-            InstaFigure::Fig11 => "11",
-            InstaFigure::All => "all",
-        }
-    }
-
-    pub fn expand(self) -> Vec<InstaFigure> {
-        match self {
-            InstaFigure::All => InstaFigure::EACH.to_vec(),
-            f => vec![f],
-        }
-    }
-}
-
-impl fmt::Display for InstaFigure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for InstaFigure {
-    type Err = LabError;
-
-    fn from_str(s: &str) -> Result<InstaFigure, LabError> {
-        InstaFigure::EACH
-            .into_iter()
-            .chain([InstaFigure::All])
-            .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                LabError::Config(format!(
-                    "unknown figure `{s}` (expected one of: {})",
-                    InstaFigure::NAMES.join(", ")
-                ))
-            })
+crate::figure_enum! {
+    /// A figure of `bench instameasure`, or all of them.
+    pub enum InstaFigure {
+        Fig7 => "7",
+        Fig8 => "8",
+        Fig9 => "9",
+        Fig10 => "10",
+        Fig11 => "11",
     }
 }
 

@@ -69,6 +69,66 @@ pub const DEFAULT_PACKETS: u64 = 20_000_000;
 /// Packets per epoch (section 4.1: "the length of the measurement epoch to 2M packet").
 pub const EPOCH: usize = 2_000_000;
 
+/// A `--figure` enum of a paper's `bench` command: its figures with their names, and `All`
+/// (named "all"); `EACH` (what `all` runs, in order), `NAMES` (`all` last, the CLI's values),
+/// `name`, `expand`, `Display`, and `FromStr` (an unknown name is an error listing the names).
+macro_rules! figure_enum {
+    ($(#[$m:meta])* $vis:vis enum $name:ident { $($v:ident => $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $($v,)+
+            All,
+        }
+
+        impl $name {
+            /// The figures `all` runs, in order.
+            pub const EACH: [$name; [$($s),+].len()] = [$($name::$v),+];
+            /// Every name, `all` last (the CLI's `--figure` values).
+            pub const NAMES: [&'static str; [$($s),+].len() + 1] = [$($s,)+ "all"];
+
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $($name::$v => $s,)+
+                    $name::All => "all",
+                }
+            }
+
+            /// The figures this selects (`All`: every one, in order).
+            pub fn expand(self) -> Vec<$name> {
+                match self {
+                    $name::All => $name::EACH.to_vec(),
+                    f => vec![f],
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::LabError;
+
+            fn from_str(s: &str) -> Result<$name, $crate::LabError> {
+                $name::EACH
+                    .into_iter()
+                    .chain([$name::All])
+                    .find(|f| f.name() == s)
+                    .ok_or_else(|| {
+                        $crate::LabError::Config(format!(
+                            "unknown figure `{s}` (expected one of: {})",
+                            $name::NAMES.join(", ")
+                        ))
+                    })
+            }
+        }
+    };
+}
+pub(crate) use figure_enum;
+
 /// The figures `all` runs, in order (the names of [`Figure::EACH`]).
 pub const FIGURES: [&str; 7] = ["2", "5", "6", "7", "8", "share", "limit"];
 

@@ -36,12 +36,10 @@
 //! are hand-written structures, because the experiment is the structure's layout or its sharing.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::fs;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
@@ -62,76 +60,16 @@ pub const BATCH: usize = 64;
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 
-/// A figure of `bench reeval`, or all of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ReevalFigure {
-    Fig1,
-    Fig2,
-    Fig3,
-    Fig4,
-    Fig5,
-    Fig8,
-    Fig9,
-    All,
-}
-
-impl ReevalFigure {
-    /// The figures `all` runs, in order.
-    pub const EACH: [ReevalFigure; 7] = [
-        ReevalFigure::Fig1,
-        ReevalFigure::Fig2,
-        ReevalFigure::Fig3,
-        ReevalFigure::Fig4,
-        ReevalFigure::Fig5,
-        ReevalFigure::Fig8,
-        ReevalFigure::Fig9,
-    ];
-
-    /// Every name, `all` last (the CLI's `--figure` values).
-    pub const NAMES: [&'static str; 8] = ["1", "2", "3", "4", "5", "8", "9", "all"];
-
-    pub const fn name(self) -> &'static str {
-        match self {
-            ReevalFigure::Fig1 => "1",
-            ReevalFigure::Fig2 => "2",
-            ReevalFigure::Fig3 => "3",
-            ReevalFigure::Fig4 => "4",
-            ReevalFigure::Fig5 => "5",
-            ReevalFigure::Fig8 => "8",
-            ReevalFigure::Fig9 => "9",
-            ReevalFigure::All => "all",
-        }
-    }
-
-    /// The figures this selects (`All`: every one, in order).
-    pub fn expand(self) -> Vec<ReevalFigure> {
-        match self {
-            ReevalFigure::All => ReevalFigure::EACH.to_vec(),
-            f => vec![f],
-        }
-    }
-}
-
-impl fmt::Display for ReevalFigure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for ReevalFigure {
-    type Err = LabError;
-
-    fn from_str(s: &str) -> Result<ReevalFigure, LabError> {
-        ReevalFigure::EACH
-            .into_iter()
-            .chain([ReevalFigure::All])
-            .find(|f| f.name() == s)
-            .ok_or_else(|| {
-                LabError::Config(format!(
-                    "unknown figure `{s}` (expected one of: {})",
-                    ReevalFigure::NAMES.join(", ")
-                ))
-            })
+crate::figure_enum! {
+    /// A figure of `bench reeval`, or all of them.
+    pub enum ReevalFigure {
+        Fig1 => "1",
+        Fig2 => "2",
+        Fig3 => "3",
+        Fig4 => "4",
+        Fig5 => "5",
+        Fig8 => "8",
+        Fig9 => "9",
     }
 }
 
