@@ -6,9 +6,10 @@
 //! one (a spare this thread reset and sent back, or a reset copy) and sends the finished state
 //! here with the epoch's truth ([`Job`]); this thread answers, keeps what heavy changers compare
 //! against (the previous epoch's state and truth), and sends reports and reset spares back.
-//! Reports come back in epoch order (one thread, one queue). The queue holds one job: a reader
-//! that runs more than one epoch ahead of the answers waits, so memory stays bounded (per
-//! instance at most: the state measuring, one queued, one being answered, the previous epoch's).
+//! Reports come back in epoch order (one thread, one queue). States rotate within a fixed budget
+//! (`runner::Instance::budget`): per instance the state measuring, the one handed over (queued or
+//! being answered) and the previous epoch's (with workers: one measuring and one handed over per
+//! worker); with all made, the reader waits for a spare, so memory stays bounded.
 //!
 //! The answers are those the packet path would have computed itself: same states, same truth,
 //! same code (`evaluate`, `answer_only`); only the thread differs.
