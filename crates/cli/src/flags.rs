@@ -68,9 +68,18 @@ mod tests {
     }
 }
 
-/// A size in bytes: a whole number, optionally with a binary suffix `K`, `M`, `G` or `T`
-/// (`512M`, `8G`), at least 1 MiB.
+/// A memory budget: a [`size`] of at least 1 MiB.
 pub fn bytes(s: &str) -> Result<u64, String> {
+    let v = size(s)?;
+    if v < 1 << 20 {
+        return Err(format!("must be at least 1M, got {s}"));
+    }
+    Ok(v)
+}
+
+/// A size in bytes: a whole number, optionally with a binary suffix `K`, `M`, `G` or `T`
+/// (`8K`, `512M`, `8G`).
+pub fn size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, shift) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
@@ -89,10 +98,7 @@ pub fn bytes(s: &str) -> Result<u64, String> {
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(1u64 << shift))
-        .ok_or_else(|| format!("must be a size in bytes such as 800M or 8G, got {s}"))?;
-    if v < 1 << 20 {
-        return Err(format!("must be at least 1M, got {s}"));
-    }
+        .ok_or_else(|| format!("must be a size in bytes such as 8K, 800M or 8G, got {s}"))?;
     Ok(v)
 }
 

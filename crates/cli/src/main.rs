@@ -28,6 +28,8 @@ struct Cli {
     cmd: Cmd,
 }
 
+// Parsed once per process: the size of `run`'s many flags costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
     /// Per-file statistics of captures (pcap, pcapng, key traces). Without FILE: a built-in

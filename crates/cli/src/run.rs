@@ -109,6 +109,27 @@ pub struct RunArgs {
     batch: Option<usize>,
     #[arg(long)]
     format: Option<Format>,
+    /// SketchVisor's fast path (SketchVisor 4): `sketchvisor` (Algorithm 1), `misra_gries`
+    /// (MGFastPath) or `none`. It measures the packets the normal path (the algorithms, with
+    /// or without Agg-Evict) cannot take, and every task is answered from the sketch recovered
+    /// from both paths (`--recover`). Reading a file, the normal path is never overloaded unless
+    /// `--normal-capacity` caps it. The report gives packets and bytes per path (`paths`).
+    #[arg(long)]
+    fast_path: Option<FastPathArg>,
+    /// Bytes of each key kind's fast path (default 8192, SketchVisor 7.1).
+    #[arg(long, value_parser = flags::size)]
+    fast_path_bytes: Option<u64>,
+    /// Cap the normal path at this many million packets per second per worker, in capture time
+    /// (key traces without timestamps arrive at 14.88 Mpps), through a deterministic FIFO model:
+    /// the same file gives the same fast-path share and answers on any machine. Implies
+    /// `--fast-path sketchvisor` unless another is given.
+    #[arg(long, allow_negative_numbers = true)]
+    normal_capacity: Option<f64>,
+    /// How a run with a fast path answers from both paths: sketchvisor (compressive sensing for
+    /// Count-Min and MRAC, LowerRecovery for the others), lower, upper, or none (the normal path
+    /// alone).
+    #[arg(long)]
+    recover: Option<RecoverArg>,
     /// Write the report as one JSON document at the end (it keeps every epoch until then).
     #[arg(long, conflicts_with = "json_lines")]
     json: bool,
@@ -130,6 +151,22 @@ pub enum AccelArg {
     None,
     #[value(alias = "agg_evict")]
     AggEvict,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum FastPathArg {
+    None,
+    Sketchvisor,
+    #[value(name = "misra_gries", alias = "misra-gries")]
+    MisraGries,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum RecoverArg {
+    Sketchvisor,
+    Lower,
+    Upper,
+    None,
 }
 
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
@@ -264,6 +301,30 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     if let Some(b) = a.batch {
         cfg.batch = b;
     }
+    let sv = &mut cfg.sketchvisor;
+    if let Some(f) = a.fast_path {
+        sv.fast_path = match f {
+            FastPathArg::None => visor::FastKind::None,
+            FastPathArg::Sketchvisor => visor::FastKind::Sketchvisor,
+            FastPathArg::MisraGries => visor::FastKind::MisraGries,
+        };
+    } else if a.normal_capacity.is_some() && sv.fast_path == visor::FastKind::None {
+        sv.fast_path = visor::FastKind::Sketchvisor;
+    }
+    if let Some(b) = a.fast_path_bytes {
+        sv.fast_path_bytes = usize::try_from(b).context("--fast-path-bytes is too large")?;
+    }
+    if a.normal_capacity.is_some() {
+        sv.normal_capacity = a.normal_capacity;
+    }
+    if let Some(r) = a.recover {
+        sv.recover = match r {
+            RecoverArg::Sketchvisor => visor::Method::Sketchvisor,
+            RecoverArg::Lower => visor::Method::Lower,
+            RecoverArg::Upper => visor::Method::Upper,
+            RecoverArg::None => visor::Method::None,
+        };
+    }
     for m in &mut cfg.measures {
         if a.threshold.is_some() {
             m.threshold = a.threshold;
@@ -370,7 +431,12 @@ pub fn run(
                 ipv6: true,
                 ..cfg.clone()
             };
+            // 4- and 13-byte key traces carry no timestamps (the fast path's FIFO model).
+            let untimed = matches!(cap.format(), Format::Keys4 | Format::Keys13);
             let mut runner = Runner::new(cfg, cap.name())?;
+            if untimed {
+                runner.untimed();
+            }
             // A stream's reads may block (a live pipe): its epochs are answered as they close,
             // on this thread, so each is printed then, not when the next packet arrives.
             if cap.is_stream() {
@@ -399,6 +465,9 @@ pub fn run(
                         Ok(r) => {
                             *runner = r;
                             runner.answer_inline();
+                            if untimed {
+                                runner.untimed();
+                            }
                             runner.add_note(note);
                         }
                         Err(e) => runner.add_note(format!(
@@ -676,6 +745,9 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
             ""
         }
     )?;
+    if let Some(p) = &e.paths {
+        print_paths(out, e, p)?;
+    }
     writeln!(
         out,
         "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -712,6 +784,49 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
             fmt_opt(a.are),
             fmt_opt(a.mrd)
         )?;
+    }
+    Ok(())
+}
+
+/// SketchVisor's split of the epoch between the paths, what each kind's fast path held, and how
+/// the answers were recovered from both.
+fn print_paths(
+    out: &mut Out,
+    e: &EpochReport,
+    p: &measure::report::Paths,
+) -> Result<(), StdoutError> {
+    writeln!(
+        out,
+        "  paths: normal {} packets ({} bytes), fast ({}) {} packets ({} bytes): {:.1}% on the fast path",
+        p.normal_packets,
+        p.normal_bytes,
+        p.fast_path,
+        p.fast_packets,
+        p.fast_bytes,
+        100.0 * p.fast_share
+    )?;
+    for k in &p.kinds {
+        writeln!(
+            out,
+            "    fast path {:<10} {} flows tracked, V {}, E {}, {} kick-outs",
+            k.key.name(),
+            k.tracked,
+            k.v,
+            k.e,
+            k.kickouts
+        )?;
+    }
+    let mut methods: Vec<String> = vec![];
+    for t in &e.tasks {
+        if let Some(m) = t.recovery {
+            let s = format!("{} {m}", t.algorithm);
+            if !methods.contains(&s) {
+                methods.push(s);
+            }
+        }
+    }
+    if !methods.is_empty() {
+        writeln!(out, "    recovery: {}", methods.join(", "))?;
     }
     Ok(())
 }

@@ -47,6 +47,9 @@ pub(crate) struct Job {
     /// Without ground truth, the spreader tasks' bases: estimated distinct (source, destination)
     /// addresses.
     pub(crate) peers: Option<(f64, f64)>,
+    /// With a fast path: the epoch's packets per path and each key kind's fast-path summary
+    /// (`crate::fastpath`).
+    pub(crate) fast: Option<visor::EpochPart>,
 }
 
 /// Per instance, what answering keeps between epochs.
@@ -324,6 +327,7 @@ impl Answerer {
             mut truth,
             partial,
             peers,
+            fast,
         } = job;
         let index = truth.first().map_or(0, |t| t.index);
         if self.cfg.inject_failure == Some(ANSWERS) {
@@ -340,40 +344,59 @@ impl Answerer {
             t.settle();
         }
         let cfg = &self.cfg;
+        // With a fast path, each instance answers from its state recovered from both paths.
+        let recovered = match &fast {
+            Some(part) => self.recover(&states, part).map_err(|e| WorkerFailure {
+                worker: ANSWERS,
+                epoch: index,
+                message: format!("recovering the fast path's flows: {e}"),
+            })?,
+            None => vec![],
+        };
         let first = self.epochs == 0;
         let mut tasks = Vec::with_capacity(self.measures.len());
         for m in &self.measures {
             let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
             let slot = &self.slots[m.instance];
-            let a = states[m.instance].as_ref();
+            let (answering, method) = match recovered.get(m.instance) {
+                Some((r, method)) => (r.as_deref(), Some(method.name())),
+                None => (None, None),
+            };
+            let a = answering.unwrap_or(states[m.instance].as_ref());
             if !cfg.truth {
                 let peers = peers.map(|(src, dst)| match m.spec.task {
                     algo::Task::Ddos => src,
                     _ => dst,
                 });
-                tasks.push(answer_only(
+                tasks.push(with_recovery(
+                    method,
+                    answer_only(
+                        &m.spec,
+                        m.kind,
+                        a,
+                        slot.prev.as_deref(),
+                        truth[ki].total(cfg.weight),
+                        peers,
+                        first,
+                        cfg,
+                        &slot.query_nanos,
+                    ),
+                ));
+                continue;
+            }
+            tasks.push(with_recovery(
+                method,
+                evaluate(
                     &m.spec,
                     m.kind,
                     a,
                     slot.prev.as_deref(),
-                    truth[ki].total(cfg.weight),
-                    peers,
-                    first,
+                    &truth[ki],
+                    self.prev_truth.get(ki),
+                    m.ewma.as_ref(),
                     cfg,
                     &slot.query_nanos,
-                ));
-                continue;
-            }
-            tasks.push(evaluate(
-                &m.spec,
-                m.kind,
-                a,
-                slot.prev.as_deref(),
-                &truth[ki],
-                self.prev_truth.get(ki),
-                m.ewma.as_ref(),
-                cfg,
-                &slot.query_nanos,
+                ),
             ));
         }
         // The epoch is over for the exact EWMA models too.
@@ -395,14 +418,23 @@ impl Answerer {
                 .truth
                 .then(|| kind0.map_or(t0.flows.len(), |i| truth[i].flows.len()) as u64),
             partial,
+            paths: fast.as_ref().map(|p| paths(cfg, &self.kinds, p)),
             tasks,
         };
         self.epochs += 1;
         // The finished states: kept as `prev` where heavy changers want it, else reset and sent
         // back; the state they replace goes back the same way.
+        let mut recovered: Vec<Option<Box<dyn Algorithm>>> =
+            recovered.into_iter().map(|(r, _)| r).collect();
         for (i, (slot, mut state)) in self.slots.iter_mut().zip(states).enumerate() {
             slot.peak_memory = slot.peak_memory.max(state.memory_bytes());
-            if slot.wants_prev {
+            // Heavy changers compare recovered states: the recovered copy is kept as the
+            // previous epoch's, the normal state goes back as a spare.
+            if let Some(r) = recovered.get_mut(i).and_then(Option::take) {
+                if slot.wants_prev {
+                    slot.prev = Some(r);
+                }
+            } else if slot.wants_prev {
                 match slot.prev.replace(state) {
                     Some(old) => state = old,
                     None => continue,
@@ -424,11 +456,74 @@ impl Answerer {
         Ok(report)
     }
 
+    /// Per instance, the state recovered from its normal-path state and its key kind's fast-path
+    /// summary (`None`: answer from the normal state), and the method used. The time is the
+    /// instance's query time.
+    #[allow(clippy::type_complexity)]
+    fn recover(
+        &self,
+        states: &[Box<dyn Algorithm>],
+        part: &visor::EpochPart,
+    ) -> Result<Vec<(Option<Box<dyn Algorithm>>, visor::Method)>, visor::RecoverError> {
+        let method = self.cfg.sketchvisor.recover;
+        let mut out = Vec::with_capacity(states.len());
+        for (i, s) in states.iter().enumerate() {
+            let kind = self
+                .measures
+                .iter()
+                .find(|m| m.instance == i)
+                .map(|m| m.kind);
+            let ki = kind.and_then(|k| self.kinds.iter().position(|&x| x == k));
+            let Some((summary, _)) = ki.and_then(|ki| part.fast.get(ki)) else {
+                out.push((None, visor::Method::None));
+                continue;
+            };
+            let t = std::time::Instant::now();
+            out.push(crate::fastpath::recovered(s.as_ref(), summary, method)?);
+            let q = &self.slots[i].query_nanos;
+            q.set(q.get() + t.elapsed().as_nanos());
+        }
+        Ok(out)
+    }
+
     fn spent(self) -> Spent {
         Spent {
             query_nanos: self.slots.iter().map(|s| s.query_nanos.get()).collect(),
             peak_memory: self.slots.iter().map(|s| s.peak_memory).collect(),
         }
+    }
+}
+
+/// `result` with the recovery its state came from (a run with a fast path).
+fn with_recovery(
+    method: Option<&'static str>,
+    mut result: crate::report::TaskResult,
+) -> crate::report::TaskResult {
+    result.recovery = method;
+    result
+}
+
+/// The report's split between the paths.
+fn paths(cfg: &RunConfig, kinds: &[KeyKind], part: &visor::EpochPart) -> crate::report::Paths {
+    let p = &part.paths;
+    crate::report::Paths {
+        fast_path: cfg.sketchvisor.fast_path.name(),
+        normal_packets: p.normal_packets,
+        normal_bytes: p.normal_bytes,
+        fast_packets: p.fast_packets,
+        fast_bytes: p.fast_bytes,
+        fast_share: p.fast_share(),
+        kinds: kinds
+            .iter()
+            .zip(&part.fast)
+            .map(|(&key, (s, st))| crate::report::FastKindReport {
+                key,
+                tracked: s.flows.len() as u64,
+                v: s.v,
+                e: s.e,
+                kickouts: st.kickouts,
+            })
+            .collect(),
     }
 }
 

@@ -125,11 +125,27 @@ pub struct RunConfig {
     /// changers) or a HyperLogLog estimate of its addresses (superspreaders, DDoS).
     #[serde(default = "default_truth")]
     pub truth: bool,
+    /// SketchVisor's data plane (table `[sketchvisor]`, SketchVisor section 3): a fast path
+    /// (`fast_path = "sketchvisor"` or `"misra_gries"`, `fast_path_bytes`) takes the packets the
+    /// normal path cannot (`normal_capacity` in Mpps per worker, drained in capture time by a
+    /// deterministic FIFO model of `fifo_depth` packets; key traces without timestamps arrive at
+    /// `key_trace_mpps`), and every task is answered from the sketch recovered from both paths
+    /// (`recover`: `sketchvisor`, `lower`, `upper` or `none`). Without the table: no fast path.
+    /// A table given without `fast_path` takes SketchVisor's.
+    #[serde(default = "no_fast_path")]
+    pub sketchvisor: visor::VisorConfig,
     /// Test only: this worker panics on its first batch, or with `ANSWERS` the answer thread
     /// on its first epoch (the failure paths' tests).
     #[doc(hidden)]
     #[serde(skip)]
     pub inject_failure: Option<usize>,
+}
+
+fn no_fast_path() -> visor::VisorConfig {
+    visor::VisorConfig {
+        fast_path: visor::FastKind::None,
+        ..visor::VisorConfig::default()
+    }
 }
 
 fn default_workers() -> usize {
@@ -174,6 +190,7 @@ impl Default for RunConfig {
             workers: 1,
             truth: true,
             inject_failure: None,
+            sketchvisor: no_fast_path(),
             measures: vec![],
         }
     }

@@ -64,6 +64,7 @@ fn blank(spec: &MeasureSpec, kind: KeyKind) -> TaskResult {
         accuracy: Accuracy::default(),
         note: None,
         warnings: Vec::new(),
+        recovery: None,
     }
 }
 

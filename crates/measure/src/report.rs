@@ -54,6 +54,11 @@ pub struct TaskResult {
     /// (`Algorithm::caveats`), each naming the parameter and the size that would do.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<algo::Caveat>,
+    /// With a fast path: how the state this task was answered from was recovered from both
+    /// paths (`sketchvisor`, `lower`, `upper`, or `none` when nothing took the fast path or
+    /// NoRecovery was asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -65,7 +70,38 @@ pub struct EpochReport {
     pub flows: Option<u64>,
     /// Closed early by a signal (`Runner::interrupt`): its packets are those read until then.
     pub partial: bool,
+    /// With a fast path (SketchVisor, `--fast-path`): packets and bytes per path, and per key
+    /// kind what the fast path tracked (the paper's Figure 13).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Paths>,
     pub tasks: Vec<TaskResult>,
+}
+
+/// One epoch's split between SketchVisor's normal and fast paths.
+#[derive(Clone, Debug, Serialize)]
+pub struct Paths {
+    /// `sketchvisor` or `misra_gries`.
+    pub fast_path: &'static str,
+    pub normal_packets: u64,
+    pub normal_bytes: u64,
+    pub fast_packets: u64,
+    pub fast_bytes: u64,
+    /// Share of the epoch's packets measured by the fast path.
+    pub fast_share: f64,
+    pub kinds: Vec<FastKindReport>,
+}
+
+/// What one key kind's fast path held at the epoch's end.
+#[derive(Clone, Debug, Serialize)]
+pub struct FastKindReport {
+    pub key: KeyKind,
+    /// Flows in its table, each with Lemma 4.1's bounds.
+    pub tracked: u64,
+    /// `V`: the weight it measured; `E`: its largest possible under-estimate of a flow.
+    pub v: u64,
+    pub e: u64,
+    /// Flows it evicted (kick-outs).
+    pub kickouts: u64,
 }
 
 /// Cost of one algorithm instance over the whole run.

@@ -252,6 +252,14 @@ pub struct Runner {
     trace: String,
     /// What the run changed from what was asked (a default swapped for one that holds the keys).
     notes: Vec<String>,
+    /// SketchVisor's data plane (`crate::fastpath`): with a fast path, each packet is routed
+    /// before it is dispatched, and one the normal path cannot take is measured by the fast path.
+    visor: Option<visor::DataPlane>,
+    /// The trace carries no timestamps (4- and 13-byte key traces): the FIFO model takes their
+    /// arrival rate (`key_trace_mpps`) instead of capture time.
+    untimed: bool,
+    /// The packet's key per kind, for the fast path.
+    keys: Vec<FlowKey>,
 }
 
 /// Keep the failure of the earliest epoch (the first seen among equals): a failing answer
@@ -314,7 +322,10 @@ fn check_memory<'a>(
         } else {
             2
         };
-        let copies = workers + u64::from(keeps_prev);
+        // With a fast path, the answer thread answers from a recovered copy (`fastpath`).
+        let recovers = cfg.sketchvisor.fast_path != visor::FastKind::None
+            && cfg.sketchvisor.recover != visor::Method::None;
+        let copies = workers + u64::from(keeps_prev) + u64::from(recovers);
         parts.push((
             format!("{} ({kind}", entry.name),
             bytes.saturating_mul(copies),
@@ -328,6 +339,11 @@ fn check_memory<'a>(
             let n = cfg.workers as u64 + u64::from(cfg.workers > 1);
             parts.push((format!("agg_evict ({k}"), b as u64 * n, None));
         }
+    }
+    if cfg.sketchvisor.fast_path != visor::FastKind::None {
+        // One fast path per key kind, in the reader.
+        let b = cfg.sketchvisor.fast_path_bytes as u64 * kinds.len() as u64;
+        parts.push(("fast path (every kind".to_string(), b, None));
     }
     let total = parts.iter().fold(0u64, |a, p| a.saturating_add(p.1));
     let Some(budget) = cfg.max_memory else {
@@ -428,6 +444,30 @@ fn fit_defaults(cfg: &mut RunConfig) -> Result<Vec<String>, ConfigError> {
         }
     }
     Ok(notes)
+}
+
+/// SketchVisor's data plane of a run, if it has a fast path (or a normal-path capacity, which
+/// needs one: refused then). The FIFO model sits in the reader, before dispatch, for the whole
+/// normal path: with N workers it drains at N times the per-worker `normal_capacity`.
+fn visor_plane(
+    cfg: &RunConfig,
+    kinds: &[KeyKind],
+) -> Result<Option<visor::DataPlane>, ConfigError> {
+    let vc = &cfg.sketchvisor;
+    if vc.fast_path == visor::FastKind::None && vc.normal_capacity.is_none() {
+        return Ok(None);
+    }
+    let total = visor::VisorConfig {
+        normal_capacity: vc.normal_capacity.map(|c| c * cfg.workers as f64),
+        ..vc.clone()
+    };
+    let lens: Vec<usize> = kinds.iter().map(|k| k.len(cfg.ipv6)).collect();
+    visor::DataPlane::new(&total, &lens, cfg.seed)
+        .map(Some)
+        .map_err(|e| ConfigError::Field {
+            field: "sketchvisor",
+            reason: e.to_string(),
+        })
 }
 
 fn kind_of(m: &MeasureSpec, run_key: KeyKind) -> KeyKind {
@@ -637,8 +677,12 @@ impl Runner {
             .zip(wants_prev)
             .map(|(i, w)| (w, i.reusable))
             .collect();
+        let visor = visor_plane(&cfg, &kinds)?;
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape);
         Ok(Runner {
+            visor,
+            untimed: false,
+            keys: Vec::with_capacity(n),
             answers: Some(answers),
             stash: (0..plane.instances.len()).map(|_| vec![]).collect(),
             plane,
@@ -684,6 +728,27 @@ impl Runner {
             }
         }
         let w = self.cfg.weight.of(wire_len);
+        if let Some(dp) = &mut self.visor {
+            self.keys.clear();
+            self.keys.extend(self.kinds.iter().map(|&k| tuple.key(k)));
+            let ts = (!self.untimed).then_some(ts_ns);
+            if dp.route(ts, u64::from(wire_len), &self.keys, w) == visor::Path::Fast {
+                // Measured by the fast path alone; the truth and the spreaders' base count it
+                // as any other packet (with workers, in the reader's table, added to the
+                // workers' flows at the epoch's end: `EpochTruth::settle`).
+                for (i, k) in self.keys.iter().enumerate() {
+                    if let (KeyKind::Pair, Some(p)) = (self.kinds[i], &mut self.peers) {
+                        p.add(k);
+                    }
+                    if self.cfg.truth {
+                        self.truth[i].add(ts_ns, *k, wire_len);
+                    } else {
+                        self.truth[i].count(ts_ns, wire_len);
+                    }
+                }
+                return;
+            }
+        }
         for (i, &kind) in self.kinds.iter().enumerate() {
             let k = tuple.key(kind);
             // Spreader tasks (the only ones `peers` is kept for) are on pair keys.
@@ -846,6 +911,7 @@ impl Runner {
             truth,
             partial: self.interrupted,
             peers,
+            fast: self.visor.as_mut().map(visor::DataPlane::end_epoch),
         };
         self.totals.epochs += 1;
         if self.answers.as_mut().is_none_or(|a| a.send(job).is_err()) {
@@ -894,6 +960,12 @@ impl Runner {
         if let Some(a) = &mut self.answers {
             a.inline();
         }
+    }
+
+    /// The trace carries no capture timestamps (4- and 13-byte key traces): the fast path's FIFO
+    /// model then spaces its packets at `key_trace_mpps`. Call before the first packet.
+    pub fn untimed(&mut self) {
+        self.untimed = true;
     }
 
     /// The reading stops here (a signal): the open epoch will be closed as `partial` by

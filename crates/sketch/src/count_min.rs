@@ -194,6 +194,20 @@ impl CounterMatrix {
         &self.counters
     }
 
+    /// [`CountMin::set_counters`]: `total` stays an upper bound of every counter, so the batch
+    /// kernels' check of saturation stays sound.
+    fn set_counters(&mut self, t: &[f64]) -> bool {
+        if t.len() != self.counters.len() {
+            return false;
+        }
+        for (c, &v) in self.counters.iter_mut().zip(t) {
+            *c = v.round().clamp(0.0, f64::from(u32::MAX)) as u32;
+        }
+        let top = self.counters.iter().copied().max().unwrap_or(0);
+        self.total = self.total.max(u64::from(top));
+        true
+    }
+
     /// The key's code: a 4-byte key's big-endian value (`< 2^32`), else its xxh3 hash with the
     /// top bit set and the bottom bit cleared (`>= 2^63`, never `u64::MAX`), so codes of
     /// different key lengths never meet and two longer keys share a code with probability
@@ -662,6 +676,14 @@ impl CountMin {
 
     pub fn estimate(&self, key: &FlowKey) -> u64 {
         self.st.flow_size(key)
+    }
+
+    /// Replace the counters by recovered ones (SketchVisor section 5: a run with a fast path
+    /// answers from the sketch recovered from both paths), each rounded to the nearest integer in
+    /// `0..=u32::MAX`; the candidate set is kept and its keys are answered from the new counters.
+    /// Returns false (and changes nothing) when `t` is not `rows * width` long.
+    pub fn set_counters(&mut self, t: &[f64]) -> bool {
+        self.st.m.set_counters(t)
     }
 }
 

@@ -474,6 +474,20 @@ impl Mrac {
         &self.counters
     }
 
+    /// Replace the counters by recovered ones (SketchVisor section 5), each rounded to the
+    /// nearest integer in `0..=u32::MAX`. Returns false (and changes nothing) when `t` is not
+    /// `arrays * width` long.
+    pub fn set_counters(&mut self, t: &[f64]) -> bool {
+        if t.len() != self.counters.len() {
+            return false;
+        }
+        self.invalidate();
+        for (c, &v) in self.counters.iter_mut().zip(t) {
+            *c = v.round().clamp(0.0, f64::from(u32::MAX)) as u32;
+        }
+        true
+    }
+
     /// Counters of array `a` (empty if out of range).
     pub fn array(&self, a: usize) -> &[u32] {
         let w = self.cfg.width;
