@@ -449,6 +449,31 @@ impl Algorithm for UnivMon {
         sort_estimates(&mut v);
         Some(v)
     }
+    /// Changes come from the difference of level 0's Count Sketches: its noise
+    /// (`algo::change_caveat`), named as the first entry of `widths`.
+    fn change_caveats(&self, prev: &dyn Algorithm, threshold: u64) -> Vec<algo::Caveat> {
+        let Some(p) = algo::downcast::<UnivMon>(prev) else {
+            return Vec::new();
+        };
+        let (Some(a), Some(b)) = (self.levels.first(), p.levels.first()) else {
+            return Vec::new();
+        };
+        if self.cfg != p.cfg || self.hash != p.hash {
+            return Vec::new();
+        }
+        let mut v = algo::change_caveat(
+            threshold,
+            "widths",
+            a.cs.width(),
+            algo::NoiseScale::Sqrt,
+            |h| a.cs.change_h(&b.cs, h) as f64,
+            |t| self.heavy_changers(prev, t),
+        );
+        for c in &mut v {
+            c.suggestion = c.suggestion.replacen("widths =", "widths[0] =", 1);
+        }
+        v
+    }
     /// Flow sizes come from level 0's Count Sketch: its collisions (`algo::collision_caveat`).
     /// The G-sums (cardinality, entropy) need the last level's substream to fit its heap: when
     /// that heap is full, the flows beyond it are lost to the recursion.
