@@ -1102,12 +1102,19 @@ fn univmon_cardinality_says_its_sampling_error() {
         feed(&mut u, &keys);
         let est = u.cardinality().unwrap();
         let se = 0.85 / (heap as f64).sqrt();
-        assert!((est - n).abs() / n <= 3.0 * se, "heap {heap}: {est} for {n}");
+        assert!(
+            (est - n).abs() / n <= 3.0 * se,
+            "heap {heap}: {est} for {n}"
+        );
         let c = u.caveats(Task::Cardinality, None, keys.len() as u64);
         assert_eq!(c.len(), usize::from(warns), "heap {heap}: {c:?}");
         if warns {
             assert_eq!(c[0].parameter, "heap");
-            assert!(c[0].message.contains("standard error about"), "{}", c[0].message);
+            assert!(
+                c[0].message.contains("standard error about"),
+                "{}",
+                c[0].message
+            );
             // (2 x 5.3% / 5%)^2 x 256 = 1150 or so: the 2000 above is enough.
             let want: u64 = c[0].suggestion["heap = ".len()..]
                 .split(' ')
