@@ -201,6 +201,14 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
         Vec::new()
     }
 
+    /// The heavy-changer caveats, which need the previous epoch's state `prev` (as given to
+    /// [`Algorithm::heavy_changers`]) besides this one: changers whose estimated change lies
+    /// within the structure's error bound of `threshold`, or change estimates dominated by
+    /// collisions ([`change_caveat`]). Empty for algorithms whose changes are exact.
+    fn change_caveats(&self, _prev: &dyn Algorithm, _threshold: u64) -> Vec<Caveat> {
+        Vec::new()
+    }
+
     /// What `heavy_changers` measures a flow's change against: the previous epoch (the
     /// default, ALGORITHMS.md 1) or the algorithm's own prediction ([`Change::Ewma`]). The
     /// runner scores the answer against the exact change of the same definition.
@@ -451,6 +459,93 @@ pub fn collision_caveat(
             "{parameter} = {} (at least)",
             width.saturating_mul(grow).next_power_of_two()
         ),
+    }]
+}
+
+/// How a sketch's change error shrinks as its size grows, for [`change_caveat`]'s suggestion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoiseScale {
+    /// Error proportional to 1/size: Count-Min and the k-ary sketch (the colliding flows' L1
+    /// change per counter, Cormode & Muthukrishnan 2005 sec. 4.1), Deltoid's groups (INFOCOM'04
+    /// sec. 3.2), the Reversible Sketch's k-ary buckets (Krishnamurthy et al. IMC'03 sec. 3).
+    Linear,
+    /// Error proportional to 1/sqrt(size): Count Sketch and UnivMon's rows (the L2 change,
+    /// Charikar et al. 2002 sec. 3).
+    Sqrt,
+}
+
+/// The heavy-changer caveat of a sketch that answers a flow's change with collision noise.
+///
+/// The noise is measured, not assumed: `noise(code)` is the signed change the sketch answers
+/// for a key it never saw (a seeded random code, a random cell per row, combined as the sketch
+/// combines them), over [`NOISE_SAMPLES`] codes; its 95th percentile `b` is the error bound
+/// (a flow's answer is its true change plus such noise, off by more than `b` in 1 of 20).
+/// Two ways the answer cannot be trusted:
+/// - `b >= threshold`: collisions alone make one key in twenty a changer; the change
+///   estimates are dominated by collisions (the sketch is overloaded for this threshold);
+/// - the flows answered within `b` of the threshold (`answer_above(threshold - b)`, the
+///   algorithm's own heavy-changer answer at the lower threshold) are more than a fifth of
+///   those reported: with each of them on the wrong side, F1 would fall below 0.9 (each error
+///   costs about 1/(2 x reported)).
+///
+/// Names `parameter` and a size that brings `b` to a tenth of the threshold (`scale` says how
+/// the noise shrinks with the size), at least twice `size`.
+pub fn change_caveat(
+    threshold: u64,
+    parameter: &'static str,
+    size: usize,
+    scale: NoiseScale,
+    mut noise: impl FnMut(u64) -> f64,
+    answer_above: impl FnOnce(u64) -> Option<Vec<Estimate>>,
+) -> Vec<Caveat> {
+    if threshold == 0 {
+        return Vec::new();
+    }
+    let mut abs: Vec<f64> = (0..NOISE_SAMPLES)
+        .map(|i| noise(key::mix64(i ^ 0x6368_616e_6765)).abs())
+        .collect();
+    abs.sort_unstable_by(f64::total_cmp);
+    let b = abs.get(abs.len() * 95 / 100).copied().unwrap_or(0.0).ceil();
+    let t = threshold as f64;
+    let grow = {
+        let ratio = (10.0 * b / t).max(2.0);
+        match scale {
+            NoiseScale::Linear => ratio.ceil(),
+            NoiseScale::Sqrt => (ratio * ratio).ceil(),
+        }
+    };
+    let suggestion = format!(
+        "{parameter} = {} (at least: change error at most a tenth of the threshold)",
+        (size as f64 * grow).min((1u64 << 40) as f64) as u64
+    );
+    if b >= t {
+        return vec![Caveat {
+            parameter,
+            message: format!(
+                "the change estimates are dominated by collisions: 1 key in 20 that never \
+                 appeared is answered a change of {b:.0} or more, against the threshold \
+                 {threshold}"
+            ),
+            suggestion,
+        }];
+    }
+    let below = threshold.saturating_sub(b as u64).max(1);
+    let Some(near) = answer_above(below) else {
+        return Vec::new();
+    };
+    let reported = near.iter().filter(|e| e.1 >= threshold).count();
+    let ambiguous = near.iter().filter(|e| (e.1 as f64 - t).abs() < b).count();
+    if ambiguous * 5 <= reported.max(1) {
+        return Vec::new();
+    }
+    vec![Caveat {
+        parameter,
+        message: format!(
+            "{ambiguous} flows' estimated changes are within the sketch's error bound ({b:.0}, \
+             95th percentile of its collision noise) of the threshold {threshold}, against \
+             {reported} reported: which side of it they are on is unknown"
+        ),
+        suggestion,
     }]
 }
 

@@ -154,6 +154,7 @@ pub(crate) fn evaluate(
             let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total);
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.heavy_changers(prev, t)).unwrap_or_default();
+            r.warnings = a.change_caveats(prev, t);
             // Exact test on the exact change; the size compared with an estimate is rounded as
             // the estimates are (integers).
             let tru: KeyMap<u64> = change
@@ -275,7 +276,8 @@ pub(crate) fn evaluate(
             }
         }
     }
-    r.warnings = a.caveats(spec.task, caveat_scale(spec, &r, w), truth.total(w));
+    r.warnings
+        .extend(a.caveats(spec.task, caveat_scale(spec, &r, w), truth.total(w)));
     r
 }
 
@@ -323,6 +325,7 @@ pub(crate) fn answer_only(
                 &mut r,
                 q(spent, || a.heavy_changers(prev, t)).unwrap_or_default(),
             );
+            r.warnings = a.change_caveats(prev, t);
         }
         Task::Superspreaders | Task::Ddos => {
             let t = resolve(
@@ -351,7 +354,8 @@ pub(crate) fn answer_only(
             r.note = Some("no ground truth: no flows to ask the size of".into());
         }
     }
-    r.warnings = a.caveats(spec.task, caveat_scale(spec, &r, cfg.weight), total);
+    r.warnings
+        .extend(a.caveats(spec.task, caveat_scale(spec, &r, cfg.weight), total));
     r
 }
 

@@ -139,6 +139,8 @@ impl Plane {
     }
 
     /// A plane built alike (same algorithms, parameters and seeds), empty, for another worker.
+    /// Called on a plane not yet fed: its clones are empty as they are (a reset would end an
+    /// epoch of the algorithms whose reset is not back to empty, EwmaChange's first one).
     fn twin(&self, cfg: &RunConfig) -> Result<Plane, ConfigError> {
         Ok(Plane {
             kinds: self.kinds.clone(),
@@ -147,8 +149,7 @@ impl Plane {
                 .instances
                 .iter()
                 .map(|i| {
-                    let mut algo = i.algo.clone_box();
-                    algo.reset();
+                    let algo = i.algo.clone_box();
                     Instance::new(i.name.clone(), i.kind, i.key_len, algo, i.fit, i.reusable)
                 })
                 .collect(),

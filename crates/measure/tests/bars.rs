@@ -254,3 +254,29 @@ fn too_small_configurations_warn_naming_the_parameter() {
         assert!(d.warnings.is_empty(), "{algo} defaults: {:?}", d.warnings);
     }
 }
+
+/// Heavy changers too close to a sketch's change error, or changes dominated by collisions, are
+/// said to be in the second epoch (the first has nothing to compare with), naming the parameter
+/// (`Algorithm::change_caveats`); the defaults on the same trace are quiet.
+#[test]
+fn heavy_changer_sketches_too_small_warn_in_the_second_epoch() {
+    let cases = [
+        ("count_min", "width = 256", "width"),
+        ("count_sketch", "width = 256", "width"),
+        ("univmon", "widths = [256, 1024]", "widths"),
+    ];
+    for (algo, params, parameter) in cases {
+        let r = run_with(algo, params, Task::HeavyChangers, 3);
+        let epochs: Vec<u64> = r.warnings.iter().map(|w| w.epoch).collect();
+        assert_eq!(epochs, [1], "{algo} {params}: {:?}", r.warnings);
+        assert_eq!(r.warnings[0].parameter, parameter, "{algo}");
+        assert!(r.warnings[0].suggestion.starts_with(parameter), "{algo}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["epochs"][1]["tasks"][0]["warnings"][0]["parameter"],
+            parameter
+        );
+        let d = run_with(algo, "", Task::HeavyChangers, 4);
+        assert!(d.warnings.is_empty(), "{algo} defaults: {:?}", d.warnings);
+    }
+}

@@ -124,6 +124,8 @@ fn linear_and_idempotent() -> Vec<MeasureSpec> {
         // Exact tables below their capacity: every count exact whatever the order.
         on(Task::FlowSize, "linear_hash", KeyKind::FiveTuple),
         on(Task::Entropy, "cuckoo4", KeyKind::Src),
+        // Exact counts and EWMA predictions, summed: a flow's history lives in its worker.
+        on(Task::HeavyChangers, "ewma_change", KeyKind::FiveTuple),
     ]
 }
 

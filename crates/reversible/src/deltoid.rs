@@ -366,6 +366,45 @@ impl Algorithm for Deltoid {
             .map(|d| d.flows)
     }
 
+    /// A changer's estimate is the median over rows of the median over its bits of the
+    /// bit-matching counters' change (module docs, INFOCOM'04 sec. 3.2), off by what the rest of
+    /// the group changed on those bits: the noise is that estimate for a key never seen (random
+    /// groups and random key bits), measured on both epochs' counters (`algo::change_caveat`).
+    fn change_caveats(&self, prev: &dyn Algorithm, threshold: u64) -> Vec<algo::Caveat> {
+        let Some(p) = algo::downcast::<Deltoid>(prev).filter(|p| self.compatible(p)) else {
+            return Vec::new();
+        };
+        let mut per_bit = Vec::with_capacity(8 * self.key_len);
+        let mut key = [0u8; MAX_KEY_LEN];
+        let noise = |h: u64| {
+            for (i, b) in key.iter_mut().enumerate() {
+                *b = key::mix64(h ^ i as u64) as u8;
+            }
+            let key = &key[..self.key_len];
+            let mut rows: Vec<i64> = (0..self.cfg.rows)
+                .map(|i| {
+                    let base = self.base(h, i);
+                    let (c, q) = (self.group(base), p.group(base));
+                    per_bit.clear();
+                    per_bit.extend(
+                        (0..8 * self.key_len)
+                            .map(|b| Self::matching(c, key, b) - Self::matching(q, key, b)),
+                    );
+                    median_i64(&mut per_bit)
+                })
+                .collect();
+            median_i64(&mut rows) as f64
+        };
+        algo::change_caveat(
+            threshold,
+            "groups",
+            self.cfg.groups,
+            algo::NoiseScale::Linear,
+            noise,
+            |t| self.detect_heavy_changers(p, t).ok().map(|d| d.flows),
+        )
+    }
+
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o| self.compatible(o))?;
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
@@ -574,5 +613,33 @@ mod tests {
         assert!(e(DeltoidConfig { rows: 0, groups: 9 }, 4).contains("rows"));
         assert!(e(DeltoidConfig { rows: 2, groups: 0 }, 4).contains("groups"));
         assert!(e(DeltoidConfig::default(), 0).contains("key_len"));
+    }
+
+    /// The heavy-changer caveat (issue 12, `algo::change_caveat`): quiet at the default size
+    /// with nothing near the threshold; the flows answered within the noise of it named when
+    /// 20 changers sit exactly at it; "dominated by collisions" at 16 (`groups`).
+    #[test]
+    fn change_caveat_names_groups() {
+        let make =
+            |groups| move || Deltoid::new(DeltoidConfig { rows: 2, groups }, &ctx(5, 13)).unwrap();
+        let t = 1000;
+        let (cur, prev) = crate::testutil::change_epochs(make(4096), 13, 0);
+        assert_eq!(cur.heavy_changers(&prev, t).unwrap().len(), 10);
+        assert_eq!(cur.change_caveats(&prev, t), vec![]);
+        let (cur, prev) = crate::testutil::change_epochs(make(4096), 13, 20);
+        let c = cur.change_caveats(&prev, t);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].parameter, "groups");
+        assert!(
+            c[0].message.contains("flows' estimated changes are within"),
+            "{c:?}"
+        );
+        let (cur, prev) = crate::testutil::change_epochs(make(16), 13, 0);
+        let c = cur.change_caveats(&prev, t);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(c[0].message.contains("dominated by collisions"), "{c:?}");
+        // A previous state of another configuration: nothing to compare, nothing said.
+        let (other, _) = crate::testutil::change_epochs(make(2048), 13, 0);
+        assert_eq!(cur.change_caveats(&other, t), vec![]);
     }
 }

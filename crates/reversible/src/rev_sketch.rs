@@ -489,6 +489,43 @@ impl Algorithm for RevSketch {
             .map(|d| d.flows)
     }
 
+    /// A changer's estimate is the median of its k-ary-adjusted buckets (the verification
+    /// rows, or the reversible rows without them), each its true change plus the colliding
+    /// flows' (Krishnamurthy et al. IMC'03 sec. 3): the noise is that median at random
+    /// buckets, measured on both epochs' counters (`algo::change_caveat`).
+    fn change_caveats(&self, prev: &dyn Algorithm, threshold: u64) -> Vec<algo::Caveat> {
+        let Some(p) = algo::downcast::<RevSketch>(prev).filter(|p| self.compatible(p)) else {
+            return Vec::new();
+        };
+        let (rows, width, parameter, diff) = if self.cfg.verify_rows > 0 {
+            let vw = self.cfg.verify_width;
+            let d = KaryDiff::new(
+                (&self.verify, &self.verify_dirty),
+                (&p.verify, &p.verify_dirty),
+                vw,
+            );
+            (self.cfg.verify_rows, vw, "verify_width", d)
+        } else {
+            let w = self.cfg.width;
+            let d = KaryDiff::new((&self.counters, &self.dirty), (&p.counters, &p.dirty), w);
+            (self.cfg.rows, w, "width", d)
+        };
+        let noise = |h: u64| {
+            let mut est: Vec<f64> = (0..rows)
+                .map(|i| diff.adjusted(i, km_index(h, i, width)))
+                .collect();
+            median_f64(&mut est)
+        };
+        algo::change_caveat(
+            threshold,
+            parameter,
+            width,
+            algo::NoiseScale::Linear,
+            noise,
+            |t| self.detect_heavy_changers(p, t).ok().map(|d| d.flows),
+        )
+    }
+
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o| self.compatible(o))?;
         for (a, b) in self.counters.iter_mut().zip(&o.counters) {
@@ -788,5 +825,40 @@ mod tests {
         };
         assert_eq!(unset.misses(4), 1);
         assert_eq!(unset.misses(8), 0);
+    }
+
+    /// The heavy-changer caveat (issue 12, `algo::change_caveat`): quiet at the default size
+    /// with nothing near the threshold; the flows answered within the noise of it named when
+    /// 20 changers sit exactly at it; "dominated by collisions" at 16 (`verify_width`).
+    #[test]
+    fn change_caveat_names_verify_width() {
+        let make = |verify_width| {
+            move || {
+                let c = RevSketchConfig {
+                    verify_width,
+                    ..RevSketchConfig::default()
+                };
+                RevSketch::new(c, &ctx(5, 4)).unwrap()
+            }
+        };
+        let t = 1000;
+        let (cur, prev) = crate::testutil::change_epochs(make(4096), 4, 0);
+        assert_eq!(cur.heavy_changers(&prev, t).unwrap().len(), 10);
+        assert_eq!(cur.change_caveats(&prev, t), vec![]);
+        let (cur, prev) = crate::testutil::change_epochs(make(4096), 4, 20);
+        let c = cur.change_caveats(&prev, t);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].parameter, "verify_width");
+        assert!(
+            c[0].message.contains("flows' estimated changes are within"),
+            "{c:?}"
+        );
+        let (cur, prev) = crate::testutil::change_epochs(make(16), 4, 0);
+        let c = cur.change_caveats(&prev, t);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert!(c[0].message.contains("dominated by collisions"), "{c:?}");
+        // A previous state of another configuration: nothing to compare, nothing said.
+        let (other, _) = crate::testutil::change_epochs(make(2048), 4, 0);
+        assert_eq!(cur.change_caveats(&other, t), vec![]);
     }
 }

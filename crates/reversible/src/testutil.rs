@@ -72,3 +72,29 @@ pub fn planted(n: usize, key_len: usize, tag: u64) -> Vec<FlowKey> {
         .map(|i| key_of(key::mix64(tag + i), key_len))
         .collect()
 }
+
+/// Two epochs of the same Zipf traffic (different draws, 100 k packets over 20 k flows, skew
+/// 1.0) through `make()`'s sketches, for the heavy-changer caveat: the previous epoch has no
+/// planted flow, the current one `near` flows of exactly 1000 (a change of exactly that
+/// threshold) and 10 of 3000 (far above it). Returns (current, previous).
+pub fn change_epochs<A: Algorithm>(make: impl Fn() -> A, key_len: usize, near: usize) -> (A, A) {
+    let (mut prev, mut cur) = (make(), make());
+    let bg: Vec<(FlowKey, u64)> = zipf_stream(20_000, 1.0, 100_000, key_len, 31)
+        .into_iter()
+        .map(|k| (k, 1))
+        .collect();
+    feed(&mut prev, &bg);
+    let mut e = planted_stream(
+        &zipf_stream(20_000, 1.0, 100_000, key_len, 32),
+        &planted(10, key_len, 0xfa5),
+        3000,
+        33,
+    );
+    e.extend(
+        planted(near, key_len, 0x7ea7)
+            .into_iter()
+            .map(|k| (k, 1000)),
+    );
+    feed(&mut cur, &e);
+    (cur, prev)
+}

@@ -788,6 +788,26 @@ macro_rules! cm_algorithm {
                 v.extend($crate::count_min::shared_counter_caveat(m, task));
                 v
             }
+            /// The difference sketch's noise, per counter the colliding flows' L1 change
+            /// (Cormode & Muthukrishnan, "What's new", sec. 3), measured on both epochs'
+            /// counters (`algo::change_caveat`).
+            fn change_caveats(&self, prev: &dyn Algorithm, threshold: u64) -> Vec<algo::Caveat> {
+                let Some(p) = algo::downcast::<$t>(prev) else {
+                    return Vec::new();
+                };
+                if self.st.cand.is_disabled() || !self.st.m.same_shape(&p.st.m) {
+                    return Vec::new();
+                }
+                let (m, pm) = (&self.st.m, &p.st.m);
+                algo::change_caveat(
+                    threshold,
+                    "width",
+                    m.width(),
+                    algo::NoiseScale::Linear,
+                    |c| m.change_h(pm, c) as f64,
+                    |t| self.st.heavy_changers(&p.st, t),
+                )
+            }
             fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
                 let o = algo::merge_peer(self, other, |_| true)?;
                 if self.st.merge(&o.st) {

@@ -309,6 +309,24 @@ impl Algorithm for CountSketch {
         let m = &self.m;
         algo::collision_caveat(task, unit, "width", m.width(), |h| m.estimate_h(h) as f64)
     }
+    /// The difference sketch's noise, the colliding flows' L2 change over sqrt(width)
+    /// (Charikar et al. 2002 sec. 3), measured on both epochs' counters.
+    fn change_caveats(&self, prev: &dyn Algorithm, threshold: u64) -> Vec<algo::Caveat> {
+        let Some(p) = algo::downcast::<CountSketch>(prev) else {
+            return Vec::new();
+        };
+        if !self.m.same_shape(&p.m) {
+            return Vec::new();
+        }
+        algo::change_caveat(
+            threshold,
+            "width",
+            self.m.width(),
+            algo::NoiseScale::Sqrt,
+            |h| self.m.change_h(&p.m, h) as f64,
+            |t| self.heavy_changers(prev, t),
+        )
+    }
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o| {
             self.m.same_shape(&o.m) && self.cand.cap() == o.cand.cap()

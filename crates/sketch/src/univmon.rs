@@ -49,16 +49,18 @@ pub struct UnivMonConfig {
 impl Default for UnivMonConfig {
     fn default() -> Self {
         UnivMonConfig {
-            // Sixteen levels (the last sees 1/2^15 of the flows: a few dozen at 1 M flows, which
-            // its heap holds) and 1024-entry heaps: cardinality within ~6% and entropy within 1%
-            // on Zipf 0.6-1.4 from 10 k to 1 M flows, 3.7 MiB (issue 12). Agg-Evict 4.1's four
-            // levels and 128-entry heaps are `--preset agg-evict`.
+            // Ten levels (the last sees 1/2^9 of the flows: about 1950 at 1 M flows, which its
+            // heap holds) and 2000-entry heaps, the most that fit 4 MiB with them (issue 12):
+            // cardinality's standard error is about 0.85/sqrt(heap) = 1.9% (`caveats`), 1.6% to
+            // 4.8% measured on Zipf 0.8 over 300 k flows and 1.3 over 50 k (1 M-packet epochs,
+            // seeds 1-5); entropy within 1%. Sixteen levels of 1024 had 2.7% (7.4% measured).
+            // Agg-Evict 4.1's four levels and 128-entry heaps are `--preset agg-evict`.
             widths: [65536, 32768, 16384, 8192, 4096, 2048]
                 .into_iter()
-                .chain([1024; 10])
+                .chain([1024; 4])
                 .collect(),
             rows: 4,
-            heap: 1024,
+            heap: 2000,
         }
     }
 }
@@ -356,6 +358,44 @@ impl UnivMon {
         y
     }
 
+    /// Cardinality's standard error from the G-sum recursion's sampling (Liu et al. 2016,
+    /// section 4; Braverman and Ostrovsky's recursive sketch): at a level `j` whose heap is full,
+    /// the flows of its substream beyond the heap (about `n/2^j - heap`) are counted as twice
+    /// those of them that the next level samples, a binomial of variance their number, scaled
+    /// by `2^j` to level 0: `var = sum_j 4^j (n/2^j - heap)`, about `0.85/sqrt(heap)` of `n`
+    /// whatever `n`. Past half the bar (relative error 0.05: an answer off by more than the bar
+    /// is a 2-sigma event or likelier), names `heap` and the size that brings it to half.
+    fn sampling_caveat(&self) -> Vec<algo::Caveat> {
+        const BAR: f64 = 0.05;
+        let n = self.gsum(|_| 1.0).max(1.0);
+        let var: f64 = self.levels[..self.levels.len() - 1]
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.heap.entries.len() >= l.heap.cap)
+            .map(|(j, l)| {
+                let f = 2f64.powi(j as i32);
+                f * f * (n / f - l.heap.cap as f64).max(0.0)
+            })
+            .sum();
+        let se = var.sqrt() / n;
+        if 2.0 * se <= BAR {
+            return Vec::new();
+        }
+        let heap = self.cfg.heap as f64 * (2.0 * se / BAR).powi(2);
+        vec![algo::Caveat {
+            parameter: "heap",
+            message: format!(
+                "the levels' sampling makes cardinality's standard error about {:.1}% of the \
+                 {n:.0} flows estimated: the answer may be off by twice that",
+                se * 100.0
+            ),
+            suggestion: format!(
+                "heap = {} (at least: standard error at most half the 5% bar)",
+                heap.ceil() as u64
+            ),
+        }]
+    }
+
     fn level0_estimates(&self) -> Vec<Estimate> {
         self.levels[0]
             .heap
@@ -449,6 +489,31 @@ impl Algorithm for UnivMon {
         sort_estimates(&mut v);
         Some(v)
     }
+    /// Changes come from the difference of level 0's Count Sketches: its noise
+    /// (`algo::change_caveat`), named as the first entry of `widths`.
+    fn change_caveats(&self, prev: &dyn Algorithm, threshold: u64) -> Vec<algo::Caveat> {
+        let Some(p) = algo::downcast::<UnivMon>(prev) else {
+            return Vec::new();
+        };
+        let (Some(a), Some(b)) = (self.levels.first(), p.levels.first()) else {
+            return Vec::new();
+        };
+        if self.cfg != p.cfg || self.hash != p.hash {
+            return Vec::new();
+        }
+        let mut v = algo::change_caveat(
+            threshold,
+            "widths",
+            a.cs.width(),
+            algo::NoiseScale::Sqrt,
+            |h| a.cs.change_h(&b.cs, h) as f64,
+            |t| self.heavy_changers(prev, t),
+        );
+        for c in &mut v {
+            c.suggestion = c.suggestion.replacen("widths =", "widths[0] =", 1);
+        }
+        v
+    }
     /// Flow sizes come from level 0's Count Sketch: its collisions (`algo::collision_caveat`).
     /// The G-sums (cardinality, entropy) need the last level's substream to fit its heap: when
     /// that heap is full, the flows beyond it are lost to the recursion.
@@ -462,10 +527,15 @@ impl Algorithm for UnivMon {
         let Some(last) = self.levels.last() else {
             return Vec::new();
         };
-        if !matches!(task, Task::Cardinality | Task::Entropy)
-            || last.heap.entries.len() < last.heap.cap
-        {
+        if !matches!(task, Task::Cardinality | Task::Entropy) {
             return Vec::new();
+        }
+        if last.heap.entries.len() < last.heap.cap {
+            return if task == Task::Cardinality {
+                self.sampling_caveat()
+            } else {
+                Vec::new()
+            };
         }
         let n = self.levels.len();
         vec![algo::Caveat {

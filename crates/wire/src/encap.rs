@@ -400,11 +400,11 @@ fn udp(p: &[u8], ctx: Ctx) -> View {
 }
 
 /// Whether `h`, the payload of a datagram to `layer`'s port, starts with that tunnel's header;
-/// `None` when it is cut before the bytes that tell. Only the tunnels whose header has fixed
-/// bits are checked (VXLAN, VXLAN-GPE): a DNS-like or other application datagram that happens
-/// to use the port then stays plain UDP instead of a `Malformed` tunnel. The others (GENEVE,
-/// GTP-U, MPLS over UDP) check their own version fields and stay tunnels, as Wireshark's
-/// port-based dissectors take them.
+/// `None` when it is cut before the bytes that tell. Decided by the header's own fields, never
+/// by the port alone: a DNS-like or other application datagram that happens to use the port
+/// stays plain UDP (keyed by the outer header, no layer recorded) instead of a `Malformed`
+/// tunnel. An Ethernet payload (VXLAN, GENEVE's transparent bridging) must carry an ethertype
+/// netsift reads ([`framed`]): anything else is not taken for a tunnel's frame.
 fn tunnel_header_fits(layer: Layer, h: &[u8]) -> Option<bool> {
     match layer {
         // RFC 7348 section 5: flags (I, 0x08, set for a valid VNI; the other 7 bits reserved),
@@ -413,8 +413,11 @@ fn tunnel_header_fits(layer: Layer, h: &[u8]) -> Option<bool> {
         // checksum offload a bit of byte 1; none uses the rest of byte 0 or byte 7, which are
         // zero in every VXLAN packet.
         Layer::Vxlan => {
-            let h = h.first_chunk::<8>()?;
-            Some(h[0] & 0x08 != 0 && h[0] & 0x77 == 0 && h[7] == 0)
+            let f = h.first_chunk::<8>()?;
+            if f[0] & 0x08 == 0 || f[0] & 0x77 != 0 || f[7] != 0 {
+                return Some(false);
+            }
+            Some(framed(be16(h, vxlan_hdr::LEN + ETHERTYPE_AT)?))
         }
         // draft-ietf-nvo3-vxlan-gpe section 3.3: R R Ver(2) I P B O; version 0, and the I flag
         // set for a valid VNI.
@@ -429,8 +432,6 @@ fn tunnel_header_fits(layer: Layer, h: &[u8]) -> Option<bool> {
         // before choosing, as `pseudowire_zero_nibble` does). A stack longer than the bound is
         // left to `mpls` (malformed).
         Layer::MplsUdp => {
-            // An Ethernet header's ethertype offset (after the two MAC addresses).
-            const ETHERTYPE_AT: usize = 12;
             let mut at = 0;
             for _ in 0..MAX_MPLS_LABELS {
                 let e = h.get(at..at + mpls_hdr::ENTRY_LEN)?;
@@ -449,14 +450,68 @@ fn tunnel_header_fits(layer: Layer, h: &[u8]) -> Option<bool> {
             }
             Some(true)
         }
+        // RFC 8926 section 3.4: version 0; the options (6-bit length in 4-byte units) end
+        // within the datagram; the protocol type an ethertype that is decoded (transparent
+        // bridging then an Ethernet frame of a known ethertype).
+        Layer::Geneve => {
+            let f = h.first_chunk::<{ geneve_hdr::LEN }>()?;
+            if f[0] >> 6 != 0 {
+                return Some(false);
+            }
+            let end = geneve_hdr::LEN + usize::from(f[0] & 0x3f) * 4;
+            let ptype = be16(f, geneve_hdr::PROTOCOL)?;
+            if ptype == ethertype::TEB {
+                return Some(framed(be16(h, end + ETHERTYPE_AT)?));
+            }
+            h.get(..end)?;
+            Some(framed(ptype))
+        }
+        // 3GPP TS 29.281 section 5.1: version 1, PT 1 (GTP, not GTP'), the spare bit 0, and a
+        // GTP-U message type (section 7.1). Its length and extension headers are read by
+        // `gtp_u`, which finds one that lies `Malformed` (the fields said GTP-U).
+        Layer::GtpU => {
+            let f = h.first_chunk::<2>()?;
+            Some(f[0] >> 5 == 1 && f[0] & 0x18 == 0x10 && gtp_hdr::MESSAGE_TYPES.contains(&f[1]))
+        }
         _ => Some(true),
     }
+}
+
+/// An Ethernet header's ethertype offset (after the two MAC addresses).
+const ETHERTYPE_AT: usize = 12;
+
+/// An ethertype a tunnel's frame or payload may carry: one [`link::by_ethertype`] reads
+/// ([`known_ethertype`], and NSH, which it reaches from Ethernet too).
+fn framed(et: u16) -> bool {
+    known_ethertype(et) || et == ethertype::NSH
+}
+
+mod vxlan_hdr {
+    pub const LEN: usize = 8;
+}
+
+mod geneve_hdr {
+    /// The fixed header: version and options length, flags, protocol type, VNI, reserved.
+    pub const LEN: usize = 8;
+    pub const PROTOCOL: usize = 2;
+}
+
+mod gtp_hdr {
+    pub const LEN: usize = 8;
+    pub const LENGTH: usize = 2;
+    /// With any of the E, S, PN flags: sequence number (2), N-PDU number, next extension type.
+    pub const OPTIONAL_LEN: usize = 4;
+    /// G-PDU (T-PDU): a user packet follows.
+    pub const G_PDU: u8 = 255;
+    /// TS 29.281 table 7.1-1: echo request and response, error indication, supported
+    /// extension headers notification, tunnel status, end marker, G-PDU.
+    pub const MESSAGE_TYPES: [u8; 7] = [1, 2, 26, 31, 253, 254, G_PDU];
 }
 
 /// VXLAN (RFC 7348): 8 bytes (flags, VNI), then Ethernet (the header checked by
 /// [`tunnel_header_fits`]).
 fn vxlan(p: &[u8], ctx: Ctx) -> View {
-    match p.get(8..) {
+    match p.get(vxlan_hdr::LEN..) {
         Some(rest) => link::ethernet(rest, ctx),
         None => ctx.short(),
     }
@@ -514,43 +569,40 @@ pub(crate) fn nsh(p: &[u8], ctx: Ctx) -> View {
 }
 
 /// GENEVE (RFC 8926): version (2 bits, 0), options length (6 bits, 4-byte units), flags,
-/// protocol type (an ethertype), VNI; options; then the payload.
+/// protocol type (an ethertype), VNI; options; then the payload. The version, the options'
+/// end and the protocol type are checked by [`tunnel_header_fits`].
 fn geneve(p: &[u8], ctx: Ctx) -> View {
-    let (Some(&first), Some(ptype)) = (p.first(), be16(p, 2)) else {
+    let (Some(&first), Some(ptype)) = (p.first(), be16(p, geneve_hdr::PROTOCOL)) else {
         return ctx.short();
     };
-    if first >> 6 != 0 {
-        return ctx.malformed();
-    }
-    let len = 8 + usize::from(first & 0x3f) * 4;
+    let len = geneve_hdr::LEN + usize::from(first & 0x3f) * 4;
     match p.get(len..) {
         Some(rest) => by_ethertype(ptype, rest, ctx),
         None => ctx.short(),
     }
 }
 
-/// GTP-U (3GPP TS 29.281): flags (version 3 bits = 1, PT = 1, E, S, PN), message type, length
-/// of what follows the first 8 bytes, TEID; with any of E/S/PN a 4-byte field (sequence, N-PDU,
-/// next extension type); with E a chain of extension headers (length in 4-byte units, last byte
-/// the next type, 0 ends). A T-PDU (type 255) carries the user's IP packet.
+/// GTP-U (3GPP TS 29.281 section 5): flags (version 3 bits = 1, PT = 1, spare, E, S, PN),
+/// message type, length of what follows the first 8 bytes, TEID; with any of E/S/PN a 4-byte
+/// field (sequence, N-PDU, next extension type); with E a chain of extension headers (length in
+/// 4-byte units, last byte the next type, 0 ends), walked within the declared length. A G-PDU
+/// (type 255) carries the user's IP packet; the other types are GTP signalling (echo, error
+/// indication, end marker), keyed by the outer header. Version, PT and type are checked by
+/// [`tunnel_header_fits`].
 fn gtp_u(p: &[u8], ctx: Ctx) -> View {
-    const T_PDU: u8 = 255;
-    let Some(h) = p.first_chunk::<8>() else {
+    use gtp_hdr::*;
+    let Some(h) = p.first_chunk::<LEN>() else {
         return ctx.short();
     };
     let flags = h[0];
-    // Version 1 with PT = 1 is GTP; GTP' (PT = 0) and other versions carry no user packet here.
-    if flags >> 5 != 1 || flags & 0x10 == 0 {
-        return ctx.malformed();
-    }
-    let len = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    let (p, ctx) = tri!(ctx.declared(p, 8 + len, 8));
-    let mut off = 8;
+    let len = usize::from(u16::from_be_bytes([h[LENGTH], h[LENGTH + 1]]));
+    let (p, ctx) = tri!(ctx.declared(p, LEN + len, LEN));
+    let mut off = LEN;
     if flags & 0x07 != 0 {
-        let Some(&next) = p.get(11) else {
+        off = LEN + OPTIONAL_LEN;
+        let Some(&next) = p.get(off - 1) else {
             return ctx.short();
         };
-        off = 12;
         let mut next = if flags & 0x04 != 0 { next } else { 0 };
         // Each extension header is at least 4 bytes (length 0 is refused), so the walk ends
         // within the datagram.
@@ -568,7 +620,7 @@ fn gtp_u(p: &[u8], ctx: Ctx) -> View {
             next = n;
         }
     }
-    if h[1] != T_PDU {
+    if h[1] != G_PDU {
         // Echo, error indication, end marker: signalling, keyed by the outer header.
         return ctx.view(Class::NonIp);
     }

@@ -91,7 +91,7 @@
 //! ethertype, 0x6558 Ethernet, 0x88be ERSPAN I/II, 0x22eb ERSPAN III, MPLS, NSH), VXLAN (UDP
 //! 4789, and 8472, Linux's older default; Ethernet), VXLAN-GPE (UDP 4790; its next protocol as
 //! NSH's), GENEVE (UDP 6081, options skipped, payload by ethertype), GTP-U (UDP 2152, version 1
-//! T-PDU, optional fields and extension headers walked; other messages carry no packet), MPLS
+//! G-PDU, optional fields and extension headers walked; other messages carry no packet), MPLS
 //! over UDP (RFC 7510, UDP 6635, a label stack), IP-in-IP (4 in IPv4), 6in4 (41 in IPv4), 4in6
 //! (4 in IPv6), 6in6 (41 in IPv6). Only a first fragment is looked into.
 //! [`Tunnel`] picks the header that makes the tuple: `Outer` (the default, [`parse`]) keeps the

@@ -713,7 +713,10 @@ fn vxlan_and_geneve() {
         let f = eth(0x0800, &outer4(17, &geneve(0x86dd, words, &inner6())));
         check(lt::ETHERNET, &f, outer, v6(inner6_tuple()), &[Geneve]);
     }
-    // GENEVE version 1 does not exist; options longer than the datagram lie.
+    // GENEVE is decided by its header (RFC 8926 3.4): version 1 does not exist, options
+    // longer than the datagram, a protocol type netsift does not decode, or transparent
+    // bridging of a frame whose ethertype it does not know: plain UDP, keyed by the outer
+    // header with no layer. MPLS and an ARP frame are GENEVE (the ARP keyed by the outer).
     let outer = v4(outer4_tuple(17, 40000, 6081));
     let mut g = geneve(0x0800, 0, &inner4());
     g[8] |= 0x40;
@@ -721,8 +724,8 @@ fn vxlan_and_geneve() {
         lt::ETHERNET,
         &eth(0x0800, &outer4(17, &g)),
         outer,
-        only(Class::Malformed),
-        &[Geneve],
+        outer,
+        &[],
     );
     let mut g = geneve(0x0800, 0, &inner4());
     g[8] = 63;
@@ -730,9 +733,60 @@ fn vxlan_and_geneve() {
         lt::ETHERNET,
         &eth(0x0800, &outer4(17, &g)),
         outer,
-        only(Class::Malformed),
+        outer,
+        &[],
+    );
+    let g = geneve(0x1234, 1, &inner4());
+    check(
+        lt::ETHERNET,
+        &eth(0x0800, &outer4(17, &g)),
+        outer,
+        outer,
+        &[],
+    );
+    let g = geneve(0x6558, 0, &eth(0x88cc, &[0u8; 40]));
+    check(
+        lt::ETHERNET,
+        &eth(0x0800, &outer4(17, &g)),
+        outer,
+        outer,
+        &[],
+    );
+    let g = geneve(0x6558, 0, &eth(0x0806, &[0u8; 28]));
+    check(
+        lt::ETHERNET,
+        &eth(0x0800, &outer4(17, &g)),
+        outer,
+        outer,
         &[Geneve],
     );
+    let g = geneve(0x8847, 0, &cat(&[&[0, 0, 0x11, 64], &inner4()]));
+    let f = eth(0x0800, &outer4(17, &g));
+    check(lt::ETHERNET, &f, outer, v4(inner4_tuple()), &[Geneve, Mpls]);
+    // Cut inside the options: which it is cannot be told, no layer.
+    let f = eth(0x0800, &outer4(17, &geneve(0x86dd, 5, &inner6())));
+    check(
+        lt::ETHERNET,
+        &f[..14 + 20 + 8 + 12],
+        outer,
+        only(Class::Truncated),
+        &[],
+    );
+    // A VXLAN frame whose ethertype netsift does not read (LLDP, an 802.3 length) is not
+    // taken for VXLAN: plain UDP, keyed by the outer header, never `Malformed`.
+    let outer = v4(outer4_tuple(17, 40000, 4789));
+    for et in [0x88ccu16, 0x0040] {
+        let f = eth(0x0800, &outer4(17, &vxlan(&eth(et, &[0u8; 40]))));
+        check(lt::ETHERNET, &f, outer, outer, &[]);
+    }
+    let f = eth(
+        0x0800,
+        &outer4(
+            17,
+            &vxlan(&eth(0x8847, &cat(&[&[0, 0, 0x11, 64], &inner6()]))),
+        ),
+    );
+    check(lt::ETHERNET, &f, outer, v6(inner6_tuple()), &[Vxlan, Mpls]);
     // Raw IP link type, VXLAN from port 4789 is not VXLAN (destination port only).
     let mut u = vxlan(&eth(0x0800, &inner4()));
     u[..4].copy_from_slice(&[0x12, 0xb5, 0x9c, 0x40]);
@@ -773,9 +827,9 @@ fn gtp_u() {
         only(Class::Malformed),
         &[GtpU],
     );
-    // GTPv2 on the GTP-U port.
-    let mut g = gtpu(255, false, &[], &inner4());
-    g[8] = 0x48;
+    // An extension header running past the declared length.
+    let mut g = gtpu(255, false, &[1], &inner4());
+    g[20] = 200;
     check(
         lt::ETHERNET,
         &eth(0x0800, &outer4(17, &g)),
@@ -783,6 +837,24 @@ fn gtp_u() {
         only(Class::Malformed),
         &[GtpU],
     );
+    // Every GTP-U signalling type (TS 29.281 7.1) is GTP-U, keyed by the outer header.
+    for msg in [1u8, 2, 26, 31, 253, 254] {
+        let f = eth(0x0800, &outer4(17, &gtpu(msg, true, &[], &[0u8; 4])));
+        check(lt::ETHERNET, &f, outer, outer, &[GtpU]);
+    }
+    // Not GTP-U by its header: GTPv2 (version 2), GTP' (PT 0), the spare bit set, a message
+    // type GTP-U does not have (GTPv1-C's create PDP context request, 16): plain UDP.
+    for (at, byte) in [(8usize, 0x48u8), (8, 0x20), (8, 0x38), (9, 16)] {
+        let mut g = gtpu(255, false, &[], &inner4());
+        g[at] = byte;
+        check(
+            lt::ETHERNET,
+            &eth(0x0800, &outer4(17, &g)),
+            outer,
+            outer,
+            &[],
+        );
+    }
 }
 
 #[test]
