@@ -494,6 +494,15 @@ impl Bench<'_> {
         }
     }
 
+    /// Timed repetitions of figure 6 (the best is kept: the machine is shared).
+    fn reps(&self) -> usize {
+        if self.args.quick {
+            1
+        } else {
+            3
+        }
+    }
+
     fn trace(&self) -> Result<Trace, LabError> {
         let (p, f) = self.size();
         Trace::zipf(p, f, 15)
@@ -575,12 +584,16 @@ impl Bench<'_> {
             for p in pkts.iter().take(10_000) {
                 a.update(&mm.key(p), mm.w(p));
             }
-            a.reset();
-            let t = Instant::now();
-            for p in pkts {
-                a.update(&mm.key(p), mm.w(p));
+            let mut best = f64::INFINITY;
+            for _ in 0..self.reps() {
+                a.reset();
+                let t = Instant::now();
+                for p in pkts {
+                    a.update(&mm.key(p), mm.w(p));
+                }
+                best = best.min(t.elapsed().as_secs_f64());
             }
-            let base = n as f64 / t.elapsed().as_secs_f64().max(1e-9) / 1e6;
+            let base = n as f64 / best.max(1e-9) / 1e6;
             out.push(
                 SvPoint::new("6", "throughput", "NoFastPath", name, x, base, "Mpps").over(n, 0),
             );
@@ -591,21 +604,28 @@ impl Bench<'_> {
                 for p in pkts.iter().take(10_000) {
                     a.update(&mm.key(p), mm.w(p));
                 }
-                a.reset();
                 let mut f = fast_path(kind, visor::DEFAULT_BYTES, &mm, 1)?;
                 let mut fifo =
                     Fifo::new(cap, DEPTH, 1.0).map_err(|e| LabError::Config(e.to_string()))?;
                 let mut fast_flows = KeySet::default();
-                let t = Instant::now();
-                for (j, p) in pkts.iter().enumerate() {
-                    let k = mm.key(p);
-                    let w = mm.w(p);
-                    match fifo.offer_at((j as f64 * period) as u64, u64::from(p.len)) {
-                        VPath::Normal => a.update(&k, w),
-                        VPath::Fast => f.update(&k, w),
+                let mut secs = f64::INFINITY;
+                for _ in 0..self.reps() {
+                    a.reset();
+                    f.reset();
+                    fifo =
+                        Fifo::new(cap, DEPTH, 1.0).map_err(|e| LabError::Config(e.to_string()))?;
+                    let t = Instant::now();
+                    for (j, p) in pkts.iter().enumerate() {
+                        let k = mm.key(p);
+                        let w = mm.w(p);
+                        match fifo.offer_at((j as f64 * period) as u64, u64::from(p.len)) {
+                            VPath::Normal => a.update(&k, w),
+                            VPath::Fast => f.update(&k, w),
+                        }
                     }
+                    secs = secs.min(t.elapsed().as_secs_f64());
                 }
-                let secs = t.elapsed().as_secs_f64().max(1e-9);
+                let secs = secs.max(1e-9);
                 // Flows with a fast-path packet (outside the timed loop: a second pass).
                 let mut fifo2 =
                     Fifo::new(cap, DEPTH, 1.0).map_err(|e| LabError::Config(e.to_string()))?;
@@ -741,46 +761,27 @@ impl Bench<'_> {
                 linear_recover(&o2, Method::Sketchvisor)?,
                 linear_recover(&o1, Method::Sketchvisor)?,
             ) {
-                let up2 = injected(&o2, Method::Upper);
-                let up1 = injected(&o1, Method::Upper);
-                let mut cands: KeySet = o2.summary.flows.iter().map(|f| f.key).collect();
-                cands.extend(o1.summary.flows.iter().map(|f| f.key));
-                cands.extend(
-                    up2.heavy_hitters(1)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|e| e.0),
-                );
-                cands.extend(
-                    up1.heavy_hitters(1)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|e| e.0),
-                );
+                // Candidates: the tracked flows and the keys the sketch itself reports at half
+                // the threshold from its NoRecovery and UpperRecovery states (a reversible
+                // sketch finds keys only above a threshold). The true keys are added to the
+                // query for the relative error only; `known` keeps them out of the reports.
+                let half = (t / 2).max(1);
+                let mut known: KeySet = o2.summary.flows.iter().map(|f| f.key).collect();
+                known.extend(o1.summary.flows.iter().map(|f| f.key));
+                for o in [&o1, &o2] {
+                    for method in [Method::None, Method::Upper] {
+                        let a = injected(o, method);
+                        known.extend(
+                            a.heavy_hitters(half)
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|e| e.0),
+                        );
+                    }
+                }
+                let mut cands = known.clone();
                 cands.extend(tru.keys().copied());
                 cands.extend(tru_c.keys().copied());
-                // The true keys are queried for the relative error only; reported keys come
-                // from the candidates the system knows (the line above adds the true ones to
-                // one query for speed; `known` filters them back out of the reports).
-                let known: KeySet = o2
-                    .summary
-                    .flows
-                    .iter()
-                    .chain(&o1.summary.flows)
-                    .map(|f| f.key)
-                    .chain(
-                        up2.heavy_hitters(1)
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|e| e.0),
-                    )
-                    .chain(
-                        up1.heavy_hitters(1)
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|e| e.0),
-                    )
-                    .collect();
                 let keys: Vec<FlowKey> = cands.into_iter().collect();
                 let e2 = (r2.point)(&r2.t, &keys)?;
                 let e1 = (r1.point)(&r1.t, &keys)?;
@@ -1094,7 +1095,6 @@ impl Bench<'_> {
         let pkts = &trace.epochs[0];
         let mut out = Vec::new();
         let truth = m.truth(pkts);
-        let ranked = truth.ranked(m.weight);
         for kb in [4usize, 8, 16, 32] {
             let x = format!("{kb} KB");
             for kind in [FastKind::MisraGries, FastKind::Sketchvisor] {
@@ -1121,16 +1121,19 @@ impl Bench<'_> {
                     .over(st.packets, st.packets),
                 );
                 if kb == 8 {
-                    let s = f.summary();
-                    let by: KeyMap<(u64, u64)> =
-                        s.flows.iter().map(|t| (t.key, (t.lo, t.hi))).collect();
+                    // Section 7.5: "top-k flows in the fast path", ranked by the table's own
+                    // estimate, each bound against the flow's true size.
+                    let mut s = f.summary().flows;
+                    s.sort_unstable_by(|a, b| {
+                        b.estimate().cmp(&a.estimate()).then(a.key.cmp(&b.key))
+                    });
                     for top in [1usize, 10, 25, 50, 100] {
                         let (mut lo_e, mut hi_e) = (0.0, 0.0);
-                        let n = top.min(ranked.len());
-                        for (k, v) in ranked.iter().take(n) {
-                            let (lo, hi) = by.get(k).copied().unwrap_or((0, s.e));
-                            lo_e += rel_err(*v as f64, lo as f64);
-                            hi_e += rel_err(*v as f64, hi as f64);
+                        let n = top.min(s.len());
+                        for t in s.iter().take(n) {
+                            let v = truth.flows.get(&t.key).map_or(0, |c| c.get(m.weight)) as f64;
+                            lo_e += rel_err(v, t.lo as f64);
+                            hi_e += rel_err(v, t.hi as f64);
                         }
                         let tx = format!("top {top}");
                         out.push(SvPoint::new(
