@@ -1223,6 +1223,7 @@ fn panel_text(name: &str) -> (String, &'static str, &'static str) {
             "relative error",
         ),
         "mrd" => ("MRD", "sketch", "MRD"),
+        "hh_error" | "hc_error" | "error" => ("", "", "relative error"),
         _ => ("", "", "score"),
     };
     let title = if t.is_empty() {
