@@ -451,3 +451,56 @@ pub fn cmd_instameasure(a: InstaArgs, out: &mut Out) -> Result<()> {
     );
     Ok(())
 }
+
+#[derive(Args)]
+pub struct SketchvisorArgs {
+    /// Figure of the SketchVisor paper (`all`: every figure, in order).
+    #[arg(long, default_value = "all", value_parser = sv_figure_parser())]
+    figure: lab::SvFigure,
+    /// Output directory for CSV, JSON, PNG and SVG per figure.
+    #[arg(long, default_value = "out/sketchvisor")]
+    out: std::path::PathBuf,
+    /// Small traces and fewer points (seconds instead of minutes).
+    #[arg(long)]
+    quick: bool,
+    /// Print every measured point as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+fn sv_figure_parser() -> impl TypedValueParser<Value = lab::SvFigure> {
+    PossibleValuesParser::new(lab::SvFigure::NAMES).try_map(|s| s.parse::<lab::SvFigure>())
+}
+
+/// `netsift bench sketchvisor`: the SketchVisor paper's figures 6-14 and 16 (lab::sketchvisor).
+pub fn cmd_sketchvisor(a: SketchvisorArgs, out: &mut Out) -> Result<()> {
+    let args = lab::SvArgs {
+        figure: a.figure,
+        out: a.out.clone(),
+        quick: a.quick,
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let points = lab::run_sketchvisor(&args)?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&points)?)?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<6} {:<14} {:<24} {:<8} {:<16} {:>12} unit",
+        "figure", "panel", "series", "source", "x", "value"
+    )?;
+    for p in &points {
+        writeln!(
+            out,
+            "{:<6} {:<14} {:<24} {:<8} {:<16} {:>12.5} {}",
+            p.figure, p.panel, p.series, p.source, p.x, p.value, p.unit
+        )?;
+    }
+    crate::say!(
+        "netsift bench sketchvisor: {} points written under {}",
+        points.len(),
+        a.out.display()
+    );
+    Ok(())
+}

@@ -156,6 +156,10 @@ enum BenchCmd {
     /// by workers, heavy-hitter detection delay, counting error by flow size), writing CSV,
     /// JSON, PNG and SVG.
     Instameasure(bench::InstaArgs),
+    /// Reproduce the SketchVisor paper's figures 6-14 and 16 (throughput with a fast path,
+    /// accuracy of the recoveries under overload, hosts, fast-path share and size, kick-outs
+    /// against Misra-Gries), writing CSV, JSON, PNG and SVG.
+    Sketchvisor(bench::SketchvisorArgs),
 }
 
 /// Every command writes to `out`; its error, or a failure to flush what it wrote, goes to
@@ -174,6 +178,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Reeval(a)) => bench::cmd_reeval(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Instameasure(a)) => bench::cmd_instameasure(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Sketchvisor(a)) => bench::cmd_sketchvisor(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Pipeline(a)) => {
             netsift::pipeline::cmd_pipeline(a, &mut out).map(|_| true)
         }

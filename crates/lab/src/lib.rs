@@ -23,7 +23,9 @@ pub mod output;
 pub mod reeval;
 pub use reeval::{run_reeval, ReevalArgs, ReevalFigure, ReevalPoint};
 pub mod run;
+pub mod sketchvisor;
 pub use run::PRESET;
+pub use sketchvisor::{run_sketchvisor, SvArgs, SvFigure, SvPoint};
 pub mod workload;
 
 use std::fmt;

@@ -219,6 +219,12 @@ impl RevSketch {
         }
     }
 
+    /// The reversible rows' counters, row major (`rows x width`): the linear part SketchVisor's
+    /// recovery sees (RECOVERY.md 3; the verification rows are left out of that view).
+    pub fn counters(&self) -> &[u32] {
+        &self.counters
+    }
+
     /// Point estimate of `key` (min over the reversible and the verification rows).
     pub fn estimate(&self, key: &FlowKey) -> u64 {
         if key.len() != self.key_len {

@@ -213,6 +213,20 @@ impl FlowRadar {
         self.sub_len * self.cell_hashes
     }
 
+    /// Cells each flow updates (`k` of the counting table).
+    pub fn cell_hashes(&self) -> usize {
+        self.cell_hashes
+    }
+
+    /// The PacketCount field of every cell, in cell order: the linear part of the counting
+    /// table (each update adds its weight to `cell_hashes` cells), which SketchVisor's recovery
+    /// sees (RECOVERY.md 3).
+    pub fn packet_counts(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.table
+            .chunks_exact(self.stride)
+            .map(move |c| c[self.kw + 1])
+    }
+
     /// Bits of the flow filter.
     pub fn bf_bits(&self) -> usize {
         self.bf_bits

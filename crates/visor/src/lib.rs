@@ -11,7 +11,8 @@
 //!   its serde configuration ([`VisorConfig`]), as the runner drives it.
 //! - [`recover`](mod@recover): NoRecovery, LowerRecovery, UpperRecovery and the compressive-sensing
 //!   recovery (section 5; the solver of `../shared/RECOVERY.md`) of a [`Linear`] sketch
-//!   ([`linear`]: Count-Min and MRAC so far).
+//!   ([`linear`]: Count-Min, MRAC, RevSketch, FlowRadar's PacketCount; not UnivMon, whose
+//!   signed, sampled Count Sketches the 0/1 column model cannot probe).
 //!
 //! Invariants: every packet offered to the FIFO model takes exactly one path and is counted on
 //! it; the fast path never loses weight from `V`; Lemma 4.1's bounds hold for every tracked flow
