@@ -339,6 +339,21 @@ impl Answerer {
         for t in &mut truth {
             t.settle();
         }
+        // `--snapshots`: the epoch's merged states as this host's snapshot (crate::snap).
+        crate::snap::write_epoch(
+            &self.cfg,
+            &self.kinds,
+            &self.measures,
+            &states,
+            &truth,
+            partial,
+            Vec::new(),
+        )
+        .map_err(|message| WorkerFailure {
+            worker: ANSWERS,
+            epoch: index,
+            message,
+        })?;
         let cfg = &self.cfg;
         let first = self.epochs == 0;
         let mut tasks = Vec::with_capacity(self.measures.len());

@@ -130,6 +130,12 @@ pub struct RunConfig {
     #[doc(hidden)]
     #[serde(skip)]
     pub inject_failure: Option<usize>,
+    /// Write each epoch's snapshot (`crates/snapshot`) into this directory (`--snapshots`).
+    #[serde(default)]
+    pub snapshots: Option<String>,
+    /// This host's id in snapshot files (`--host`).
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 fn default_workers() -> usize {
@@ -175,6 +181,8 @@ impl Default for RunConfig {
             truth: true,
             inject_failure: None,
             measures: vec![],
+            snapshots: None,
+            host: None,
         }
     }
 }

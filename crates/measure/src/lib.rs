@@ -10,6 +10,7 @@ mod evaluate;
 pub mod metrics;
 pub mod report;
 pub mod runner;
+pub mod snap;
 mod workers;
 
 pub use config::{ConfigError, MeasureSpec, RunConfig};
