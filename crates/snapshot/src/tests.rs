@@ -127,7 +127,7 @@ fn small(host: &str, seed: u64, width: usize) -> Snapshot {
     a.update_batch(&keys, &ones);
     let merge_params = format!(
         "key = \"src\"\nseed = {seed}\nweight = \"packets\"\n\n[[measure]]\ntask = \
-         \"heavy_hitters\"\nalgorithm = \"count_min\"\n\n[measure.params]\n{params}"
+         \"heavy_hitters\"\nalgo = \"count_min\"\n\n[measure.params]\n{params}"
     );
     Snapshot {
         host: host.into(),
@@ -283,4 +283,41 @@ fn host_ids_are_checked() {
         assert!(check_host(bad).is_err(), "{bad:?}");
     }
     assert_eq!(file_name("h1", 3), "h1-epoch000003.nss");
+}
+
+/// The committed version-1 file: a 2 x 64 Count-Min (4 candidates) over 1000 Zipf keys, seed 1.
+/// Its bytes pin the format (header, postcard body) and Count-Min's serde form: a change that
+/// breaks it needs a new format version (docs/snapshot-format.md). `NETSIFT_BLESS=1` rewrites
+/// it (only with a version bump).
+#[test]
+fn golden_file_decodes_and_is_what_this_build_writes() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/count_min_v1.nss");
+    let want = encode(&small("golden-1", 1, 64));
+    if std::env::var_os("NETSIFT_BLESS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    let s = read(&path).unwrap();
+    assert_eq!(&bytes[..8], b"NSIFTSNP");
+    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 1);
+    assert_eq!(s.host, "golden-1");
+    assert_eq!(s.epoch.packets, 1000);
+    assert_eq!(s.seed, 1);
+    assert_eq!(s.kinds, ["src"]);
+    assert_eq!(s.instances.len(), 1);
+    assert_eq!(s.instances[0].algorithm, "count_min");
+    // The restored sketch counts every packet once per row.
+    let a = restore_instance(&s.instances[0]).unwrap();
+    let cm = algo::downcast::<sketch::count_min::CountMin>(a.as_ref()).unwrap();
+    assert_eq!(cm.config().rows, 2);
+    let keys = stream(&BuildCtx::default(), 1000, 5);
+    let truth = testkit::truth(&keys);
+    for (k, &n) in &truth {
+        assert!(a.flow_size(k).unwrap() >= n);
+    }
+    assert_eq!(
+        bytes, want,
+        "the format or Count-Min's serde form changed: bump VERSION"
+    );
 }
