@@ -116,6 +116,24 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
             ));
         }
     }
+    if a.truth.is_empty() {
+        let spreads = runner.config().measures.iter().any(|m| {
+            matches!(m.task, algo::Task::Superspreaders | algo::Task::Ddos)
+                && m.threshold.unwrap_or(measure::DEFAULT_SPREAD) < 1.0
+        });
+        if spreads {
+            runner.add_note(
+                "superspreaders/ddos: a fractional threshold's base (the epoch's distinct \
+                 addresses) is not in snapshots; give --truth or an absolute --threshold"
+                    .into(),
+            );
+        }
+    } else {
+        runner.add_note(
+            "the cost table is this process's own pass over the --truth traces, not the hosts'"
+                .into(),
+        );
+    }
     for n in runner.notes() {
         crate::say!("netsift: {n}");
     }
