@@ -178,7 +178,16 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         };
         let files: Vec<&PathBuf> = files.iter().collect();
         let parts: Vec<&Snapshot> = parts.iter().collect();
-        let m = snapshot::merge_epoch(&files, &parts, method)?;
+        // A state that decoded but breaks its type's invariants (a crafted file with a valid
+        // checksum: most algorithms' serde derives do not check sizes) may panic in its merge;
+        // that is this epoch's error, not a crash. (A panic while answering is the answer
+        // thread's failure, named, as in `run`.)
+        let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            snapshot::merge_epoch(&files, &parts, method)
+        }))
+        .map_err(|_| {
+            format!("epoch {epoch}: the snapshots' states are inconsistent (merge failed)")
+        })??;
         if let Ok(mut s) = seen.lock() {
             s.push(epoch);
         }
