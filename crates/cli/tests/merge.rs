@@ -28,12 +28,20 @@ fn ok(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
 }
 
-/// The stderr of a command that must fail: one line.
+/// The error of a command that must fail: one line (after any notes `merge` printed).
 fn refused(out: &Output) -> String {
     assert!(!out.status.success(), "accepted");
     let e = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
-    assert_eq!(e.lines().count(), 1, "{e}");
-    e
+    let errors: Vec<&str> = e.lines().filter(|l| !l.starts_with("netsift: ")).collect();
+    assert!(errors.is_empty(), "{e}");
+    let last = e.lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("netsift: error: "), "{e}");
+    assert_eq!(
+        e.matches("error").count(),
+        last.matches("error").count(),
+        "{e}"
+    );
+    last
 }
 
 /// A generated pcap (Zipf 1.0 over 20 k flows, 200 k packets, mixed sizes) split by a seeded
@@ -304,4 +312,69 @@ fn bad_snapshots_are_refused_naming_the_file() {
         e.contains("none.nss") && e.contains("not a netsift snapshot"),
         "{e}"
     );
+}
+
+/// Several epochs: each merged in order, heavy changers answered against the previous merged
+/// epoch; a `--truth` trace with an epoch no snapshot has is refused naming it.
+#[test]
+fn epochs_merge_in_order() {
+    let d = dir("epochs");
+    let (whole, hosts) = split(&d, 2);
+    let snaps = d.join("s");
+    let mut files = vec![];
+    for (i, h) in hosts.iter().enumerate() {
+        ok(&netsift()
+            .arg("run")
+            .arg(h)
+            .args([
+                "--task",
+                "heavy_changers,cardinality",
+                "--algo",
+                "count_sketch,hyperloglog",
+            ])
+            .args(["--epoch-packets", "40000", "--workers", "1", "--host"])
+            .arg(format!("h{i}"))
+            .arg("--snapshots")
+            .arg(&snaps)
+            .output()
+            .unwrap());
+        for e in 0..2 {
+            files.push(snaps.join(format!("h{i}-epoch{e:06}.nss")));
+        }
+    }
+    // Each host split about 100 k packets into epochs of 40 k: epochs 0, 1, 2 on both.
+    for i in 0..2 {
+        files.push(snaps.join(format!("h{i}-epoch000002.nss")));
+    }
+    let out = ok(&netsift()
+        .arg("merge")
+        .args(&files)
+        .args(["--json", "--recover", "none"])
+        .output()
+        .unwrap());
+    let e = epochs(&out);
+    let e = e.as_array().unwrap();
+    assert_eq!(e.len(), 3);
+    let hc = |i: usize| e[i]["tasks"][0].clone();
+    assert_eq!(hc(0)["task"], "heavy_changers");
+    assert!(hc(0)["note"].is_string(), "{}", hc(0));
+    assert!(hc(1)["note"].is_null(), "{}", hc(1));
+    assert!(
+        hc(1)["answer"]["reported"].as_u64().unwrap() > 0,
+        "{}",
+        hc(1)
+    );
+    // The whole trace in 40 k-packet epochs has 5 epochs: 3 and 4 have no snapshot.
+    let out = netsift()
+        .arg("merge")
+        .args(&files)
+        .arg("--truth")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    let err = refused(&out);
+    assert!(err.contains("epoch 3"), "{err}");
+    // A host missing an epoch.
+    let err = refused(&netsift().arg("merge").args(&files[1..]).output().unwrap());
+    assert!(err.contains("host h0 has [1, 2]"), "{err}");
 }
