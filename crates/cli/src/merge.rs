@@ -76,6 +76,8 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
     }
     let mut cfg = RunConfig::from_toml(&snaps[0].config)
         .with_context(|| format!("snapshot {}: its run configuration", files[0].display()))?;
+    // The seed travels beside the TOML, which cannot hold every u64.
+    cfg.seed = snaps[0].seed;
     // One plane answers the merged states; this process's business, not the hosts'.
     cfg.workers = 1;
     cfg.snapshots = None;

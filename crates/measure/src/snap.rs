@@ -29,19 +29,37 @@ const HOST_LOCAL: &[&str] = &[
     "host",
 ];
 
+/// `cfg` as TOML can hold it: TOML integers are i64, and a seed (any u64) or a memory budget
+/// may not fit. The seed travels as `Snapshot::seed` (and as a string in `params`), the budget
+/// is the host's business, and an epoch past i64::MAX packets or ms is one that never ends
+/// either way.
+fn toml_safe(cfg: &RunConfig) -> RunConfig {
+    let big = i64::MAX as u64;
+    RunConfig {
+        seed: 0,
+        max_memory: None,
+        epoch_packets: cfg.epoch_packets.map(|n| n.min(big)),
+        epoch_ms: cfg.epoch_ms.map(|n| n.min(big)),
+        ..cfg.clone()
+    }
+}
+
 /// The parameters of `cfg` that must match for a merge, as canonical TOML (keys sorted:
-/// `toml::Table` is ordered).
+/// `toml::Table` is ordered); the seed as a decimal string (TOML has no u64).
 pub fn merge_params(cfg: &RunConfig) -> Result<String, String> {
-    let mut t = toml::Table::try_from(cfg).map_err(|e| format!("run configuration: {e}"))?;
+    let mut t =
+        toml::Table::try_from(toml_safe(cfg)).map_err(|e| format!("run configuration: {e}"))?;
     for k in HOST_LOCAL {
         t.remove(*k);
     }
+    t.insert("seed".into(), toml::Value::String(cfg.seed.to_string()));
     toml::to_string(&t).map_err(|e| format!("run configuration: {e}"))
 }
 
-/// The whole configuration as TOML (what `netsift merge` rebuilds the run's tasks from).
+/// The whole configuration as TOML (what `netsift merge` rebuilds the run's tasks from), its
+/// seed 0: the seed is `Snapshot::seed`.
 pub fn config_text(cfg: &RunConfig) -> Result<String, String> {
-    toml::to_string(cfg).map_err(|e| format!("run configuration: {e}"))
+    toml::to_string(&toml_safe(cfg)).map_err(|e| format!("run configuration: {e}"))
 }
 
 /// The snapshot of an answered epoch: `states` by instance, `truth` per key kind (its totals
