@@ -38,6 +38,12 @@ impl KeyFit {
 /// fields are an error naming the field).
 pub type BuildFn = fn(&toml::Table, &BuildCtx) -> Result<Box<dyn Algorithm>, ConfigError>;
 
+/// An instance's state as bytes (`Entry::save`); `None` when it is not the entry's type.
+pub type SaveFn = fn(&dyn Algorithm) -> Option<Result<Vec<u8>, StateError>>;
+
+/// An instance from its saved bytes (`Entry::load`).
+pub type LoadFn = fn(&[u8]) -> Result<Box<dyn Algorithm>, StateError>;
+
 /// One algorithm's facts.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -70,6 +76,47 @@ pub struct Entry {
     /// costs about as much per update as its counters and flow-size queries do not read it, so
     /// `candidates = 0`. The Agg-Evict paper's artifact runs Count-Min this way.
     pub flow_size_only: &'static str,
+    /// Its state as bytes (the algorithm's serde form in postcard 1.x, whose wire format is
+    /// specified and stable): what a snapshot (`crates/snapshot`) carries. `None` for a
+    /// `dyn Algorithm` that is not this entry's type. Always [`save_state`] of the type.
+    pub save: SaveFn,
+    /// The inverse of `save`: an instance from its bytes, checked as the type's deserializer
+    /// checks (a malformed state is an error, never a panic). Always [`load_state`] of the type, named.
+    pub load: LoadFn,
+}
+
+/// A state that cannot be written or read back (`Entry::save`, `Entry::load`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{algo} state: {reason}")]
+pub struct StateError {
+    pub algo: &'static str,
+    pub reason: String,
+}
+
+/// `a`'s state as postcard bytes if it is a `T` (the body of every [`Entry::save`]).
+pub fn save_state<T>(a: &dyn Algorithm) -> Option<Result<Vec<u8>, StateError>>
+where
+    T: Algorithm + Serialize,
+{
+    let t = crate::downcast::<T>(a)?;
+    Some(postcard::to_stdvec(t).map_err(|e| StateError {
+        algo: t.name(),
+        reason: e.to_string(),
+    }))
+}
+
+/// A `T` from postcard bytes (the body of every [`Entry::load`]): every byte must be read, and
+/// the type's own checks (`serde(try_from)`) run.
+pub fn load_state<T>(algo: &'static str, bytes: &[u8]) -> Result<Box<dyn Algorithm>, StateError>
+where
+    T: Algorithm + serde::de::DeserializeOwned,
+{
+    let err = |reason: String| StateError { algo, reason };
+    let (t, rest) = postcard::take_from_bytes::<T>(bytes).map_err(|e| err(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(err(format!("{} bytes after the state", rest.len())));
+    }
+    Ok(Box::new(t))
 }
 
 impl Entry {

@@ -16,7 +16,10 @@ mod dirty;
 mod entry;
 
 pub use dirty::Dirty;
-pub use entry::{build_with, defaults_of, BuildFn, Entry, KeyFit};
+pub use entry::{
+    build_with, defaults_of, load_state, save_state, BuildFn, Entry, KeyFit, LoadFn, SaveFn,
+    StateError,
+};
 
 use std::any::Any;
 use std::fmt;

@@ -28,8 +28,6 @@ struct Cli {
     cmd: Cmd,
 }
 
-// Parsed once per process: the size of `run`'s many flags costs nothing worth a box.
-#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Cmd {
     /// Per-file statistics of captures (pcap, pcapng, key traces). Without FILE: a built-in
@@ -37,7 +35,7 @@ enum Cmd {
     Stats(StatsArgs),
     /// Measurement tasks over a trace (default: every task on a built-in synthetic trace), with
     /// accuracy against exact ground truth and each algorithm's cost.
-    Run(netsift::run::RunArgs),
+    Run(Box<netsift::run::RunArgs>),
     /// List the algorithms and the tasks each answers (`--json`: also the key lengths each
     /// holds and its default parameters).
     Algorithms {
@@ -49,6 +47,9 @@ enum Cmd {
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Merge hosts' epoch snapshots (`run --snapshots DIR --host ID`) into the network-wide
+    /// answers, scored against the exact truth of `--truth` traces.
+    Merge(netsift::merge::MergeArgs),
 }
 
 #[derive(Args)]
@@ -170,9 +171,10 @@ fn main() -> ExitCode {
     let mut out = Out::new();
     let res = match cli.cmd {
         Cmd::Stats(a) => cmd_stats(a, &mut out),
-        Cmd::Run(a) => netsift::run::cmd_run(a, &mut out),
+        Cmd::Run(a) => netsift::run::cmd_run(*a, &mut out),
         Cmd::Algorithms { json } => netsift::algorithms(json, &mut out).map(|_| true),
         Cmd::Gen(a) => cmd_gen(a, &mut out).map(|_| true),
+        Cmd::Merge(a) => netsift::merge::cmd_merge(a, &mut out),
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),

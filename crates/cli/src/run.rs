@@ -137,6 +137,13 @@ pub struct RunArgs {
     /// run's summary (`"type": "summary"`: totals and costs). Constant memory on endless input.
     #[arg(long)]
     json_lines: bool,
+    /// Write each epoch's snapshot (docs/snapshot-format.md) into DIR as HOST-epochNNNNNN.nss:
+    /// what `netsift merge` combines.
+    #[arg(long, value_name = "DIR", requires = "host")]
+    snapshots: Option<String>,
+    /// This host's id in snapshot file names (letters, digits, '.', '_', '-').
+    #[arg(long, requires = "snapshots", value_parser = crate::merge::host_id)]
+    host: Option<String>,
 }
 
 /// `--task`: one of the task names (clap lists them in `--help` and in the error for any other
@@ -167,6 +174,17 @@ pub enum RecoverArg {
     Lower,
     Upper,
     None,
+}
+
+impl From<RecoverArg> for visor::Method {
+    fn from(r: RecoverArg) -> Self {
+        match r {
+            RecoverArg::Sketchvisor => visor::Method::Sketchvisor,
+            RecoverArg::Lower => visor::Method::Lower,
+            RecoverArg::Upper => visor::Method::Upper,
+            RecoverArg::None => visor::Method::None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
@@ -318,12 +336,7 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
         sv.normal_capacity = a.normal_capacity;
     }
     if let Some(r) = a.recover {
-        sv.recover = match r {
-            RecoverArg::Sketchvisor => visor::Method::Sketchvisor,
-            RecoverArg::Lower => visor::Method::Lower,
-            RecoverArg::Upper => visor::Method::Upper,
-            RecoverArg::None => visor::Method::None,
-        };
+        sv.recover = r.into();
     }
     for m in &mut cfg.measures {
         if a.threshold.is_some() {
@@ -332,6 +345,9 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
         if a.k.is_some() {
             m.k = a.k;
         }
+    }
+    if a.snapshots.is_some() {
+        (cfg.snapshots, cfg.host) = (a.snapshots.clone(), a.host.clone());
     }
     cfg.validate()?;
     // The aggregator's flags configure nothing without the aggregator: say so once.

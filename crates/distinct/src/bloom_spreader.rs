@@ -531,6 +531,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<BloomSpreaderConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<BloomSpreader>,
+    load: |b| algo::load_state::<BloomSpreader>(NAME, b),
 };
 
 #[cfg(test)]

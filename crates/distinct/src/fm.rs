@@ -195,6 +195,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<FmConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<Fm>,
+    load: |b| algo::load_state::<Fm>(NAME, b),
 };
 
 #[cfg(test)]

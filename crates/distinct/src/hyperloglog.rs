@@ -243,6 +243,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<HyperLogLogConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<HyperLogLog>,
+    load: |b| algo::load_state::<HyperLogLog>(NAME, b),
 };
 
 #[cfg(test)]

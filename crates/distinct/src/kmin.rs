@@ -217,6 +217,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<KMinConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<KMin>,
+    load: |b| algo::load_state::<KMin>(NAME, b),
 };
 
 #[cfg(test)]

@@ -289,6 +289,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<LinearCountingConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<LinearCounting>,
+    load: |b| algo::load_state::<LinearCounting>(NAME, b),
 };
 
 #[cfg(test)]

@@ -643,6 +643,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<InstaConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<InstaMeasure>,
+    load: |b| algo::load_state::<InstaMeasure>(NAME, b),
 };
 
 /// The one-layer baseline's facts: as [`ENTRY`] with `4 B x words` of regulator.
@@ -655,6 +657,8 @@ pub const ENTRY_RCC: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<InstaConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<InstaMeasure>,
+    load: |b| algo::load_state::<InstaMeasure>(NAME_RCC, b),
 };
 
 #[cfg(test)]

@@ -171,10 +171,39 @@ impl Tuple {
 /// A flow key: up to [`MAX_KEY_LEN`] bytes. Bytes past `len` are always zero, so the derived
 /// comparisons and the hash see exactly the key.
 #[derive(Clone, Copy, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "KeyRepr")]
 pub struct FlowKey {
     len: u8,
     #[serde(with = "key_bytes")]
     bytes: [u8; MAX_KEY_LEN],
+}
+
+/// What a [`FlowKey`] deserializes from, checked before use: a stored state (a snapshot) with a
+/// length past [`MAX_KEY_LEN`] or bytes past it would break `as_bytes` and the comparisons.
+#[derive(Deserialize)]
+struct KeyRepr {
+    len: u8,
+    #[serde(with = "key_bytes")]
+    bytes: [u8; MAX_KEY_LEN],
+}
+
+impl TryFrom<KeyRepr> for FlowKey {
+    type Error = String;
+    fn try_from(r: KeyRepr) -> Result<FlowKey, String> {
+        let len = r.len as usize;
+        if len > MAX_KEY_LEN {
+            return Err(format!("key length {len}, at most {MAX_KEY_LEN}"));
+        }
+        if r.bytes[len..].iter().any(|&b| b != 0) {
+            return Err(format!(
+                "key of {len} bytes has non-zero bytes past its length"
+            ));
+        }
+        Ok(FlowKey {
+            len: r.len,
+            bytes: r.bytes,
+        })
+    }
 }
 
 mod key_bytes {

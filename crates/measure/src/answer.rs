@@ -48,7 +48,7 @@ pub(crate) struct Job {
     /// addresses.
     pub(crate) peers: Option<(f64, f64)>,
     /// With a fast path: the epoch's packets per path and each key kind's fast-path summary
-    /// (`crate::fastpath`).
+    /// (`visor::recovered`).
     pub(crate) fast: Option<visor::EpochPart>,
 }
 
@@ -343,6 +343,21 @@ impl Answerer {
         for t in &mut truth {
             t.settle();
         }
+        // `--snapshots`: the epoch's merged states as this host's snapshot (crate::snap).
+        crate::snap::write_epoch(
+            &self.cfg,
+            &self.kinds,
+            &self.measures,
+            &states,
+            &truth,
+            partial,
+            fast_parts(&self.kinds, fast.as_ref()),
+        )
+        .map_err(|message| WorkerFailure {
+            worker: ANSWERS,
+            epoch: index,
+            message,
+        })?;
         let cfg = &self.cfg;
         // With a fast path, each instance answers from its state recovered from both paths.
         let recovered = match &fast {
@@ -479,7 +494,7 @@ impl Answerer {
                 continue;
             };
             let t = std::time::Instant::now();
-            out.push(crate::fastpath::recovered(s.as_ref(), summary, method)?);
+            out.push(visor::recovered(s.as_ref(), summary, method)?);
             let q = &self.slots[i].query_nanos;
             q.set(q.get() + t.elapsed().as_nanos());
         }
@@ -492,6 +507,20 @@ impl Answerer {
             peak_memory: self.slots.iter().map(|s| s.peak_memory).collect(),
         }
     }
+}
+
+/// The fast path's part of a snapshot, per key kind (empty without a fast path).
+fn fast_parts(kinds: &[KeyKind], fast: Option<&visor::EpochPart>) -> Vec<snapshot::FastPart> {
+    let Some(part) = fast else { return vec![] };
+    kinds
+        .iter()
+        .zip(&part.fast)
+        .map(|(k, (s, _))| snapshot::FastPart {
+            kind: k.name().to_string(),
+            summary: Some(s.clone()),
+            paths: part.paths,
+        })
+        .collect()
 }
 
 /// `result` with the recovery its state came from (a run with a fast path).

@@ -139,6 +139,12 @@ pub struct RunConfig {
     #[doc(hidden)]
     #[serde(skip)]
     pub inject_failure: Option<usize>,
+    /// Write each epoch's snapshot (`crates/snapshot`) into this directory (`--snapshots`).
+    #[serde(default)]
+    pub snapshots: Option<String>,
+    /// This host's id in snapshot files (`--host`).
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 fn no_fast_path() -> visor::VisorConfig {
@@ -192,6 +198,8 @@ impl Default for RunConfig {
             inject_failure: None,
             sketchvisor: no_fast_path(),
             measures: vec![],
+            snapshots: None,
+            host: None,
         }
     }
 }

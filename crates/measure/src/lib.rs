@@ -7,10 +7,10 @@
 mod answer;
 pub mod config;
 mod evaluate;
-mod fastpath;
 pub mod metrics;
 pub mod report;
 pub mod runner;
+pub mod snap;
 mod workers;
 
 pub use config::{ConfigError, MeasureSpec, RunConfig};

@@ -253,7 +253,7 @@ pub struct Runner {
     trace: String,
     /// What the run changed from what was asked (a default swapped for one that holds the keys).
     notes: Vec<String>,
-    /// SketchVisor's data plane (`crate::fastpath`): with a fast path, each packet is routed
+    /// SketchVisor's data plane (`visor::recovered` answers from both paths): with a fast path, each packet is routed
     /// before it is dispatched, and one the normal path cannot take is measured by the fast path.
     visor: Option<visor::DataPlane>,
     /// The trace carries no timestamps (4- and 13-byte key traces): the FIFO model takes their
@@ -261,7 +261,13 @@ pub struct Runner {
     untimed: bool,
     /// The packet's key per kind, for the fast path.
     keys: Vec<FlowKey>,
+    /// `netsift merge`: where each epoch's states come from instead of the packet path.
+    replay: Option<Replay>,
 }
+
+/// `netsift merge`'s source of states: epoch index to the merged states of that epoch, one per
+/// instance in the runner's order (the snapshots'), or why there are none.
+pub type Replay = Box<dyn FnMut(u64) -> Result<Vec<Box<dyn Algorithm>>, String> + Send>;
 
 /// Keep the failure of the earliest epoch (the first seen among equals): a failing answer
 /// thread stops taking the workers' hand-overs, and the workers stop in turn, later; the report
@@ -704,6 +710,7 @@ impl Runner {
             notes,
             trace: trace.to_string(),
             cfg,
+            replay: None,
         })
     }
 
@@ -888,6 +895,22 @@ impl Runner {
                 )
             }
         };
+        // `netsift merge`: the snapshots' merged states are answered, not the packet path's.
+        let states = match self.replay.as_mut().map(|f| f(epoch)) {
+            None => states,
+            Some(Ok(s)) => States::Ready(s),
+            Some(Err(message)) => {
+                fail(
+                    &mut self.failure,
+                    WorkerFailure {
+                        worker: crate::ANSWERS,
+                        epoch,
+                        message,
+                    },
+                );
+                return;
+            }
+        };
         let peers = self.peers.as_mut().map(|p| {
             let est = (p.src.estimate(), p.dst.estimate());
             p.reset();
@@ -952,6 +975,27 @@ impl Runner {
                 None
             }
         }
+    }
+
+    /// Answer every epoch from `replay`'s states instead of the packet path's (`netsift merge`):
+    /// packets pushed then only give the epochs, their truth and totals, through the same
+    /// reader, keying, answers and scoring as `run`. Needs one worker; call before the first
+    /// packet.
+    pub fn replay_from(&mut self, replay: Replay) {
+        self.replay = Some(replay);
+    }
+
+    /// `netsift merge` without traces: close epoch `index` of `packets` packets and `bytes`
+    /// bytes, spanning `first_ns..=last_ns`, with no flows (answers without scores), answered
+    /// from [`Runner::replay_from`]'s states.
+    pub fn close_replayed(&mut self, index: u64, packets: u64, bytes: u64, span: (u64, u64)) {
+        for t in &mut self.truth {
+            (t.index, t.packets, t.bytes) = (index, packets, bytes);
+            (t.first_ns, t.last_ns) = span;
+        }
+        self.totals.packets += packets;
+        self.totals.bytes += bytes;
+        self.end_epoch();
     }
 
     /// Answer each epoch on the calling thread as it closes, not on the answer thread: for a

@@ -434,6 +434,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<DeltoidConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<Deltoid>,
+    load: |b| algo::load_state::<Deltoid>(NAME, b),
 };
 
 #[cfg(test)]

@@ -569,6 +569,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<RevSketchConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<RevSketch>,
+    load: |b| algo::load_state::<RevSketch>(NAME, b),
 };
 
 #[cfg(test)]

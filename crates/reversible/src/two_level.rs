@@ -531,6 +531,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<TwoLevelConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<TwoLevel>,
+    load: |b| algo::load_state::<TwoLevel>(NAME, b),
 };
 
 #[cfg(test)]

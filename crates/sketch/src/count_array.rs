@@ -93,4 +93,6 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<CountArrayConfig>,
     flow_size_only: "candidates = 0",
     resets_to_empty: true,
+    save: algo::save_state::<CountArray>,
+    load: |b| algo::load_state::<CountArray>("count_array", b),
 };

@@ -841,6 +841,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<CountMinConfig>,
     flow_size_only: "candidates = 0",
     resets_to_empty: true,
+    save: algo::save_state::<CountMin>,
+    load: |b| algo::load_state::<CountMin>("count_min", b),
 };
 
 #[cfg(test)]

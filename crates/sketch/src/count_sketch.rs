@@ -354,4 +354,6 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<CountSketchConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<CountSketch>,
+    load: |b| algo::load_state::<CountSketch>("count_sketch", b),
 };

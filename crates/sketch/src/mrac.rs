@@ -671,6 +671,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<MracConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<Mrac>,
+    load: |b| algo::load_state::<Mrac>("mrac", b),
 };
 
 #[cfg(test)]

@@ -623,4 +623,6 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<UnivMonConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<UnivMon>,
+    load: |b| algo::load_state::<UnivMon>("univmon", b),
 };

@@ -454,6 +454,8 @@ pub const ENTRY_1: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<CuckooConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<Cuckoo>,
+    load: |b| algo::load_state::<Cuckoo>("cuckoo1", b),
 };
 
 /// Cuckoo hashing with four entries per bucket (one cache line), listed in the `catalog` crate.
@@ -468,6 +470,8 @@ pub const ENTRY_4: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<CuckooConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<Cuckoo>,
+    load: |b| algo::load_state::<Cuckoo>("cuckoo4", b),
 };
 
 #[cfg(test)]

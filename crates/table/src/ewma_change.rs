@@ -223,6 +223,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<EwmaChangeConfig>,
     flow_size_only: "",
     resets_to_empty: false,
+    save: algo::save_state::<EwmaChange>,
+    load: |b| algo::load_state::<EwmaChange>(NAME, b),
 };
 
 #[cfg(test)]

@@ -589,6 +589,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<FlowRadarConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<FlowRadar>,
+    load: |b| algo::load_state::<FlowRadar>(NAME, b),
 };
 
 #[cfg(test)]

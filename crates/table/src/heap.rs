@@ -158,6 +158,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<HeapConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<Heap>,
+    load: |b| algo::load_state::<Heap>(NAME, b),
 };
 
 #[cfg(test)]

@@ -318,6 +318,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<LinearHashConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<LinearHash>,
+    load: |b| algo::load_state::<LinearHash>(NAME, b),
 };
 
 #[cfg(test)]

@@ -247,6 +247,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<MisraGriesConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<MisraGries>,
+    load: |b| algo::load_state::<MisraGries>(NAME, b),
 };
 
 #[cfg(test)]

@@ -174,6 +174,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     defaults: algo::defaults_of::<SpaceSavingConfig>,
     flow_size_only: "",
     resets_to_empty: true,
+    save: algo::save_state::<SpaceSaving>,
+    load: |b| algo::load_state::<SpaceSaving>(NAME, b),
 };
 
 #[cfg(test)]

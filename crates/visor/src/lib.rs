@@ -28,6 +28,7 @@ mod index;
 pub mod linear;
 pub mod plane;
 pub mod recover;
+mod restore;
 mod sv;
 pub mod thresh;
 
@@ -39,3 +40,4 @@ pub use fifo::{Fifo, FifoError, Path, PathCounts};
 pub use linear::{columns, Linear};
 pub use plane::{DataPlane, EpochPart, PlaneError, VisorConfig};
 pub use recover::{inject, recover, rel_error, Bound, Method, Options, RecoverError, Recovered};
+pub use restore::recovered;

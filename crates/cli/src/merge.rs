@@ -1,0 +1,225 @@
+//! `netsift merge`: the control plane (SketchVisor section 5). Reads hosts' epoch snapshots
+//! (`netsift run --snapshots DIR --host ID`), checks they agree, merges each epoch's states and
+//! fast-path summaries (`snapshot::merge_epoch`, recovery by `--recover`), and answers the run's
+//! tasks for the whole network through `run`'s own runner (`measure::Runner::replay_from`: same
+//! answers, same scoring, same report), scored against the exact truth of the `--truth` traces
+//! read as `run` reads them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use measure::{RunConfig, Runner};
+use snapshot::Snapshot;
+use trace::Capture;
+use wire::Class;
+
+use crate::out::Out;
+use crate::run::RecoverArg;
+use crate::source::each_packet;
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Snapshot files, every host's, every epoch's (`netsift run --snapshots DIR --host ID`).
+    #[arg(required = true, value_name = "SNAPSHOT")]
+    snapshots: Vec<PathBuf>,
+    /// How the fast path's part is recovered where one carried traffic: SketchVisor's
+    /// compressive sensing, each tracked flow's lower or upper bound added, or none. Without a
+    /// fast-path part every method is the plain merge.
+    #[arg(long, value_enum, default_value_t = RecoverArg::Sketchvisor)]
+    recover: RecoverArg,
+    /// The report as one JSON document (as `run --json`).
+    #[arg(long)]
+    json: bool,
+    /// Captures or key traces whose exact truth the merged answers are scored against (read
+    /// with `run`'s reader and keying, in the order given); without them, answers only.
+    #[arg(long, value_name = "TRACE", num_args = 1..)]
+    truth: Vec<String>,
+}
+
+/// `--host`: an id that can go into a file name (`snapshot::check_host`).
+pub fn host_id(s: &str) -> Result<String, String> {
+    snapshot::check_host(s).map(|_| s.to_string())
+}
+
+pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
+    let files = a.snapshots;
+    let snaps: Vec<Snapshot> = files
+        .iter()
+        .map(|f| snapshot::read(f))
+        .collect::<Result<_, _>>()?;
+    snapshot::check_agree(&files, &snaps).map_err(anyhow::Error::msg)?;
+    // Epoch index to the snapshots of it, in the order given.
+    let mut epochs: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, s) in snaps.iter().enumerate() {
+        epochs.entry(s.epoch.index).or_default().push(i);
+    }
+    let mut cfg = RunConfig::from_toml(&snaps[0].config)
+        .with_context(|| format!("snapshot {}: its run configuration", files[0].display()))?;
+    // The seed travels beside the TOML, which cannot hold every u64.
+    cfg.seed = snaps[0].seed;
+    // One plane answers the merged states; this process's business, not the hosts'.
+    cfg.workers = 1;
+    cfg.snapshots = None;
+    cfg.host = None;
+    cfg.trace = None;
+    cfg.max_memory = None;
+    cfg.truth = !a.truth.is_empty();
+    let tunnel = cfg.tunnel;
+    let hosts: Vec<&str> = {
+        let mut h: Vec<&str> = snaps.iter().map(|s| s.host.as_str()).collect();
+        h.sort();
+        h.dedup();
+        h
+    };
+    let name = if a.truth.is_empty() {
+        format!("merge of {} hosts ({})", hosts.len(), hosts.join(", "))
+    } else {
+        a.truth.join(" + ")
+    };
+    let mut runner = Runner::new(cfg, &name)?;
+    runner.add_note(format!(
+        "merged {} snapshots of {} hosts ({}), epochs {:?}, recovery {}",
+        files.len(),
+        hosts.len(),
+        hosts.join(", "),
+        epochs.keys().collect::<Vec<_>>(),
+        visor::Method::from(a.recover).name()
+    ));
+    for (index, list) in &epochs {
+        let fast: u64 = list
+            .iter()
+            .flat_map(|&i| &snaps[i].fast)
+            .map(|p| p.paths.fast_packets)
+            .sum();
+        if fast > 0 {
+            runner.add_note(format!(
+                "epoch {index}: {fast} packets took the fast path (all key kinds)"
+            ));
+        }
+    }
+    if a.truth.is_empty() {
+        let spreads = runner.config().measures.iter().any(|m| {
+            matches!(m.task, algo::Task::Superspreaders | algo::Task::Ddos)
+                && m.threshold.unwrap_or(measure::DEFAULT_SPREAD) < 1.0
+        });
+        if spreads {
+            runner.add_note(
+                "superspreaders/ddos: a fractional threshold's base (the epoch's distinct \
+                 addresses) is not in snapshots; give --truth or an absolute --threshold"
+                    .into(),
+            );
+        }
+    } else {
+        runner.add_note(
+            "the cost table is this process's own pass over the --truth traces, not the hosts'"
+                .into(),
+        );
+    }
+    for n in runner.notes() {
+        crate::say!("netsift: {n}");
+    }
+    let spans: Vec<(u64, snapshot::EpochSpan)> = epochs
+        .iter()
+        .map(|(&e, list)| {
+            let mut s = snapshot::EpochSpan {
+                index: e,
+                first_ns: u64::MAX,
+                ..Default::default()
+            };
+            for &i in list {
+                let p = &snaps[i].epoch;
+                s.packets += p.packets;
+                s.bytes += p.bytes;
+                s.first_ns = s.first_ns.min(p.first_ns);
+                s.last_ns = s.last_ns.max(p.last_ns);
+            }
+            (e, s)
+        })
+        .collect();
+    // Each epoch is merged when the runner closes it (one epoch's states in memory at a time).
+    let answered = Arc::new(Mutex::new(Vec::<u64>::new()));
+    let seen = Arc::clone(&answered);
+    let method = visor::Method::from(a.recover);
+    let by_epoch: BTreeMap<u64, (Vec<PathBuf>, Vec<Snapshot>)> = {
+        let mut m: BTreeMap<u64, (Vec<PathBuf>, Vec<Snapshot>)> = BTreeMap::new();
+        for (f, s) in files.into_iter().zip(snaps) {
+            let e = m.entry(s.epoch.index).or_default();
+            e.0.push(f);
+            e.1.push(s);
+        }
+        m
+    };
+    runner.replay_from(Box::new(move |epoch| {
+        let Some((files, parts)) = by_epoch.get(&epoch) else {
+            return Err(format!(
+                "the --truth traces have an epoch {epoch}, no snapshot has (snapshots of epochs \
+                 {:?})",
+                by_epoch.keys().collect::<Vec<_>>()
+            ));
+        };
+        let files: Vec<&PathBuf> = files.iter().collect();
+        let parts: Vec<&Snapshot> = parts.iter().collect();
+        // A state that decoded but breaks its type's invariants (a crafted file with a valid
+        // checksum: most algorithms' serde derives do not check sizes) may panic in its merge;
+        // that is this epoch's error, not a crash. (A panic while answering is the answer
+        // thread's failure, named, as in `run`.)
+        let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            snapshot::merge_epoch(&files, &parts, method)
+        }))
+        .map_err(|_| {
+            format!("epoch {epoch}: the snapshots' states are inconsistent (merge failed)")
+        })??;
+        if let Ok(mut s) = seen.lock() {
+            s.push(epoch);
+        }
+        Ok(m.states)
+    }));
+    let mut read_error = None;
+    if a.truth.is_empty() {
+        for (e, s) in &spans {
+            let first = if s.first_ns == u64::MAX {
+                0
+            } else {
+                s.first_ns
+            };
+            runner.close_replayed(*e, s.packets, s.bytes, (first, s.last_ns));
+        }
+    } else {
+        for path in &a.truth {
+            let cap = Capture::open(path, None)?;
+            let res = each_packet(&cap, tunnel, |p| match p.class {
+                Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
+                c => runner.push_unkeyed(c, p.wire_len),
+            });
+            if let Err(e) = res {
+                read_error = Some(format!("{path}: {e}"));
+                break;
+            }
+        }
+    }
+    let report = runner.try_finish()?;
+    let answered = answered.lock().map(|a| a.clone()).unwrap_or_default();
+    let missed: Vec<u64> = spans
+        .iter()
+        .map(|s| s.0)
+        .filter(|e| !answered.contains(e))
+        .collect();
+    if !missed.is_empty() {
+        crate::say!(
+            "netsift: warning: the snapshots of epochs {missed:?} were not answered: the --truth \
+             traces have no packets there"
+        );
+    }
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        crate::run::print_report(&report, false, out)?;
+    }
+    if let Some(e) = read_error {
+        bail!("{e}");
+    }
+    Ok(true)
+}

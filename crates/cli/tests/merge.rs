@@ -1,0 +1,392 @@
+//! `netsift run --snapshots` and `netsift merge` as a user runs them (issue 15, points 3-4): a
+//! capture split by flow hash into host files, each host run with `--snapshots`, the snapshots
+//! merged, equal bit for bit to one run on the whole capture for every linear and idempotent
+//! algorithm (ALGORITHMS.md classes A and B); bad snapshots refused naming the file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use key::{HashFn, KeyKind};
+
+fn netsift() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netsift"))
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("netsift-merge-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// The error of a command that must fail: one line (after any notes `merge` printed).
+fn refused(out: &Output) -> String {
+    assert!(!out.status.success(), "accepted");
+    let e = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+    let errors: Vec<&str> = e.lines().filter(|l| !l.starts_with("netsift: ")).collect();
+    assert!(errors.is_empty(), "{e}");
+    let last = e.lines().last().unwrap_or_default().to_string();
+    assert!(last.starts_with("netsift: error: "), "{e}");
+    assert_eq!(
+        e.matches("error").count(),
+        last.matches("error").count(),
+        "{e}"
+    );
+    last
+}
+
+/// A generated pcap (Zipf 1.0 over 20 k flows, 200 k packets, mixed sizes) split by a seeded
+/// xxh3 of each packet's 5-tuple (`key::HashFn`) into `hosts` pcaps with the same header:
+/// every flow on one host, as RSS or ECMP would place it. Returns the whole file and the parts.
+fn split(d: &Path, hosts: usize) -> (PathBuf, Vec<PathBuf>) {
+    let whole = d.join("whole.pcap");
+    let st = netsift()
+        .args([
+            "gen",
+            "--packets",
+            "200000",
+            "--flows",
+            "20000",
+            "--skew",
+            "1.0",
+        ])
+        .args(["--seed", "17", "--out"])
+        .arg(&whole)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    // Which host each record goes to: the same reader and keying as `run`.
+    let h = HashFn::new(0x5eed);
+    let mut to = vec![];
+    let cap = trace::Capture::open(whole.to_str().unwrap(), None).unwrap();
+    netsift::source::each_packet(&cap, wire::Tunnel::Outer, |p| {
+        to.push((h.hash(&p.tuple.key(KeyKind::FiveTuple)) % hosts as u64) as usize);
+    })
+    .unwrap();
+    // The raw records (the generator writes little-endian pcap: 24-byte header, 16-byte
+    // record headers with the captured length at bytes 8..12).
+    let bytes = std::fs::read(&whole).unwrap();
+    let mut parts: Vec<Vec<u8>> = vec![bytes[..24].to_vec(); hosts];
+    let mut at = 24;
+    for &host in &to {
+        let cap = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+        parts[host].extend_from_slice(&bytes[at..at + 16 + cap]);
+        at += 16 + cap;
+    }
+    assert_eq!(at, bytes.len());
+    let files = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let f = d.join(format!("host{i}.pcap"));
+            std::fs::write(&f, p).unwrap();
+            f
+        })
+        .collect();
+    (whole, files)
+}
+
+/// Classes A and B on their tasks and several key kinds (as `measure/tests/workers.rs`), one
+/// epoch (the hosts' packet-count epochs would not line up), in `weight`.
+fn config(d: &Path, weight: &str) -> PathBuf {
+    let mut t = format!("weight = \"{weight}\"\nepoch_packets = 1000000\n");
+    let m = [
+        ("heavy_hitters", "rev_sketch", "src"),
+        ("heavy_changers", "rev_sketch", "src"),
+        ("heavy_hitters", "deltoid", "five_tuple"),
+        ("superspreaders", "two_level", "pair"),
+        ("ddos", "two_level", "pair"),
+        ("cardinality", "mrac", "five_tuple"),
+        ("cardinality", "fm", "src"),
+        ("cardinality", "kmin", "five_tuple"),
+        ("cardinality", "linear_counting", "five_tuple"),
+        ("cardinality", "hyperloglog", "pair"),
+        ("flow_size", "count_min", "five_tuple"),
+        ("flow_size", "count_sketch", "src"),
+        ("flow_size", "count_array", "dst"),
+        ("flow_size", "linear_hash", "five_tuple"),
+        ("entropy", "cuckoo4", "src"),
+    ];
+    for (task, algo, key) in m {
+        t.push_str(&format!(
+            "\n[[measure]]\ntask = \"{task}\"\nalgo = \"{algo}\"\nkey = \"{key}\"\n"
+        ));
+    }
+    if weight == "packets" {
+        t.push_str("\n[[measure]]\ntask = \"flow_size_distribution\"\nalgo = \"mrac\"\n");
+    }
+    let f = d.join(format!("{weight}.toml"));
+    std::fs::write(&f, t).unwrap();
+    f
+}
+
+/// The report's epochs: every answer, truth and score (costs, timing and notes left out).
+fn epochs(json: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap();
+    v["epochs"].clone()
+}
+
+#[test]
+fn merged_host_snapshots_equal_one_run_on_the_whole_capture() {
+    let d = dir("split");
+    let (whole, hosts) = split(&d, 3);
+    for weight in ["packets", "bytes"] {
+        let cfg = config(&d, weight);
+        let snaps = d.join(format!("snaps-{weight}"));
+        for (i, h) in hosts.iter().enumerate() {
+            // One host measures with two workers: its own merge is part of the path.
+            let workers = if i == 0 { "2" } else { "1" };
+            ok(&netsift()
+                .arg("run")
+                .arg(h)
+                .arg("--config")
+                .arg(&cfg)
+                .args(["--workers", workers, "--json", "--host"])
+                .arg(format!("h{i}"))
+                .arg("--snapshots")
+                .arg(&snaps)
+                .output()
+                .unwrap());
+        }
+        let files: Vec<PathBuf> = (0..3)
+            .map(|i| snaps.join(format!("h{i}-epoch000000.nss")))
+            .collect();
+        let one = ok(&netsift()
+            .arg("run")
+            .arg(&whole)
+            .arg("--config")
+            .arg(&cfg)
+            .args(["--workers", "1", "--json"])
+            .output()
+            .unwrap());
+        let merged = ok(&netsift()
+            .arg("merge")
+            .args(&files)
+            .arg("--json")
+            .arg("--truth")
+            .arg(&whole)
+            .output()
+            .unwrap());
+        let (a, b) = (epochs(&one), epochs(&merged));
+        assert_eq!(a.as_array().unwrap().len(), 1);
+        let tasks = a[0]["tasks"].as_array().unwrap();
+        assert_eq!(tasks.len(), if weight == "packets" { 16 } else { 15 });
+        for (x, y) in tasks.iter().zip(b[0]["tasks"].as_array().unwrap()) {
+            assert_eq!(x, y, "{weight}: {} by {}", x["task"], x["algorithm"]);
+        }
+        assert_eq!(a, b, "{weight}");
+        // The answers were not the whole run's own: a host's snapshot alone answers otherwise.
+        let alone = ok(&netsift()
+            .arg("merge")
+            .arg(&files[1])
+            .arg("--json")
+            .arg("--truth")
+            .arg(&whole)
+            .output()
+            .unwrap());
+        assert_ne!(epochs(&alone), a, "{weight}");
+        // Without traces: the same answers, no scores.
+        let bare = ok(&netsift()
+            .arg("merge")
+            .args(&files)
+            .arg("--json")
+            .output()
+            .unwrap());
+        let bare = epochs(&bare);
+        assert_eq!(bare[0]["packets"], a[0]["packets"]);
+        for (x, y) in tasks.iter().zip(bare[0]["tasks"].as_array().unwrap()) {
+            // Spreader thresholds are fractions of the epoch's distinct addresses, which only
+            // the traces give (see the README's `merge`).
+            if ["superspreaders", "ddos"].contains(&x["task"].as_str().unwrap()) {
+                continue;
+            }
+            if x["task"] != "flow_size" {
+                assert_eq!(x["answer"], y["answer"], "{weight}: {}", x["algorithm"]);
+            }
+        }
+    }
+    // 75 MB of captures and snapshots: not left behind.
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_snapshots_are_refused_naming_the_file() {
+    let d = dir("bad");
+    let (_, hosts) = split(&d, 2);
+    let run = |host: &Path, id: &str, out: &Path, extra: &[&str]| {
+        ok(&netsift()
+            .arg("run")
+            .arg(host)
+            .args([
+                "--task",
+                "flow_size,cardinality",
+                "--algo",
+                "count_min,hyperloglog",
+            ])
+            .args(["--workers", "1", "--host", id, "--snapshots"])
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap());
+        out.join(format!("{id}-epoch000000.nss"))
+    };
+    let a = run(&hosts[0], "a", &d.join("s"), &[]);
+    let b = run(&hosts[1], "b", &d.join("s"), &[]);
+    assert!(netsift()
+        .arg("merge")
+        .args([&a, &b])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let merge = |files: &[&Path]| refused(&netsift().arg("merge").args(files).output().unwrap());
+
+    // Other parameters: the field and both files named.
+    // (The largest seed: TOML cannot hold it, the snapshot carries it beside.)
+    let w = run(
+        &hosts[1],
+        "w",
+        &d.join("w"),
+        &["--seed", "18446744073709551615"],
+    );
+    let e = merge(&[&a, &w]);
+    assert!(
+        e.contains("seed 18446744073709551615") && e.contains("w-epoch000000.nss"),
+        "{e}"
+    );
+    let cfg = d.join("wide.toml");
+    std::fs::write(
+        &cfg,
+        "[[measure]]\ntask = \"flow_size\"\nalgo = \"count_min\"\nparams = { width = 4096 }\n\
+         [[measure]]\ntask = \"cardinality\"\nalgo = \"hyperloglog\"\n",
+    )
+    .unwrap();
+    let p = ok(&netsift()
+        .arg("run")
+        .arg(&hosts[1])
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--workers", "1", "--host", "p", "--snapshots"])
+        .arg(d.join("p"))
+        .output()
+        .unwrap());
+    drop(p);
+    let p = d.join("p").join("p-epoch000000.nss");
+    let e = merge(&[&a, &p]);
+    assert!(
+        e.contains("other parameters") && e.contains("p-epoch000000.nss"),
+        "{e}"
+    );
+    assert!(
+        e.contains("measure[0].params.width (absent vs 4096)"),
+        "{e}"
+    );
+
+    // Corrupted (one byte of the body), truncated, another format version, not a snapshot.
+    let bytes = std::fs::read(&b).unwrap();
+    let write = |name: &str, b: &[u8]| {
+        let f = d.join(name);
+        std::fs::write(&f, b).unwrap();
+        f
+    };
+    let mut c = bytes.clone();
+    c[bytes.len() / 2] ^= 0x10;
+    let c = write("corrupt.nss", &c);
+    let e = merge(&[&a, &c]);
+    assert!(e.contains("corrupt.nss") && e.contains("checksum"), "{e}");
+    let t = write("cut.nss", &bytes[..bytes.len() - 7]);
+    let e = merge(&[&a, &t]);
+    assert!(e.contains("cut.nss") && e.contains("truncated"), "{e}");
+    let mut v = bytes.clone();
+    v[8] = 9;
+    let v = write("v9.nss", &v);
+    let e = merge(&[&a, &v]);
+    assert!(
+        e.contains("v9.nss") && e.contains("format version 9"),
+        "{e}"
+    );
+    let n = write("none.nss", b"not a snapshot at all, just text....");
+    let e = merge(&[&n]);
+    assert!(
+        e.contains("none.nss") && e.contains("not a netsift snapshot"),
+        "{e}"
+    );
+    // 75 MB of captures and snapshots: not left behind.
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Several epochs: each merged in order, heavy changers answered against the previous merged
+/// epoch; a `--truth` trace with an epoch no snapshot has is refused naming it.
+#[test]
+fn epochs_merge_in_order() {
+    let d = dir("epochs");
+    let (whole, hosts) = split(&d, 2);
+    let snaps = d.join("s");
+    let mut files = vec![];
+    for (i, h) in hosts.iter().enumerate() {
+        ok(&netsift()
+            .arg("run")
+            .arg(h)
+            .args([
+                "--task",
+                "heavy_changers,cardinality",
+                "--algo",
+                "count_sketch,hyperloglog",
+            ])
+            .args(["--epoch-packets", "40000", "--workers", "1", "--host"])
+            .arg(format!("h{i}"))
+            .arg("--snapshots")
+            .arg(&snaps)
+            .output()
+            .unwrap());
+        for e in 0..2 {
+            files.push(snaps.join(format!("h{i}-epoch{e:06}.nss")));
+        }
+    }
+    // Each host split about 100 k packets into epochs of 40 k: epochs 0, 1, 2 on both.
+    for i in 0..2 {
+        files.push(snaps.join(format!("h{i}-epoch000002.nss")));
+    }
+    let out = ok(&netsift()
+        .arg("merge")
+        .args(&files)
+        .args(["--json", "--recover", "none"])
+        .output()
+        .unwrap());
+    let e = epochs(&out);
+    let e = e.as_array().unwrap();
+    assert_eq!(e.len(), 3);
+    let hc = |i: usize| e[i]["tasks"][0].clone();
+    assert_eq!(hc(0)["task"], "heavy_changers");
+    assert!(hc(0)["note"].is_string(), "{}", hc(0));
+    assert!(hc(1)["note"].is_null(), "{}", hc(1));
+    assert!(
+        hc(1)["answer"]["reported"].as_u64().unwrap() > 0,
+        "{}",
+        hc(1)
+    );
+    // The whole trace in 40 k-packet epochs has 5 epochs: 3 and 4 have no snapshot.
+    let out = netsift()
+        .arg("merge")
+        .args(&files)
+        .arg("--truth")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    let err = refused(&out);
+    assert!(err.contains("epoch 3"), "{err}");
+    // A host missing an epoch.
+    let err = refused(&netsift().arg("merge").args(&files[1..]).output().unwrap());
+    assert!(err.contains("host h0 has [1, 2]"), "{err}");
+    // 75 MB of captures and snapshots: not left behind.
+    let _ = std::fs::remove_dir_all(&d);
+}
