@@ -139,9 +139,21 @@ fn instameasure_quick_writes_every_figure_with_sane_values() {
         // Lateness in packets is at most a few retention cycles of the flow.
         assert!(value(p) < 1000.0, "{p}");
     }
-    for p in measured(&all, "early", "table + held") {
+    for p in measured(&all, "early", "instant, z = 0 (paper's rule)") {
         assert!((0.0..=1.0).contains(&value(p)), "{p}");
     }
+    // `--instant`'s never-early rule (z = 4): no early trial, and later than the default's.
+    let never = measured(&all, "early", "instant, z = 4 (never early)");
+    assert!(never.len() >= 3);
+    for p in &never {
+        assert_eq!(value(p), 0.0, "{p}");
+    }
+    let (d2, d4) = (
+        measured(&all, "delay_packets", "instant, z = 2 (default)"),
+        measured(&all, "delay_packets", "instant, z = 4 (never early)"),
+    );
+    let sum = |v: &[&Value]| v.iter().map(|p| value(p)).sum::<f64>();
+    assert!(sum(&d4) > sum(&d2), "{} vs {}", sum(&d4), sum(&d2));
 
     // Figures 10 and 11: a mean relative error per band below 20%, smaller for larger flows at
     // the same memory.

