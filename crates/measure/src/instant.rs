@@ -99,12 +99,17 @@ pub(crate) fn plan(
             "--instant needs the algorithms to see every packet as it comes: no --accel".into(),
         ));
     }
-    let spec = cfg
+    let mut ts = cfg
         .measures
         .iter()
-        .find(|m| m.task == Task::HeavyHitters)
-        .expect("a heavy-hitters measure");
-    let t = spec.threshold.unwrap_or(crate::DEFAULT_HH);
+        .filter(|m| m.task == Task::HeavyHitters)
+        .map(|m| m.threshold.unwrap_or(crate::DEFAULT_HH));
+    let t = ts.next().expect("a heavy-hitters measure");
+    if ts.any(|o| o != t) {
+        return Err(refuse(
+            "--instant detects at one threshold: give every heavy_hitters measure the same".into(),
+        ));
+    }
     let threshold = match (t >= 1.0, cfg.epoch(), cfg.weight) {
         (true, _, _) => t.ceil() as u64,
         (false, Ok(EpochSpec::Packets(n)), Weight::Packets) => {
