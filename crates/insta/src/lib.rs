@@ -5,7 +5,9 @@
 //! - [`rcc`]: the RCC word counter (virtual vectors confined in 32-bit words, saturation,
 //!   recycling, noise classes, units);
 //! - [`regulator`]: one layer (RFlow+, the `rcc` algorithm) or two (`instameasure`);
-//! - [`wsaf`]: the table, quadratic probing with a probe limit and second-chance replacement.
+//! - [`wsaf`]: the table, quadratic probing with a probe limit and second-chance replacement;
+//! - [`instant`]: instant detection (`run --instant`): the estimate semantics, the detection
+//!   rule and its guarantee.
 //!
 //! A flow's estimate is its table count plus what the regulator still holds for it (the
 //! linear-counting estimate of its vectors). Heavy hitters and top-k are the table's flows by
