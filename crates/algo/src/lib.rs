@@ -14,12 +14,14 @@
 
 mod dirty;
 mod entry;
+mod instant;
 
 pub use dirty::Dirty;
 pub use entry::{
     build_with, defaults_of, load_state, save_state, BuildFn, Entry, KeyFit, LoadFn, SaveFn,
     StateError,
 };
+pub use instant::Crossing;
 
 use std::any::Any;
 use std::fmt;
@@ -256,6 +258,16 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
     fn merge(&mut self, _other: &dyn Algorithm) -> Result<(), MergeError> {
         Err(MergeError::Unsupported(self.name()))
     }
+
+    /// Instant detection ([`Crossing`]): from now on (resets and copies included) log each flow
+    /// the first time its detection estimate reaches `threshold` (run's weight) in an epoch.
+    /// `false`: the algorithm cannot detect on its packet path (the default).
+    fn arm_instant(&mut self, _threshold: u64) -> bool {
+        false
+    }
+
+    /// Move the crossings logged since the last drain into `out`, and restart the positions.
+    fn drain_crossings(&mut self, _out: &mut Vec<Crossing>) {}
 }
 
 /// `a` as the concrete algorithm `T`, if it is one (trait upcasting to `Any`: `heavy_changers`

@@ -144,6 +144,11 @@ pub struct RunArgs {
     /// This host's id in snapshot file names (letters, digits, '.', '_', '-').
     #[arg(long, requires = "snapshots", value_parser = crate::merge::host_id)]
     host: Option<String>,
+    /// Heavy hitters detected on the packet path (instameasure, rcc): each detection printed as
+    /// it happens (a line, or `"type": "detection"` with --json-lines), and the report gives
+    /// the detection delay against exact detection (capture time and packets).
+    #[arg(long)]
+    instant: bool,
 }
 
 /// `--task`: one of the task names (clap lists them in `--help` and in the error for any other
@@ -337,6 +342,9 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     }
     if let Some(r) = a.recover {
         sv.recover = r.into();
+    }
+    if a.instant {
+        cfg.instant = true;
     }
     for m in &mut cfg.measures {
         if a.threshold.is_some() {
@@ -545,7 +553,7 @@ impl Ticker {
 
     #[inline]
     fn after(&mut self, runner: &mut Runner, on_epoch: &mut dyn FnMut(&mut Runner) -> Result<()>) {
-        if runner.completed_epochs().len() != self.epochs {
+        if runner.completed_epochs().len() != self.epochs || runner.has_detections() {
             if let Err(e) = self.pb.suspend(|| on_epoch(runner)) {
                 self.pb.finish_and_clear();
                 out::exit(&e);
@@ -732,7 +740,36 @@ pub fn print_report(r: &Report, header: bool, out: &mut Out) -> Result<(), Stdou
     for e in &r.epochs {
         print_epoch(out, e, r.key)?;
     }
+    if let Some(i) = &r.instant {
+        write!(out, "{}", i.table())?;
+    }
     print_costs(out, r)
+}
+
+/// `--instant`: each detection as a line, or a JSON line (`"type": "detection"`); with `--json`
+/// they are in the report only.
+fn print_detections(
+    out: &mut Out,
+    ds: Vec<measure::instant::Detection>,
+    lines: bool,
+    json: bool,
+) -> Result<()> {
+    if ds.is_empty() || json {
+        return Ok(());
+    }
+    for d in ds {
+        if lines {
+            let mut v = serde_json::to_value(&d)?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("type".into(), "detection".into());
+            }
+            writeln!(out, "{}", serde_json::to_string(&v)?)?;
+        } else {
+            writeln!(out, "{}", d.line())?;
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 /// `--json-lines`: one line per epoch.
@@ -932,6 +969,7 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     let (json, lines) = (a.json, a.json_lines);
     let mut warned = None;
     let (mut report, err) = run(cfg, format, &mut |runner| {
+        print_detections(out, runner.take_detections(), lines, json)?;
         warn(runner.completed_epochs(), &mut warned);
         if lines {
             for e in runner.take_completed() {
@@ -944,6 +982,9 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         Ok(())
     })?;
     warn(&report.epochs, &mut warned);
+    if let Some(i) = &mut report.instant {
+        print_detections(out, std::mem::take(&mut i.unprinted), lines, json)?;
+    }
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if lines {

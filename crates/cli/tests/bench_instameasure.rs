@@ -139,8 +139,42 @@ fn instameasure_quick_writes_every_figure_with_sane_values() {
         // Lateness in packets is at most a few retention cycles of the flow.
         assert!(value(p) < 1000.0, "{p}");
     }
-    for p in measured(&all, "early", "table + held") {
+    for p in measured(&all, "early", "instant, z = 0 (paper's rule)") {
         assert!((0.0..=1.0).contains(&value(p)), "{p}");
+    }
+    // `--instant`'s never-early rule (z = 4): no early trial, and later than the default's.
+    let never = measured(&all, "early", "instant, z = 4 (never early)");
+    assert!(never.len() >= 3);
+    for p in &never {
+        assert_eq!(value(p), 0.0, "{p}");
+    }
+    let (d2, d4) = (
+        measured(&all, "delay_packets", "instant, z = 2 (default)"),
+        measured(&all, "delay_packets", "instant, z = 4 (never early)"),
+    );
+    let sum = |v: &[&Value]| v.iter().map(|p| value(p)).sum::<f64>();
+    assert!(sum(&d4) > sum(&d2), "{} vs {}", sum(&d4), sum(&d2));
+
+    // Figure 8(c): saturation-based decoding of a lone flow at 10 000 packets is accurate
+    // within a few percent, one layer more than two at each vector size.
+    let (fr, rcc) = (
+        measured(&all, "accuracy", "FlowRegulator"),
+        measured(&all, "accuracy", "RCC"),
+    );
+    assert_eq!((fr.len(), rcc.len()), (4, 4));
+    for (f, r) in fr.iter().zip(&rcc) {
+        assert!(value(r) < value(f) && value(f) < 0.1, "{f} {r}");
+    }
+
+    // Figures 10(b) and 11(b): the top-100 lists are nearly exact, every recall within [0, 1].
+    for fig in ["10", "11"] {
+        let r: Vec<&Value> = measured(&all, "top-k recall", "InstaMeasure (ours)")
+            .into_iter()
+            .filter(|p| p["figure"] == fig)
+            .collect();
+        assert_eq!(r.len(), 2, "figure {fig}");
+        assert!(value(r[0]) >= 0.9, "{}", r[0]);
+        assert!(r.iter().all(|p| (0.0..=1.0).contains(&value(p))));
     }
 
     // Figures 10 and 11: a mean relative error per band below 20%, smaller for larger flows at

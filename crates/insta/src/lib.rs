@@ -5,7 +5,9 @@
 //! - [`rcc`]: the RCC word counter (virtual vectors confined in 32-bit words, saturation,
 //!   recycling, noise classes, units);
 //! - [`regulator`]: one layer (RFlow+, the `rcc` algorithm) or two (`instameasure`);
-//! - [`wsaf`]: the table, quadratic probing with a probe limit and second-chance replacement.
+//! - [`wsaf`]: the table, quadratic probing with a probe limit and second-chance replacement;
+//! - [`instant`]: instant detection (`run --instant`): the estimate semantics, the detection
+//!   rule and its guarantee.
 //!
 //! A flow's estimate is its table count plus what the regulator still holds for it (the
 //! linear-counting estimate of its vectors). Heavy hitters and top-k are the table's flows by
@@ -35,16 +37,18 @@
 
 #![forbid(unsafe_code)]
 
+pub mod instant;
 pub mod rcc;
 pub mod regulator;
 pub mod wsaf;
 
-use algo::{Algorithm, BuildCtx, Caveat, ConfigError, Estimate, MergeError, Task};
+use algo::{Algorithm, BuildCtx, Caveat, ConfigError, Crossing, Estimate, MergeError, Task};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
+use instant::Detector;
 use rcc::Bits;
-use regulator::Regulator;
+use regulator::{Regulator, Step};
 use wsaf::{Slot, Wsaf};
 
 /// The two-layer FlowRegulator with its table.
@@ -63,13 +67,21 @@ fn name_of(two_layers: bool) -> &'static str {
     }
 }
 
+/// Instant detection's per-slot count is in 1/64 packets (`wsaf::Slot::fine`).
+const FINE: f64 = 64.0;
+
+/// `packets` in 1/64 packets, saturating.
+fn fine(packets: f64) -> u32 {
+    (packets * FINE).round().min(f64::from(u32::MAX)) as u32
+}
+
 /// Keys hashed (and their words prefetched) ahead of encoding, per batch step.
 const CHUNK: usize = 32;
 
 const TASKS: &[Task] = &[Task::HeavyHitters, Task::TopK, Task::FlowSize];
 
 /// Parameters of `instameasure` and `rcc`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InstaConfig {
     /// L1 words (32 bits each); `instameasure` has three L2 arrays of as many words. Default
@@ -86,6 +98,11 @@ pub struct InstaConfig {
     pub wsaf_entries: usize,
     /// Most slots probed per insertion before a victim is replaced.
     pub probe_limit: usize,
+    /// Instant detection (`run --instant`): standard deviations of a count that a flow's
+    /// estimate must be above the threshold to be detected (`instant` module docs). Default 4:
+    /// a detection fires before the true count crossed with probability about 6e-5 per flow;
+    /// 0 is the paper's rule (the estimate itself), which fires early for about half the flows.
+    pub instant_sigmas: f64,
 }
 
 impl Default for InstaConfig {
@@ -94,6 +111,7 @@ impl Default for InstaConfig {
             words: 65536,
             wsaf_entries: 1 << 16,
             probe_limit: 16,
+            instant_sigmas: 2.0,
         }
     }
 }
@@ -120,6 +138,9 @@ impl InstaConfig {
         }
         if self.probe_limit == 0 || self.probe_limit > 1024 {
             return Err(invalid(algo, "probe_limit", "must be in 1..=1024"));
+        }
+        if !(0.0..=100.0).contains(&self.instant_sigmas) {
+            return Err(invalid(algo, "instant_sigmas", "must be in 0..=100"));
         }
         Ok(())
     }
@@ -161,6 +182,9 @@ pub struct InstaMeasure {
     weight: u64,
     /// Table insertions requested (saturations of the last layer).
     emits: u64,
+    /// Instant detection, when armed (`Algorithm::arm_instant`).
+    #[serde(default)]
+    instant: Option<Detector>,
 }
 
 impl InstaMeasure {
@@ -183,6 +207,7 @@ impl InstaMeasure {
             updates: 0,
             weight: 0,
             emits: 0,
+            instant: None,
             cfg,
         })
     }
@@ -227,22 +252,87 @@ impl InstaMeasure {
         &self.shards[0]
     }
 
-    /// One packet of the flow with hash `h` (the update path after hashing).
+    /// One packet of the flow with hash `h` (the update path after hashing); `at` its position
+    /// in the current update call (instant detection's log).
     #[inline(always)]
-    fn offer(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64) {
+    fn offer(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64, at: usize) {
         self.updates += 1;
         self.weight = self.weight.saturating_add(w);
+        if self.instant.is_some() {
+            return self.offer_watched(key, h, w, at);
+        }
         if let Some(est) = self.shards[0].offer(h, &mut self.bits) {
-            self.emit(&key(), h, est, w);
+            self.emit(&key(), h, est, w, false);
+        }
+    }
+
+    /// [`InstaMeasure::offer`] of an armed instance: after an L1 saturation or an emission, the
+    /// flow's detection estimate is checked (`instant` module docs).
+    #[inline(never)]
+    fn offer_watched(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64, at: usize) {
+        let (c1, emitted) = match self.shards[0].step(h, &mut self.bits) {
+            Step::Held => return,
+            Step::L1(c1) => (c1, None),
+            Step::Emit(c1, est) => (c1, Some(est)),
+        };
+        let k = key();
+        // The emission that inserts the flow carries its packets so far; any other L1
+        // saturation of a table flow adds its unit.
+        let inserted = emitted.is_some_and(|est| self.emit(&k, h, est, w, true));
+        if !inserted {
+            if let Some(s) = self.wsaf.get_mut(&k, h) {
+                s.fine = s.fine.saturating_add(fine(rcc::UNIT[c1]));
+            }
+        }
+        self.detect(&k, h, at);
+    }
+
+    /// Log `key` if its detection estimate reached the threshold (once per epoch).
+    fn detect(&mut self, key: &FlowKey, h: u64, at: usize) {
+        let two = self.two_layers();
+        let Some(d) = &self.instant else { return };
+        let Some(s) = self.wsaf.get(key, h) else {
+            return;
+        };
+        if s.reported {
+            return;
+        }
+        let per = s.bytes as f64 / f64::from(s.packets);
+        let count = f64::from(s.fine) / FINE + self.shards[0].held_l1(h);
+        let bound = instant::lower(two, count, self.cfg.instant_sigmas) * per;
+        if bound < d.threshold as f64 {
+            return;
+        }
+        let c = Crossing {
+            at: d.base + at as u64,
+            key: *key,
+            estimate: self.estimate_slot(key, s),
+            bound,
+        };
+        if let Some(s) = self.wsaf.get_mut(key, h) {
+            s.reported = true;
+        }
+        if let Some(d) = &mut self.instant {
+            d.log.push(c);
+        }
+    }
+
+    /// The next update call's positions start `n` later.
+    #[inline(always)]
+    fn advance(&mut self, n: usize) {
+        if let Some(d) = &mut self.instant {
+            d.base += n as u64;
         }
     }
 
     /// A saturation of the last layer: `est` packets to the table (Algorithm 1, lines 13-16).
+    /// `armed`: a new slot starts instant detection's count with these packets. Whether the flow
+    /// was new to the table.
     #[inline(never)]
-    fn emit(&mut self, key: &FlowKey, h: u64, est: f64, w: u64) {
+    fn emit(&mut self, key: &FlowKey, h: u64, est: f64, w: u64, armed: bool) -> bool {
         let packets = self.bits.round(est).clamp(1, u64::from(u32::MAX));
         let now = self.updates.min(u64::from(u32::MAX)) as u32;
-        self.wsaf.add(
+        let out = self.wsaf.add(
             key,
             h,
             Slot {
@@ -250,10 +340,12 @@ impl InstaMeasure {
                 bytes: packets.saturating_mul(w),
                 first: now,
                 last: now,
+                fine: if armed { fine(packets as f64) } else { 0 },
                 ..Slot::default()
             },
         );
         self.emits += 1;
+        out != wsaf::Outcome::Updated
     }
 
     /// The epoch's mean weight per update (1 before any update).
@@ -398,27 +490,30 @@ impl Algorithm for InstaMeasure {
     #[inline]
     fn update(&mut self, key: &FlowKey, weight: u64) {
         if weight == 0 || !self.wsaf.fits(key) {
+            self.advance(1);
             return;
         }
         let h = self.hash.hash(key);
-        self.offer(|| *key, h, weight);
+        self.offer(|| *key, h, weight, 0);
+        self.advance(1);
     }
 
     /// Hash a chunk of keys first and prefetch their regulator words, then encode: the default
     /// 1 MiB of L1 + L2 words is larger than a core's L2 cache. Same state as one by one.
     fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
         let mut hs = [0u64; CHUNK];
-        for (ks, ws) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
+        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
             for (h, k) in hs.iter_mut().zip(ks) {
                 *h = self.hash.hash(k);
                 self.shards[0].prefetch(*h);
             }
-            for ((k, &w), &h) in ks.iter().zip(ws).zip(&hs) {
+            for (j, ((k, &w), &h)) in ks.iter().zip(ws).zip(&hs).enumerate() {
                 if w != 0 && self.wsaf.fits(k) {
-                    self.offer(|| *k, h, w);
+                    self.offer(|| *k, h, w, c * CHUNK + j);
                 }
             }
         }
+        self.advance(keys.len());
     }
 
     /// The 4-byte keys hashed from their bytes directly (the `FlowKey` is built only for the
@@ -426,20 +521,22 @@ impl Algorithm for InstaMeasure {
     /// state.
     fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
         if !self.wsaf.fits(&FlowKey::from_u32(0)) {
+            self.advance(keys.len());
             return;
         }
         let mut hs = [0u64; CHUNK];
-        for (ks, ws) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
+        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
             for (h, k) in hs.iter_mut().zip(ks) {
                 *h = self.hash.hash_bytes(&k.to_be_bytes());
                 self.shards[0].prefetch(*h);
             }
-            for ((&k, &w), &h) in ks.iter().zip(ws).zip(&hs) {
+            for (j, ((&k, &w), &h)) in ks.iter().zip(ws).zip(&hs).enumerate() {
                 if w != 0 {
-                    self.offer(|| FlowKey::from_u32(k), h, w);
+                    self.offer(|| FlowKey::from_u32(k), h, w, c * CHUNK + j);
                 }
             }
         }
+        self.advance(keys.len());
     }
 
     fn reset(&mut self) {
@@ -450,6 +547,9 @@ impl Algorithm for InstaMeasure {
         self.updates = 0;
         self.weight = 0;
         self.emits = 0;
+        if let Some(d) = &mut self.instant {
+            d.reset();
+        }
     }
 
     fn memory_bytes(&self) -> usize {
@@ -535,6 +635,18 @@ impl Algorithm for InstaMeasure {
         }
     }
 
+    /// Heavy hitters at `threshold` detected on the packet path (`instant` module docs).
+    fn arm_instant(&mut self, threshold: u64) -> bool {
+        self.instant = Some(Detector::new(threshold));
+        true
+    }
+
+    fn drain_crossings(&mut self, out: &mut Vec<Crossing>) {
+        if let Some(d) = &mut self.instant {
+            d.drain(out);
+        }
+    }
+
     /// Module docs ("Workers"): the other's table entries move in, tagged with the shard that
     /// keeps the rest of their flows; its regulators are kept. Requires the same configuration,
     /// layers, key length and seeds.
@@ -579,7 +691,7 @@ impl Algorithm for InstaMeasure {
 /// Mean and variance (packets) of the cycle between two emissions of a lone flow: one layer,
 /// a coupon cycle from 0 to 6 of 8 bits (`UNIT[0]`; variance the sum of the geometric
 /// variances `(1 - p) / p^2`, `p = (8 - j) / 8`); two layers, a coupon cycle of such cycles.
-fn cycle(two_layers: bool) -> (f64, f64) {
+pub(crate) fn cycle(two_layers: bool) -> (f64, f64) {
     let u = rcc::UNIT[0];
     let v: f64 = (0..rcc::SAT_ONES)
         .map(|j| {
@@ -686,6 +798,43 @@ mod tests {
                 c.update(k, 1);
             }
             assert!(a.emits() > 0);
+            assert_eq!(a, b);
+            assert_eq!(a, c);
+        }
+    }
+
+    /// Armed, the three paths log the same crossings at the same positions (counted over
+    /// every update since the drain, batched or not), once per flow, and leave the same state.
+    #[test]
+    fn armed_paths_log_the_same_crossings() {
+        for two in [true, false] {
+            let ks = keys();
+            let ws = vec![1u64; ks.len()];
+            let flow: Vec<FlowKey> = ks.iter().map(|&k| FlowKey::from_u32(k)).collect();
+            let mut a =
+                InstaMeasure::new(two, InstaConfig::default(), &BuildCtx::default()).unwrap();
+            assert!(a.arm_instant(1000));
+            let (mut b, mut c) = (a.clone(), a.clone());
+            a.update_batch_u32(&ks, &ws);
+            b.update_batch(&flow, &ws);
+            for k in &flow {
+                c.update(k, 1);
+            }
+            let mut logs = [vec![], vec![], vec![]];
+            for (x, log) in [&mut a, &mut b, &mut c].into_iter().zip(&mut logs) {
+                x.drain_crossings(log);
+            }
+            assert!(logs[0].len() > 3, "{} crossings", logs[0].len());
+            assert_eq!(logs[0], logs[1]);
+            assert_eq!(logs[0], logs[2]);
+            for x in &logs[0] {
+                assert_eq!(flow[x.at as usize], x.key);
+                assert!(x.bound >= 1000.0 && x.estimate > 0.0);
+            }
+            let mut seen: Vec<FlowKey> = logs[0].iter().map(|x| x.key).collect();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), logs[0].len(), "each flow once");
             assert_eq!(a, b);
             assert_eq!(a, c);
         }

@@ -16,6 +16,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::rcc::{self, Bits, Vector, CLASSES, UNIT};
 
+/// What one packet did in the regulator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// Its L1 vector kept it.
+    Held,
+    /// It saturated its L1 vector (of this noise class), and the L2 vector kept that.
+    L1(usize),
+    /// It saturated the last layer (its L1 vector of this noise class): this many packets go
+    /// to the table.
+    Emit(usize, f64),
+}
+
 /// One regulator: `words` indexes of `lanes` words (1: L1 only; 4: L1 and the three L2 arrays).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Regulator {
@@ -75,14 +87,28 @@ impl Regulator {
     /// layer (what to add to the flow table), `None` while the regulator keeps it.
     #[inline(always)]
     pub fn offer(&mut self, h: u64, bits: &mut Bits) -> Option<f64> {
+        match self.step(h, bits) {
+            Step::Emit(_, p) => Some(p),
+            Step::Held | Step::L1(_) => None,
+        }
+    }
+
+    /// [`Regulator::offer`], telling also an L1 saturation that the last layer kept (where
+    /// what the regulator holds of the flow moved by a unit: instant detection looks then).
+    #[inline(always)]
+    pub fn step(&mut self, h: u64, bits: &mut Bits) -> Step {
         let i = self.base(h);
         let v = Vector::of(h);
-        let c1 = rcc::encode(&mut self.cells[i], v, bits)?;
+        let Some(c1) = rcc::encode(&mut self.cells[i], v, bits) else {
+            return Step::Held;
+        };
         if self.lanes == 1 {
-            return Some(UNIT[c1]);
+            return Step::Emit(c1, UNIT[c1]);
         }
-        let c2 = rcc::encode(&mut self.cells[i + 1 + c1], v, bits)?;
-        Some(UNIT[c1] * UNIT[c2])
+        match rcc::encode(&mut self.cells[i + 1 + c1], v, bits) {
+            Some(c2) => Step::Emit(c1, UNIT[c1] * UNIT[c2]),
+            None => Step::L1(c1),
+        }
     }
 
     /// Packets of the flow with hash `h` still held: the L1 vector's estimate plus each L2
@@ -97,6 +123,12 @@ impl Regulator {
             }
         }
         n.max(0.0)
+    }
+
+    /// Packets the L1 vector of hash `h` holds, at least 0 (what instant detection adds to a
+    /// table flow's count of L1 saturations).
+    pub fn held_l1(&self, h: u64) -> f64 {
+        rcc::held_signed(self.cells[self.base(h)], Vector::of(h)).max(0.0)
     }
 
     /// Fraction of L1 bits set (how crowded the words are).

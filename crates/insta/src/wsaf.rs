@@ -33,6 +33,13 @@ pub struct Slot {
     /// Which merged regulator holds the rest of this flow (0 unless merged).
     pub shard: u16,
     pub referenced: bool,
+    /// Instant detection reported this flow in this epoch (`crate::instant`): it is reported
+    /// once (a flow replaced and counted again from its next emission may be reported again).
+    pub reported: bool,
+    /// Instant detection's count of the flow, in 1/64 packets (`crate::instant`): the packets
+    /// of the emission that inserted it, plus one L1 unit per L1 saturation since; 0 in an
+    /// instance that is not armed.
+    pub fine: u32,
 }
 
 /// Bytes of a slot (the key's bytes come on top).
@@ -134,6 +141,15 @@ impl Wsaf {
 
     /// The slot of `key` (hash `h`), if stored.
     pub fn get(&self, key: &FlowKey, h: u64) -> Option<&Slot> {
+        self.find(key, h).map(|p| &self.slots[p])
+    }
+
+    /// The slot of `key` (hash `h`), if stored, to change its flags.
+    pub fn get_mut(&mut self, key: &FlowKey, h: u64) -> Option<&mut Slot> {
+        self.find(key, h).map(|p| &mut self.slots[p])
+    }
+
+    fn find(&self, key: &FlowKey, h: u64) -> Option<usize> {
         let tag = (h >> 32) as u32;
         for i in 0..self.probe_limit {
             let p = self.pos(h, i);
@@ -142,7 +158,7 @@ impl Wsaf {
                 return None;
             }
             if s.hash == tag && self.key_at(p) == key.as_bytes() {
-                return Some(s);
+                return Some(p);
             }
         }
         None

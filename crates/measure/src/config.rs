@@ -134,6 +134,10 @@ pub struct RunConfig {
     /// A table given without `fast_path` takes SketchVisor's.
     #[serde(default = "no_fast_path")]
     pub sketchvisor: visor::VisorConfig,
+    /// Heavy hitters detected on the packet path as they cross the threshold, each reported
+    /// with its capture time, and their delay against exact detection (`crate::instant`).
+    #[serde(default)]
+    pub instant: bool,
     /// Test only: this worker panics on its first batch, or with `ANSWERS` the answer thread
     /// on its first epoch (the failure paths' tests).
     #[doc(hidden)]
@@ -195,6 +199,7 @@ impl Default for RunConfig {
             preset: None,
             workers: 1,
             truth: true,
+            instant: false,
             inject_failure: None,
             sketchvisor: no_fast_path(),
             measures: vec![],

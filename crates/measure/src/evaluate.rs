@@ -24,7 +24,7 @@ pub const DEFAULT_SPREAD: f64 = 0.005;
 pub const DEFAULT_K: usize = 100;
 
 /// Resolve a threshold that is a fraction (< 1) of `base` or an absolute value (>= 1).
-fn resolve(t: f64, base: f64) -> u64 {
+pub(crate) fn resolve(t: f64, base: f64) -> u64 {
     if t < 1.0 {
         (t * base).ceil().max(1.0) as u64
     } else {

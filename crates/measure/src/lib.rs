@@ -7,6 +7,7 @@
 mod answer;
 pub mod config;
 mod evaluate;
+pub mod instant;
 pub mod metrics;
 pub mod report;
 pub mod runner;

@@ -204,6 +204,9 @@ pub struct Report {
     /// Every task answer's warnings (`TaskResult::warnings`) of the epochs kept in `epochs`, in
     /// order, each with its epoch, task and algorithm.
     pub warnings: Vec<Warning>,
+    /// `--instant`: the detections against exact detection (`crate::instant`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instant: Option<crate::instant::InstantReport>,
 }
 
 /// A task answer's warning with where it was given.

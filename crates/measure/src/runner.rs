@@ -115,6 +115,8 @@ pub(crate) struct Plane {
     pub(crate) kinds: Vec<KeyKind>,
     fronts: Vec<Front>,
     pub(crate) instances: Vec<Instance>,
+    /// `--instant`: the armed instances' detections, stamped per batch (`crate::instant`).
+    pub(crate) watch: Option<crate::instant::Watch>,
 }
 
 impl Plane {
@@ -125,6 +127,9 @@ impl Plane {
             kind: self.kinds[ki],
         };
         self.fronts[ki].timed(&mut sink, |f, s| f.update(batch, weights, s));
+        if let Some(w) = &mut self.watch {
+            w.drain(ki, batch, &mut self.instances);
+        }
     }
 
     /// Epoch end: every front hands what it holds to the algorithms.
@@ -153,6 +158,7 @@ impl Plane {
                     Instance::new(i.name.clone(), i.kind, i.key_len, algo, i.fit, i.reusable)
                 })
                 .collect(),
+            watch: self.watch.as_ref().map(crate::instant::Watch::twin),
         })
     }
 }
@@ -263,6 +269,8 @@ pub struct Runner {
     keys: Vec<FlowKey>,
     /// `netsift merge`: where each epoch's states come from instead of the packet path.
     replay: Option<Replay>,
+    /// `--instant`: the detections and exact crossings the planes sent (`crate::instant`).
+    instant: Option<crate::instant::Log>,
 }
 
 /// `netsift merge`'s source of states: epoch index to the merged states of that epoch, one per
@@ -633,10 +641,23 @@ impl Runner {
             }
         }
         let n = kinds.len();
+        let (watch, instant) = crate::instant::plan(
+            &cfg,
+            &measures
+                .iter()
+                .map(|m| {
+                    let ki = kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
+                    (m.spec.task, m.instance, m.spec.algorithm.clone(), ki)
+                })
+                .collect::<Vec<_>>(),
+            &mut |i, t| instances[i].algo.arm_instant(t),
+        )?
+        .unzip();
         let mut plane = Plane {
             kinds: kinds.clone(),
             fronts: fronts_for(&kinds, &cfg)?,
             instances,
+            watch,
         };
         let pool = if cfg.workers > 1 {
             // Every instance must merge the workers' states (an empty twin of itself, here).
@@ -709,6 +730,7 @@ impl Runner {
             clock_ns: clock_overhead_ns(),
             notes,
             trace: trace.to_string(),
+            instant,
             cfg,
             replay: None,
         })
@@ -770,16 +792,20 @@ impl Runner {
                 Some(pool) => {
                     self.truth[i].count(ts_ns, wire_len);
                     if self.failure.is_none() {
-                        if let Err(f) = pool.put(i, k, w, wire_len) {
+                        if let Err(f) = pool.put(i, k, w, wire_len, ts_ns) {
                             fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                         }
                     }
                 }
                 None => {
-                    if self.cfg.truth {
-                        self.truth[i].add(ts_ns, k, wire_len);
+                    let counts = if self.cfg.truth {
+                        Some(self.truth[i].add(ts_ns, k, wire_len))
                     } else {
                         self.truth[i].count(ts_ns, wire_len);
+                        None
+                    };
+                    if let Some(watch) = self.plane.watch.as_mut().filter(|x| x.ki == i) {
+                        watch.packet(ts_ns, &k, counts.map(|c| (c, w)));
                     }
                     self.batch_keys[i].push(k);
                     // All 4-byte keys: the batch goes the u32 path.
@@ -823,6 +849,9 @@ impl Runner {
         self.batch_weights.clear();
         // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
         self.collect_answers();
+        if let Some(l) = &mut self.instant {
+            l.poll(self.truth[0].index);
+        }
     }
 
     /// Epoch end: the finished epoch goes to the answer thread (`crate::answer`) and the packet
@@ -860,7 +889,12 @@ impl Runner {
                 }
                 stash
             }) {
-                Ok(rx) => States::Workers(rx),
+                Ok(rx) => {
+                    if let Some(l) = &mut self.instant {
+                        l.end_epoch(epoch);
+                    }
+                    States::Workers(rx)
+                }
                 Err(f) => {
                     fail(&mut self.failure, f.in_epoch(epoch));
                     return;
@@ -868,6 +902,10 @@ impl Runner {
             },
             None => {
                 self.plane.flush_fronts();
+                if let (Some(w), Some(l)) = (&mut self.plane.watch, &mut self.instant) {
+                    w.end_epoch();
+                    l.end_epoch(epoch);
+                }
                 let answers = self.answers.as_ref();
                 let insts = &mut self.plane.instances;
                 for (i, s) in answers.iter().flat_map(|a| a.spares()) {
@@ -1019,6 +1057,19 @@ impl Runner {
         self.interrupted = true;
     }
 
+    /// `--instant`: whether detections wait to be taken ([`Runner::take_detections`]).
+    pub fn has_detections(&self) -> bool {
+        self.instant.as_ref().is_some_and(|l| l.has_pending())
+    }
+
+    /// `--instant`: the detections made since the last call, in the order they arrived.
+    pub fn take_detections(&mut self) -> Vec<crate::instant::Detection> {
+        self.instant
+            .as_mut()
+            .map(|l| l.take_pending())
+            .unwrap_or_default()
+    }
+
     /// The epochs completed and not yet taken (a live run reports each as it closes).
     pub fn completed_epochs(&self) -> &[EpochReport] {
         &self.epochs
@@ -1162,6 +1213,10 @@ impl Runner {
             .collect();
         let epoch = self.epoch_label();
         let warnings = self.epochs.iter().flat_map(Warning::of).collect();
+        let instant = self.instant.as_mut().map(|l| {
+            l.poll(self.truth[0].index);
+            l.report()
+        });
         Ok(Report {
             trace: self.trace,
             key: self.cfg.key,
@@ -1180,6 +1235,7 @@ impl Runner {
             accelerators,
             notes: self.notes,
             warnings,
+            instant,
         })
     }
 }

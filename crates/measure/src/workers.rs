@@ -40,6 +40,8 @@ struct Part {
     weights: Vec<u64>,
     /// Wire lengths, for the worker's ground truth (empty without truth).
     lens: Vec<u32>,
+    /// Capture times, for `--instant` (empty without it).
+    ts: Vec<u64>,
 }
 
 /// What a worker hands over at an epoch's end: its instances' state, and with ground truth its
@@ -74,6 +76,8 @@ pub(crate) struct Pool {
     parts: Vec<Vec<Part>>,
     /// Ground truth is kept by the workers.
     truth: bool,
+    /// `--instant`: capture times go with the keys.
+    instant: bool,
 }
 
 /// The `worker` of a failure of the answer thread (`crate::answer`), not of a worker (and, as
@@ -140,6 +144,7 @@ impl Pool {
         inject_failure: Option<usize>,
     ) -> Pool {
         let kinds = planes.first().map_or(0, |p| p.kinds.len());
+        let instant = planes.first().is_some_and(|p| p.watch.is_some());
         let workers = planes
             .into_iter()
             .enumerate()
@@ -161,6 +166,7 @@ impl Pool {
                 .map(|_| (0..kinds).map(|_| Part::default()).collect())
                 .collect(),
             truth,
+            instant,
         }
     }
 
@@ -177,6 +183,7 @@ impl Pool {
         k: FlowKey,
         w: u64,
         len: u32,
+        ts_ns: u64,
     ) -> Result<(), WorkerFailure> {
         let i = key::reduce(self.hash.hash(&k), self.workers.len());
         let p = &mut self.parts[i][ki];
@@ -187,6 +194,9 @@ impl Pool {
         p.weights.push(w);
         if self.truth {
             p.lens.push(len);
+        }
+        if self.instant {
+            p.ts.push(ts_ns);
         }
         if p.keys.len() >= PART {
             self.send(i)?;
@@ -204,6 +214,7 @@ impl Pool {
                     narrow: Vec::with_capacity(PART),
                     weights: Vec::with_capacity(PART),
                     lens: Vec::new(),
+                    ts: Vec::new(),
                 })
                 .collect()
         });
@@ -272,17 +283,30 @@ fn work(
 ) -> Plane {
     // The exact counts of the flows this worker is given, per key kind (with ground truth).
     let mut flows: Vec<FlowTable> = (0..plane.kinds.len()).map(|_| FlowTable::new()).collect();
+    // `--instant`: the watched kind's flow counts after each packet of a part.
+    let mut counts = vec![];
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
             Msg::Batch(mut parts) => {
                 for (ki, p) in parts.iter().enumerate() {
+                    let watched = plane.watch.as_ref().is_some_and(|w| w.ki == ki);
+                    counts.clear();
                     for (k, &len) in p.keys.iter().zip(&p.lens) {
-                        flows[ki].add(k, 1, u64::from(len));
+                        let c = flows[ki].add(k, 1, u64::from(len));
+                        if watched {
+                            counts.push(c);
+                        }
                     }
                     let all_narrow = p.narrow.len() == p.keys.len();
                     for (c, ws) in p.weights.chunks(batch).enumerate() {
                         let r = c * batch..c * batch + ws.len();
+                        if let Some(w) = plane.watch.as_mut().filter(|_| watched) {
+                            for j in r.clone() {
+                                let after = counts.get(j).map(|&n| (n, p.weights[j]));
+                                w.packet(p.ts[j], &p.keys[j], after);
+                            }
+                        }
                         let b = if all_narrow {
                             KeyBatch::U32(&p.narrow[r])
                         } else {
@@ -296,12 +320,16 @@ fn work(
                     p.narrow.clear();
                     p.weights.clear();
                     p.lens.clear();
+                    p.ts.clear();
                 }
                 // The reader takes it back if it has room; else it is dropped.
                 let _ = back.try_send(parts);
             }
             Msg::End(reply, spares) => {
                 plane.flush_fronts();
+                if let Some(w) = &mut plane.watch {
+                    w.end_epoch();
+                }
                 let states = plane
                     .instances
                     .iter_mut()

@@ -209,10 +209,11 @@ impl EpochTruth {
         self.pending.clear();
     }
 
+    /// Count one packet of `key`; the flow's counts in this epoch after it.
     #[inline]
-    pub fn add(&mut self, ts_ns: u64, key: FlowKey, wire_len: u32) {
+    pub fn add(&mut self, ts_ns: u64, key: FlowKey, wire_len: u32) -> Counts {
         self.count(ts_ns, wire_len);
-        self.pending.add(&key, 1, u64::from(wire_len));
+        self.pending.add(&key, 1, u64::from(wire_len))
     }
 
     /// Count a packet in the epoch's totals and times only, not in any flow (a run without

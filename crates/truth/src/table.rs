@@ -70,15 +70,15 @@ impl FlowTable {
         self.len() == 0
     }
 
-    /// Count `packets` packets of `bytes` bytes for `key`.
+    /// Count `packets` packets of `bytes` bytes for `key`; its counts after.
     #[inline]
-    pub fn add(&mut self, key: &FlowKey, packets: u64, bytes: u64) {
+    pub fn add(&mut self, key: &FlowKey, packets: u64, bytes: u64) -> Counts {
         let len = key.len();
         if len == 0 || len > SHORT {
             let c = self.long.entry(*key).or_default();
             c.packets += packets;
             c.bytes += bytes;
-            return;
+            return *c;
         }
         let (len, head) = (len as u8, key.head128());
         let (i, l, h) = self.last;
@@ -86,7 +86,10 @@ impl FlowTable {
             let s = &mut self.slots[i];
             s.packets += packets;
             s.bytes += bytes;
-            return;
+            return Counts {
+                packets: s.packets,
+                bytes: s.bytes,
+            };
         }
         if 2 * (self.short + 1) > self.slots.len() {
             self.grow();
@@ -115,6 +118,11 @@ impl FlowTable {
             }
         }
         self.last = (i, len, head);
+        let s = &self.slots[i];
+        Counts {
+            packets: s.packets,
+            bytes: s.bytes,
+        }
     }
 
     /// Twice the slots (at least 1024), every flow re-placed.
