@@ -67,6 +67,10 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
     cfg.trace = None;
     cfg.max_memory = None;
     cfg.truth = !a.truth.is_empty();
+    // The hosts' fast paths measured their overload; this process only answers (the merged
+    // part is recovered by `--recover` on its answer thread): no FIFO model of its own.
+    cfg.sketchvisor.normal_capacity = None;
+    cfg.sketchvisor.recover = visor::Method::from(a.recover);
     let tunnel = cfg.tunnel;
     let hosts: Vec<&str> = {
         let mut h: Vec<&str> = snaps.iter().map(|s| s.host.as_str()).collect();
@@ -142,7 +146,6 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
     // Each epoch is merged when the runner closes it (one epoch's states in memory at a time).
     let answered = Arc::new(Mutex::new(Vec::<u64>::new()));
     let seen = Arc::clone(&answered);
-    let method = visor::Method::from(a.recover);
     let by_epoch: BTreeMap<u64, (Vec<PathBuf>, Vec<Snapshot>)> = {
         let mut m: BTreeMap<u64, (Vec<PathBuf>, Vec<Snapshot>)> = BTreeMap::new();
         for (f, s) in files.into_iter().zip(snaps) {
@@ -167,7 +170,8 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         // that is this epoch's error, not a crash. (A panic while answering is the answer
         // thread's failure, named, as in `run`.)
         let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            snapshot::merge_epoch(&files, &parts, method)
+            // Recovered on the answer thread, from the merged part, as `run` does.
+            snapshot::merge_epoch(&files, &parts, visor::Method::None)
         }))
         .map_err(|_| {
             format!("epoch {epoch}: the snapshots' states are inconsistent (merge failed)")
@@ -175,7 +179,7 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         if let Ok(mut s) = seen.lock() {
             s.push(epoch);
         }
-        Ok(m.states)
+        Ok((m.states, fast_part(&m.fast)))
     }));
     let mut read_error = None;
     if a.truth.is_empty() {
@@ -222,4 +226,24 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         bail!("{e}");
     }
     Ok(true)
+}
+
+/// The merged fast-path part of an epoch as the answer thread takes it (`None` when no host had a
+/// fast path). The hosts' kick-out statistics are not in snapshots: unknown in the report.
+fn fast_part(parts: &[snapshot::FastPart]) -> Option<visor::EpochPart> {
+    if parts.iter().all(|p| p.summary.is_none()) {
+        return None;
+    }
+    Some(visor::EpochPart {
+        paths: parts.first().map(|p| p.paths).unwrap_or_default(),
+        fast: parts
+            .iter()
+            .map(|p| {
+                (
+                    p.summary.clone().unwrap_or_default(),
+                    visor::FastStats::default(),
+                )
+            })
+            .collect(),
+    })
 }

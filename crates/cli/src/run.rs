@@ -861,12 +861,14 @@ fn print_paths(
     for k in &p.kinds {
         writeln!(
             out,
-            "    fast path {:<10} {} flows tracked, V {}, E {}, {} kick-outs",
+            "    fast path {:<10} {} flows tracked, V {}, E {}{}",
             k.key.name(),
             k.tracked,
             k.v,
             k.e,
             k.kickouts
+                .map(|n| format!(", {n} kick-outs"))
+                .unwrap_or_default()
         )?;
     }
     let mut methods: Vec<String> = vec![];

@@ -550,7 +550,8 @@ fn paths(cfg: &RunConfig, kinds: &[KeyKind], part: &visor::EpochPart) -> crate::
                 tracked: s.flows.len() as u64,
                 v: s.v,
                 e: s.e,
-                kickouts: st.kickouts,
+                // A merged part (`netsift merge`) has a summary but no statistics.
+                kickouts: (st.packets > 0 || s.v == 0).then_some(st.kickouts),
             })
             .collect(),
     }

@@ -100,8 +100,8 @@ pub struct FastKindReport {
     /// `V`: the weight it measured; `E`: its largest possible under-estimate of a flow.
     pub v: u64,
     pub e: u64,
-    /// Flows it evicted (kick-outs).
-    pub kickouts: u64,
+    /// Its kick-out passes (`None` in a merge: snapshots do not carry them).
+    pub kickouts: Option<u64>,
 }
 
 /// Cost of one algorithm instance over the whole run.

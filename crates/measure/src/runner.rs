@@ -274,8 +274,13 @@ pub struct Runner {
 }
 
 /// `netsift merge`'s source of states: epoch index to the merged states of that epoch, one per
-/// instance in the runner's order (the snapshots'), or why there are none.
-pub type Replay = Box<dyn FnMut(u64) -> Result<Vec<Box<dyn Algorithm>>, String> + Send>;
+/// instance in the runner's order (the snapshots'), with the hosts' fast-path part merged (the
+/// answer thread recovers from it as in `run`), or why there are none.
+pub type Replay = Box<dyn FnMut(u64) -> Result<Replayed, String> + Send>;
+
+/// One epoch of [`Replay`]: the merged normal-path states and, if any host had a fast path, the
+/// merged paths and summaries per key kind.
+pub type Replayed = (Vec<Box<dyn Algorithm>>, Option<visor::EpochPart>);
 
 /// Keep the failure of the earliest epoch (the first seen among equals): a failing answer
 /// thread stops taking the workers' hand-overs, and the workers stop in turn, later; the report
@@ -934,9 +939,13 @@ impl Runner {
             }
         };
         // `netsift merge`: the snapshots' merged states are answered, not the packet path's.
+        let mut replayed_fast = None;
         let states = match self.replay.as_mut().map(|f| f(epoch)) {
             None => states,
-            Some(Ok(s)) => States::Ready(s),
+            Some(Ok((s, fast))) => {
+                replayed_fast = Some(fast);
+                States::Ready(s)
+            }
             Some(Err(message)) => {
                 fail(
                     &mut self.failure,
@@ -973,7 +982,10 @@ impl Runner {
             truth,
             partial: self.interrupted,
             peers,
-            fast: self.visor.as_mut().map(visor::DataPlane::end_epoch),
+            fast: match replayed_fast {
+                Some(f) => f,
+                None => self.visor.as_mut().map(visor::DataPlane::end_epoch),
+            },
         };
         self.totals.epochs += 1;
         if self.answers.as_mut().is_none_or(|a| a.send(job).is_err()) {
