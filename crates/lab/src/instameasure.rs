@@ -34,9 +34,7 @@
 //! Every instance uses the paper's table (2^20 entries, probe limit 16); L1 words are the swept
 //! parameter (8192 words = the paper's 32 KB L1, 128 KB with the three L2 arrays).
 
-use std::fs;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use algo::{Algorithm, BuildCtx};
@@ -44,7 +42,7 @@ use insta::{InstaConfig, InstaMeasure};
 use key::{FlowKey, KeyKind};
 use serde::Serialize;
 
-use crate::output::{csv_field, write_charts, Panel, Series};
+use crate::output::{csv_field, write_figure, Panel, Row};
 use crate::LabError;
 
 /// The paper's table: 2^20 entries (section IV-D), probe limit 16.
@@ -1031,45 +1029,32 @@ impl LoneFlow {
     }
 }
 
-/// The charts of a figure: one panel per `panel` value, categories in order of first
-/// appearance, one line per series.
-fn panels(points: &[InstaPoint]) -> Vec<Panel> {
-    let mut names: Vec<&str> = Vec::new();
-    for p in points {
-        // Data only: figure 9's signed delays and early detections (see `fig9_delay`).
-        if p.panel == "early" || p.panel.starts_with("signed_") {
-            continue;
-        }
-        if !names.contains(&p.panel.as_str()) {
-            names.push(&p.panel);
-        }
+impl crate::output::Plotted for InstaPoint {
+    fn panel(&self) -> &str {
+        &self.panel
     }
-    names
-        .into_iter()
-        .map(|name| {
-            let ps: Vec<&InstaPoint> = points.iter().filter(|p| p.panel == name).collect();
-            let mut cats: Vec<(f64, String)> = Vec::new();
-            for p in &ps {
-                if !cats.iter().any(|c| c.1 == p.x) {
-                    cats.push((p.x_value, p.x.clone()));
-                }
-            }
-            cats.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut series: Vec<Series> = Vec::new();
-            for p in &ps {
-                let i = cats.iter().position(|c| c.1 == p.x).unwrap_or(0);
-                let s = match series.iter_mut().position(|s| s.name == p.series) {
-                    Some(s) => &mut series[s],
-                    None => {
-                        series.push(Series {
-                            name: p.series.clone(),
-                            values: vec![None; cats.len()],
-                        });
-                        series.last_mut().expect("pushed")
-                    }
-                };
-                s.values[i] = Some(p.value);
-            }
+    fn series(&self) -> &str {
+        &self.series
+    }
+    fn x(&self) -> &str {
+        &self.x
+    }
+    fn x_value(&self) -> f64 {
+        self.x_value
+    }
+    fn value(&self) -> f64 {
+        self.value
+    }
+}
+
+/// The charts of a figure: one panel per `panel` value, categories in order of first
+/// appearance, one line per series. Figure 9's signed delays and early detections are data only
+/// (see `fig9_delay`).
+fn panels(points: &[InstaPoint]) -> Vec<Panel> {
+    crate::output::category_panels(
+        points,
+        |p| p != "early" && !p.starts_with("signed_"),
+        |name| {
             let (title, x, y) = match name {
                 "time" => ("(a) per window of packets", "window", "inserts / packet"),
                 "memory" => ("(b) against L1 memory", "L1 memory", "inserts / packet"),
@@ -1114,33 +1099,20 @@ fn panels(points: &[InstaPoint]) -> Vec<Panel> {
                 }
                 band => format!("flows of {band}"),
             };
-            Panel {
-                title,
-                x_label: x.to_string(),
-                y_label: y.to_string(),
-                cats: cats.into_iter().map(|c| c.1).collect(),
-                series,
-            }
-        })
-        .collect()
+            (title, x.to_string(), y.to_string())
+        },
+    )
 }
 
 /// The CSV header: [`InstaPoint`]'s fields in order.
 pub const CSV_HEADER: &str =
     "figure,panel,series,source,x,x_value,value,unit,memory_bytes,packets,count";
 
-fn write_figure(
-    dir: &Path,
-    stem: &str,
-    title: &str,
-    points: &[InstaPoint],
-    panels: &[Panel],
-) -> Result<(), LabError> {
-    fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
-    let mut s = String::from(CSV_HEADER);
-    s.push('\n');
-    for p in points {
-        let row = [
+impl Row for InstaPoint {
+    const HEADER: &'static str = CSV_HEADER;
+    fn row(&self) -> Vec<String> {
+        let p = self;
+        vec![
             csv_field(&p.figure),
             csv_field(&p.panel),
             csv_field(&p.series),
@@ -1152,17 +1124,8 @@ fn write_figure(
             p.memory_bytes.to_string(),
             p.packets.to_string(),
             p.count.to_string(),
-        ];
-        s.push_str(&row.join(","));
-        s.push('\n');
+        ]
     }
-    let csv = dir.join(format!("{stem}.csv"));
-    fs::write(&csv, s).map_err(|e| LabError::io(&csv, e))?;
-    let json = dir.join(format!("{stem}.json"));
-    let mut f = fs::File::create(&json).map_err(|e| LabError::io(&json, e))?;
-    serde_json::to_writer_pretty(&mut f, points)?;
-    f.write_all(b"\n").map_err(|e| LabError::io(&json, e))?;
-    write_charts(dir, stem, title, panels)
 }
 
 /// Run the figure(s) of `args.figure`, write their files under `args.out`, return every point.

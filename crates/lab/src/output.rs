@@ -223,15 +223,21 @@ fn opt(v: Option<f64>) -> String {
     v.map(|v| format!("{v}")).unwrap_or_default()
 }
 
+/// A figure's point as a CSV row: its header (the same fields, in the same order, as the point's
+/// JSON) and its fields. Every bench's points are written by [`write_rows`].
+pub trait Row: serde::Serialize {
+    const HEADER: &'static str;
+    fn row(&self) -> Vec<String>;
+}
+
 /// The CSV header: the same fields, in the same order, as [`Point`]'s JSON.
 pub const CSV_HEADER: &str = "figure,algorithm,accel,key,batch,arrays,policy,simd,skew,order,mpps,ns_avg,ns_p99,evicted_share,limit_mpps,unique_share,params,packets";
 
-pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), LabError> {
-    let mut s = String::with_capacity(128 * (points.len() + 1));
-    s.push_str(CSV_HEADER);
-    s.push('\n');
-    for p in points {
-        let row = [
+impl Row for Point {
+    const HEADER: &'static str = CSV_HEADER;
+    fn row(&self) -> Vec<String> {
+        let p = self;
+        vec![
             csv_field(&p.figure),
             csv_field(&p.algorithm),
             csv_field(&p.accel),
@@ -250,29 +256,97 @@ pub fn write_csv(path: &Path, points: &[Point]) -> Result<(), LabError> {
             opt(p.unique_share),
             csv_field(&p.params),
             p.packets.to_string(),
-        ];
-        s.push_str(&row.join(","));
+        ]
+    }
+}
+
+pub fn write_csv<P: Row>(path: &Path, points: &[P]) -> Result<(), LabError> {
+    let mut s = String::with_capacity(128 * (points.len() + 1));
+    s.push_str(P::HEADER);
+    s.push('\n');
+    for p in points {
+        s.push_str(&p.row().join(","));
         s.push('\n');
     }
     fs::write(path, s).map_err(|e| LabError::io(path, e))
 }
 
-pub fn write_json(path: &Path, points: &[Point]) -> Result<(), LabError> {
+pub fn write_json<P: Row>(path: &Path, points: &[P]) -> Result<(), LabError> {
     let mut f = fs::File::create(path).map_err(|e| LabError::io(path, e))?;
     serde_json::to_writer_pretty(&mut f, points)?;
     f.write_all(b"\n").map_err(|e| LabError::io(path, e))
 }
 
-/// Write all four files of one figure.
-pub fn write_figure(
+/// Write all four files of one figure: `<stem>.csv`, `.json`, `.png`, `.svg`.
+pub fn write_figure<P: Row>(
     dir: &Path,
     stem: &str,
     title: &str,
-    points: &[Point],
+    points: &[P],
     panels: &[Panel],
 ) -> Result<(), LabError> {
     fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
     write_csv(&dir.join(format!("{stem}.csv")), points)?;
     write_json(&dir.join(format!("{stem}.json")), points)?;
     write_charts(dir, stem, title, panels)
+}
+
+/// A point drawn by [`category_panels`]: its panel, series, category (label and order) and value.
+pub trait Plotted {
+    fn panel(&self) -> &str;
+    fn series(&self) -> &str;
+    fn x(&self) -> &str;
+    fn x_value(&self) -> f64;
+    fn value(&self) -> f64;
+}
+
+/// One panel per `panel` value (in order of first appearance, those `shown`), categories sorted
+/// by `x_value`, one line per series; `text` gives a panel's title and axis labels.
+pub fn category_panels<P: Plotted>(
+    points: &[P],
+    shown: impl Fn(&str) -> bool,
+    text: impl Fn(&str) -> (String, String, String),
+) -> Vec<Panel> {
+    let mut names: Vec<&str> = Vec::new();
+    for p in points {
+        if shown(p.panel()) && !names.contains(&p.panel()) {
+            names.push(p.panel());
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let ps: Vec<&P> = points.iter().filter(|p| p.panel() == name).collect();
+            let mut cats: Vec<(f64, &str)> = Vec::new();
+            for p in &ps {
+                if !cats.iter().any(|c| c.1 == p.x()) {
+                    cats.push((p.x_value(), p.x()));
+                }
+            }
+            cats.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut series: Vec<Series> = Vec::new();
+            for p in &ps {
+                let i = cats.iter().position(|c| c.1 == p.x()).unwrap_or(0);
+                let s = match series.iter().position(|s| s.name == p.series()) {
+                    Some(s) => &mut series[s],
+                    None => {
+                        series.push(Series {
+                            name: p.series().to_string(),
+                            values: vec![None; cats.len()],
+                        });
+                        series.last_mut().expect("pushed")
+                    }
+                };
+                s.values[i] = Some(p.value());
+            }
+            let (title, x_label, y_label) = text(name);
+            Panel {
+                title,
+                x_label,
+                y_label,
+                cats: cats.into_iter().map(|c| c.1.to_string()).collect(),
+                series,
+            }
+        })
+        .collect()
 }

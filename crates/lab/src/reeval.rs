@@ -36,10 +36,9 @@
 //! are hand-written structures, because the experiment is the structure's layout or its sharing.
 
 use std::collections::HashMap;
-use std::fs;
 use std::hint::black_box;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
@@ -48,7 +47,7 @@ use algo::{Algorithm, BuildCtx};
 use key::{FlowKey, HashFn};
 use serde::Serialize;
 
-use crate::output::{csv_field, write_charts, Panel, Series};
+use crate::output::{csv_field, write_figure, Panel, Row, Series};
 use crate::LabError;
 
 /// The preset every catalog algorithm of these figures is built with.
@@ -1525,18 +1524,11 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
-fn write_figure(
-    dir: &Path,
-    stem: &str,
-    title: &str,
-    points: &[ReevalPoint],
-    panels: &[Panel],
-) -> Result<(), LabError> {
-    fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
-    let mut s = String::from(CSV_HEADER);
-    s.push('\n');
-    for p in points {
-        let row = [
+impl Row for ReevalPoint {
+    const HEADER: &'static str = CSV_HEADER;
+    fn row(&self) -> Vec<String> {
+        let p = self;
+        vec![
             csv_field(&p.figure),
             csv_field(&p.series),
             csv_field(&p.algorithm),
@@ -1555,17 +1547,8 @@ fn write_figure(
             opt(p.recall),
             opt(p.merge_ns_per_packet),
             opt(p.corunner_gbps),
-        ];
-        s.push_str(&row.join(","));
-        s.push('\n');
+        ]
     }
-    let csv = dir.join(format!("{stem}.csv"));
-    fs::write(&csv, s).map_err(|e| LabError::io(&csv, e))?;
-    let json = dir.join(format!("{stem}.json"));
-    let mut f = fs::File::create(&json).map_err(|e| LabError::io(&json, e))?;
-    serde_json::to_writer_pretty(&mut f, points)?;
-    f.write_all(b"\n").map_err(|e| LabError::io(&json, e))?;
-    write_charts(dir, stem, title, panels)
 }
 
 /// Run the figure(s) of `args.figure`, write their files under `args.out`, return every point.

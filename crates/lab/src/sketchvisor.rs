@@ -39,8 +39,6 @@
 //!   of the lower and upper bounds of the top flows at 8 KB (the whole trace through the fast
 //!   path).
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -54,7 +52,7 @@ use visor::{
     Summary,
 };
 
-use crate::output::{csv_field, write_charts, Panel, Series};
+use crate::output::{csv_field, Panel, Row};
 use crate::LabError;
 
 /// The normal path's capacity as a fraction of the offered packet rate in figures 7-12 and 14:
@@ -1236,61 +1234,44 @@ fn panel_text(name: &str) -> (String, &'static str, &'static str) {
     (title, if x.is_empty() { "" } else { x }, y)
 }
 
+impl crate::output::Plotted for SvPoint {
+    fn panel(&self) -> &str {
+        &self.panel
+    }
+    fn series(&self) -> &str {
+        &self.series
+    }
+    fn x(&self) -> &str {
+        &self.x
+    }
+    fn x_value(&self) -> f64 {
+        self.x_value
+    }
+    fn value(&self) -> f64 {
+        self.value
+    }
+}
+
 /// One panel per `panel` value, categories by `x_value`, one line per series.
 fn panels(points: &[SvPoint]) -> Vec<Panel> {
-    let mut names: Vec<&str> = Vec::new();
-    for p in points {
-        if !names.contains(&p.panel.as_str()) {
-            names.push(&p.panel);
-        }
-    }
-    names
-        .into_iter()
-        .map(|name| {
-            let ps: Vec<&SvPoint> = points.iter().filter(|p| p.panel == name).collect();
-            let mut cats: Vec<(f64, String)> = Vec::new();
-            for p in &ps {
-                if !cats.iter().any(|c| c.1 == p.x) {
-                    cats.push((p.x_value, p.x.clone()));
-                }
-            }
-            cats.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut series: Vec<Series> = Vec::new();
-            for p in &ps {
-                let i = cats.iter().position(|c| c.1 == p.x).unwrap_or(0);
-                let s = match series.iter().position(|s| s.name == p.series) {
-                    Some(s) => &mut series[s],
-                    None => {
-                        series.push(Series {
-                            name: p.series.clone(),
-                            values: vec![None; cats.len()],
-                        });
-                        series.last_mut().expect("pushed")
-                    }
-                };
-                s.values[i] = Some(p.value);
-            }
-            let (title, x, y) = panel_text(name);
-            Panel {
-                title,
-                x_label: x.to_string(),
-                y_label: y.to_string(),
-                cats: cats.into_iter().map(|c| c.1).collect(),
-                series,
-            }
-        })
-        .collect()
+    crate::output::category_panels(
+        points,
+        |_| true,
+        |name| {
+            let (t, x, y) = panel_text(name);
+            (t, x.to_string(), y.to_string())
+        },
+    )
 }
 
 /// The CSV header: [`SvPoint`]'s fields in order.
 pub const CSV_HEADER: &str = "figure,panel,series,source,x,x_value,value,unit,packets,fast_packets";
 
-fn write_figure(dir: &Path, stem: &str, title: &str, points: &[SvPoint]) -> Result<(), LabError> {
-    fs::create_dir_all(dir).map_err(|e| LabError::io(dir, e))?;
-    let mut s = String::from(CSV_HEADER);
-    s.push('\n');
-    for p in points {
-        let row = [
+impl Row for SvPoint {
+    const HEADER: &'static str = CSV_HEADER;
+    fn row(&self) -> Vec<String> {
+        let p = self;
+        vec![
             csv_field(&p.figure),
             csv_field(&p.panel),
             csv_field(&p.series),
@@ -1301,17 +1282,12 @@ fn write_figure(dir: &Path, stem: &str, title: &str, points: &[SvPoint]) -> Resu
             csv_field(&p.unit),
             p.packets.to_string(),
             p.fast_packets.to_string(),
-        ];
-        s.push_str(&row.join(","));
-        s.push('\n');
+        ]
     }
-    let csv = dir.join(format!("{stem}.csv"));
-    fs::write(&csv, s).map_err(|e| LabError::io(&csv, e))?;
-    let json = dir.join(format!("{stem}.json"));
-    let mut f = fs::File::create(&json).map_err(|e| LabError::io(&json, e))?;
-    serde_json::to_writer_pretty(&mut f, points)?;
-    f.write_all(b"\n").map_err(|e| LabError::io(&json, e))?;
-    write_charts(dir, stem, title, &panels(points))
+}
+
+fn write_figure(dir: &Path, stem: &str, title: &str, points: &[SvPoint]) -> Result<(), LabError> {
+    crate::output::write_figure(dir, stem, title, points, &panels(points))
 }
 
 /// Run the figure(s) of `args.figure`, write their files under `args.out`, return every point.
