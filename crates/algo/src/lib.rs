@@ -477,6 +477,12 @@ pub fn collision_caveat(
     }]
 }
 
+/// Samples of [`change_caveat`]'s noise: its 95th percentile from the 7 largest of 128 (a rough
+/// bound, enough to tell a sketch near or past its limit), at a cost an epoch's answer can pay
+/// every epoch: a Deltoid's change query reads every key bit's counters of every row, ~3 us, so
+/// 4096 samples took ~10 ms an epoch and made 1-ms epochs 8x slower than one epoch.
+const CHANGE_SAMPLES: u64 = 128;
+
 /// How a sketch's change error shrinks as its size grows, for [`change_caveat`]'s suggestion.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoiseScale {
@@ -493,7 +499,7 @@ pub enum NoiseScale {
 ///
 /// The noise is measured, not assumed: `noise(code)` is the signed change the sketch answers
 /// for a key it never saw (a seeded random code, a random cell per row, combined as the sketch
-/// combines them), over [`NOISE_SAMPLES`] codes; its 95th percentile `b` is the error bound
+/// combines them), over [`CHANGE_SAMPLES`] codes; its 95th percentile `b` is the error bound
 /// (a flow's answer is its true change plus such noise, off by more than `b` in 1 of 20).
 /// Two ways the answer cannot be trusted:
 /// - `b >= threshold`: collisions alone make one key in twenty a changer; the change
@@ -516,7 +522,7 @@ pub fn change_caveat(
     if threshold == 0 {
         return Vec::new();
     }
-    let mut abs: Vec<f64> = (0..NOISE_SAMPLES)
+    let mut abs: Vec<f64> = (0..CHANGE_SAMPLES)
         .map(|i| noise(key::mix64(i ^ 0x6368_616e_6765)).abs())
         .collect();
     abs.sort_unstable_by(f64::total_cmp);

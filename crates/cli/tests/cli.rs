@@ -1068,9 +1068,12 @@ fn a_mostly_ipv6_capture_is_measured_with_ipv6_keys() {
 
 /// Short epochs cost in proportion to the trace: 200 epochs of 1 ms over a 0.2 s trace, with
 /// every default task and algorithm, take at most a few times one epoch over the same trace.
-/// A bound on a ratio measured within this test (fastest of two runs each), with a wide margin:
-/// measured 1.8x in release; before per-epoch costs followed the epoch's work (two_level's
-/// ~110 ms per reset and reversal) it was 20x.
+/// A bound on a ratio measured within this test (fastest of two runs each), with a margin:
+/// measured 1.8x in release with 1 worker; before per-epoch costs followed the epoch's work
+/// (two_level's ~110 ms per reset and reversal) it was 20x. Since UnivMon's default grew to
+/// 4 MiB (10 levels, heaps of 2000, for cardinality within 5%) and heavy changers carry their
+/// change caveat, 2 workers measure 5-6x here (each 1-ms epoch resets and answers every
+/// default structure, ~5 ms, for ~1000 packets): the bound is 10x.
 #[test]
 fn one_ms_epochs_cost_in_proportion_to_the_trace() {
     let f = gen("ms.pcap", 200_000, 20_000, 4, &[]);
@@ -1099,7 +1102,7 @@ fn one_ms_epochs_cost_in_proportion_to_the_trace() {
     let keyed: u64 = epochs.iter().map(|e| e["packets"].as_u64().unwrap()).sum();
     assert_eq!(keyed, 200_000);
     assert!(
-        short < 6.0 * one,
+        short < 10.0 * one,
         "200 epochs of 1 ms took {short:.2} s, one epoch {one:.2} s"
     );
 }
