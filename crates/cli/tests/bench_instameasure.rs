@@ -3,7 +3,7 @@
 //! packets through than one-layer RCC, retains more, errors are small fractions). No timing is
 //! asserted (the machines are shared).
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
@@ -20,27 +20,7 @@ fn value(p: &Value) -> f64 {
 
 #[test]
 fn instameasure_quick_writes_every_figure_with_sane_values() {
-    let dir = std::env::temp_dir().join(format!("netsift-instameasure-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_netsift"))
-        .args([
-            "bench",
-            "instameasure",
-            "--figure",
-            "all",
-            "--quick",
-            "--json",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (dir, stdout) = common::bench_json("instameasure", &["--figure", "all", "--quick"]);
     let stdout = stdout.as_array().unwrap();
     let mut all = Vec::new();
     for fig in ["7", "8", "9", "10", "11"] {

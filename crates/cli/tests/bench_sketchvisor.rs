@@ -6,7 +6,7 @@
 //! fast path's bounds of the top flows tighter than Misra-Gries's; every packet counted on
 //! exactly one path. No timing is asserted (the machines are shared).
 
-use std::process::Command;
+mod common;
 
 use serde_json::Value;
 
@@ -30,27 +30,8 @@ fn get(points: &[Value], fig: &str, panel: &str, series: &str, x: &str) -> f64 {
 
 #[test]
 fn sketchvisor_quick_writes_every_figure_with_the_papers_properties() {
-    let dir = std::env::temp_dir().join(format!("netsift-sketchvisor-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_netsift"))
-        .args([
-            "bench",
-            "sketchvisor",
-            "--figure",
-            "all",
-            "--quick",
-            "--json",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let points: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let (dir, points) = common::bench_json("sketchvisor", &["--figure", "all", "--quick"]);
+    let points: Vec<Value> = serde_json::from_value(points).unwrap();
     for f in ["6", "7", "8", "9", "10", "11", "12", "13", "14", "16"] {
         for ext in ["csv", "json", "png", "svg"] {
             let p = dir.join(format!("fig{f}.{ext}"));

@@ -1,5 +1,7 @@
 //! The `netsift` binary as a user runs it: exit codes, one-line errors, JSON shape.
 
+mod common;
+
 use std::process::Command;
 
 fn netsift() -> Command {
@@ -1402,26 +1404,7 @@ fn truth_defaults_by_input_and_workers_are_bounded() {
 /// Agg-Evict and ground truth) timed over the same packets, written as CSV, JSON and charts.
 #[test]
 fn bench_pipeline_writes_every_configuration() {
-    let dir = tmp("pipeline");
-    let out = netsift()
-        .args([
-            "bench",
-            "pipeline",
-            "--quick",
-            "--workers",
-            "2",
-            "--json",
-            "--out",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (dir, rows) = common::bench_json("pipeline", &["--quick", "--workers", "2"]);
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 8);
     for r in rows {

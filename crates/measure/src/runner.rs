@@ -785,7 +785,11 @@ impl Runner {
             }
         }
         for (i, &kind) in self.kinds.iter().enumerate() {
-            let k = tuple.key(kind);
+            // With a fast path the keys are built already (`self.keys`).
+            let k = match self.visor {
+                Some(_) => self.keys[i],
+                None => tuple.key(kind),
+            };
             // Spreader tasks (the only ones `peers` is kept for) are on pair keys.
             if let (KeyKind::Pair, Some(p)) = (kind, &mut self.peers) {
                 p.add(&k);

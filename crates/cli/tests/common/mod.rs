@@ -165,3 +165,23 @@ pub fn peer_tuple(link: u32, data: &[u8]) -> Option<Tuple> {
     }
     Some(t)
 }
+
+/// `netsift bench NAME ARGS --json --out DIR` into a fresh temporary DIR: it must succeed; the
+/// DIR and the JSON it printed.
+pub fn bench_json(name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
+    let dir = std::env::temp_dir().join(format!("netsift-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsift"))
+        .args(["bench", name])
+        .args(args)
+        .args(["--json", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bench {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, serde_json::from_slice(&out.stdout).unwrap())
+}
