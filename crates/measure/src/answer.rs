@@ -434,6 +434,7 @@ impl Answerer {
                 .then(|| kind0.map_or(t0.flows.len(), |i| truth[i].flows.len()) as u64),
             partial,
             paths: fast.as_ref().map(|p| paths(cfg, &self.kinds, p)),
+            capture: None,
             tasks,
         };
         self.epochs += 1;

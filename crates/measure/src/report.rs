@@ -74,7 +74,22 @@ pub struct EpochReport {
     /// kind what the fast path tracked (the paper's Figure 13).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub paths: Option<Paths>,
+    /// Live capture (`netsift live`): what the kernel received and dropped during this epoch
+    /// (differences of pcap_stats, summed over interfaces); `None` for files and pipes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureStats>,
     pub tasks: Vec<TaskResult>,
+}
+
+/// The kernel's counts for one epoch of a live capture (pcap_stats(3pcap) differences).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CaptureStats {
+    /// Packets the capture received (`ps_recv`).
+    pub received: u64,
+    /// Dropped because the capture buffer was full (`ps_drop`).
+    pub dropped: u64,
+    /// Dropped by the interface or its driver (`ps_ifdrop`).
+    pub if_dropped: u64,
 }
 
 /// One epoch's split between SketchVisor's normal and fast paths.
