@@ -473,55 +473,76 @@ pub fn run(
                 print_notes(&runner);
             }
             let mut tick = Ticker::new(progress(None));
-            let mut feed = |runner: &mut Runner, p: &Packet| {
-                match p.class {
-                    Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
-                    c => runner.push_unkeyed(c, p.wire_len),
-                }
-                tick.after(runner, on_epoch);
-            };
-            let name = cap.name().to_string();
-            let decide = |head: StreamHead,
-                          runner: &mut Runner,
-                          feed: &mut dyn FnMut(&mut Runner, &Packet)| {
-                if let Some(note) = head.ipv6_note() {
-                    match Runner::new(ipv6_cfg.clone(), &name) {
-                        Ok(r) => {
-                            *runner = r;
-                            runner.answer_inline();
-                            if untimed {
-                                runner.untimed();
-                            }
-                            runner.add_note(note);
-                        }
-                        Err(e) => runner.add_note(format!(
-                            "{note}, but the IPv6 sizing cannot be built ({e}): sized for IPv4"
-                        )),
-                    }
-                }
-                print_notes(runner);
-                for p in &head.packets {
-                    feed(runner, p);
-                }
-            };
-            let res = until_signal(|| {
-                each_packet(&cap, tunnel, |p| {
-                    stop_at_signal();
-                    match head.as_mut() {
-                        Some(h) => {
-                            if h.hold(p) {
-                                let h = head.take().unwrap_or_default();
-                                decide(h, &mut runner, &mut feed);
-                            }
-                        }
-                        None => feed(&mut runner, p),
-                    }
+            // A mapped keys4 trace into a run of source keys: blocks of u32 keys, no per-record
+            // tuple (`Runner::push_keys4`); `None` when that path does not apply.
+            let bulk = (head.is_none() && runner.takes_keys4()).then(|| {
+                until_signal(|| {
+                    cap.for_each_keys4(|blk| {
+                        stop_at_signal();
+                        runner.push_keys4(blk);
+                        tick.after_n(&mut runner, on_epoch, blk.len() as u64);
+                    })
                 })
             });
-            // Packets held to tell the address family are measured, signal or not.
-            if let Some(h) = head.take() {
-                decide(h, &mut runner, &mut feed);
-            }
+            let res = match bulk {
+                // Read as keys4 blocks: to the end, to an error, or to a signal (`None`).
+                Some(Some(Some(r))) => Some(r.map(drop)),
+                Some(None) => None,
+                // Any other capture or run: record by record.
+                Some(Some(None)) | None => {
+                    let mut feed = |runner: &mut Runner, p: &Packet| {
+                        match p.class {
+                            Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
+                            c => runner.push_unkeyed(c, p.wire_len),
+                        }
+                        tick.after(runner, on_epoch);
+                    };
+                    let name = cap.name().to_string();
+                    let decide =
+                        |head: StreamHead,
+                         runner: &mut Runner,
+                         feed: &mut dyn FnMut(&mut Runner, &Packet)| {
+                            if let Some(note) = head.ipv6_note() {
+                                match Runner::new(ipv6_cfg.clone(), &name) {
+                                    Ok(r) => {
+                                        *runner = r;
+                                        runner.answer_inline();
+                                        if untimed {
+                                            runner.untimed();
+                                        }
+                                        runner.add_note(note);
+                                    }
+                                    Err(e) => runner.add_note(format!(
+                                "{note}, but the IPv6 sizing cannot be built ({e}): sized for IPv4"
+                            )),
+                                }
+                            }
+                            print_notes(runner);
+                            for p in &head.packets {
+                                feed(runner, p);
+                            }
+                        };
+                    let res = until_signal(|| {
+                        each_packet(&cap, tunnel, |p| {
+                            stop_at_signal();
+                            match head.as_mut() {
+                                Some(h) => {
+                                    if h.hold(p) {
+                                        let h = head.take().unwrap_or_default();
+                                        decide(h, &mut runner, &mut feed);
+                                    }
+                                }
+                                None => feed(&mut runner, p),
+                            }
+                        })
+                    });
+                    // Packets held to tell the address family are measured, signal or not.
+                    if let Some(h) = head.take() {
+                        decide(h, &mut runner, &mut feed);
+                    }
+                    res
+                }
+            };
             tick.pb.finish_and_clear();
             match res {
                 None => runner.interrupt(),
@@ -562,6 +583,21 @@ impl Ticker {
         }
         self.packets += 1;
         if self.packets.is_multiple_of(65536) {
+            self.pb.set_position(self.packets);
+        }
+    }
+
+    /// [`Ticker::after`] a block of `n` packets (keys4 blocks: epochs close inside a block, and
+    /// their reports wait for its end, at most `trace::KEYS4_BLOCK` packets later).
+    fn after_n(
+        &mut self,
+        runner: &mut Runner,
+        on_epoch: &mut dyn FnMut(&mut Runner) -> Result<()>,
+        n: u64,
+    ) {
+        self.after(runner, on_epoch);
+        self.packets += n - 1;
+        if (self.packets & !0xffff) != ((self.packets - (n - 1)) & !0xffff) {
             self.pb.set_position(self.packets);
         }
     }

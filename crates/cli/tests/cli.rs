@@ -1479,3 +1479,50 @@ fn a_signal_closes_the_open_epoch_as_partial() {
         assert_eq!(epochs[1]["packets"], 4_000);
     }
 }
+
+/// A keys4 trace keyed by source is read in u32 blocks (`Runner::push_keys4`); a keys13 trace
+/// of the same packets is read record by record: same epochs, answers and scores. A partial
+/// last record is the same one-line error at its offset, every record before it measured.
+#[test]
+fn keys4_blocks_answer_as_keys13_records() {
+    let k4 = gen("s.keys4", 60_000, 3_000, 9, &["--format", "keys4"]);
+    let k13 = gen("s.keys13", 60_000, 3_000, 9, &["--format", "keys13"]);
+    let run = |f: &std::path::Path, workers: &str| {
+        let out = netsift()
+            .args(["run", "--json", "--key", "src", "--epoch-packets", "25000"])
+            .args(["--workers", workers, "--truth", "on", "--task"])
+            // Every task but the spreaders', whose pair keys differ: a keys4 record has no
+            // destination.
+            .arg("heavy_hitters,heavy_changers,flow_size,flow_size_distribution,cardinality,entropy,top_k")
+            .arg(f)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["epochs"].clone(), v["totals"].clone())
+    };
+    for workers in ["1", "2"] {
+        let (e4, t4) = run(&k4, workers);
+        let (e13, t13) = run(&k13, workers);
+        assert_eq!(e4.as_array().unwrap().len(), 3);
+        assert_eq!(t4, t13);
+        assert_eq!(e4, e13, "{workers} workers");
+    }
+    let mut bytes = std::fs::read(&k4).unwrap();
+    bytes.extend_from_slice(&[1, 2]);
+    let cut = tmp("cut.keys4");
+    std::fs::write(&cut, &bytes).unwrap();
+    let out = netsift()
+        .args(["run", "--json", "--key", "src", "--workers", "1"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("offset 240000: partial 4-byte key record: 2 trailing bytes"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["totals"]["packets"], 60_000);
+}

@@ -238,11 +238,61 @@ fn batch_of<'a>(buf: &'a [FlowKey], nb: &'a [u32]) -> KeyBatch<'a> {
     }
 }
 
+/// Read every key of kind `kind` of `cap` and hand them to `f` in batches of `batch` (the last
+/// may be shorter or empty), as `netsift run` reads them: a keys4 trace keyed by source in its
+/// u32 blocks (`trace::Capture::for_each_keys4`, no `FlowKey` per record), any other capture
+/// record by record, parsed, with batches of 4-byte keys as u32 ([`batch_of`]).
+fn each_batch(
+    cap: &trace::Capture,
+    kind: KeyKind,
+    batch: usize,
+    mut f: impl FnMut(KeyBatch<'_>),
+) -> Result<(), LabError> {
+    let mut buf: Vec<FlowKey> = Vec::with_capacity(batch);
+    let mut nb: Vec<u32> = Vec::with_capacity(batch);
+    if kind == KeyKind::Src {
+        let blocks = cap.for_each_keys4(|blk| {
+            let mut blk = blk;
+            while !blk.is_empty() {
+                let take = (batch - nb.len()).min(blk.len());
+                nb.extend_from_slice(&blk[..take]);
+                blk = &blk[take..];
+                if nb.len() == batch {
+                    f(KeyBatch::U32(&nb));
+                    nb.clear();
+                }
+            }
+        });
+        if let Some(r) = blocks {
+            r?;
+            f(KeyBatch::U32(&nb));
+            return Ok(());
+        }
+    }
+    cap.for_each(|rec| {
+        let k = match rec.body {
+            trace::Body::Frame { link, data } => wire::parse(link, data).key(kind),
+            trace::Body::Tuple(t) => Some(t.key(kind)),
+        };
+        if let Some(k) = k {
+            push_key(&mut buf, &mut nb, k);
+            if buf.len() == batch {
+                f(batch_of(&buf, &nb));
+                buf.clear();
+                nb.clear();
+            }
+        }
+    })?;
+    f(batch_of(&buf, &nb));
+    Ok(())
+}
+
 /// End-to-end mode: read the capture file (memory-mapped, page-cached by an untimed first pass),
 /// parse every frame, build its key, and process it as [`measure()`] does. A batch's time runs from
 /// the end of the previous batch to the end of its own processing, so it includes reading and
 /// parsing its packets. Non-IP frames are read and parsed (timed) but reach no algorithm; they
-/// are not counted in `packets`. Batches of 4-byte keys take the u32 path, as in [`measure()`].
+/// are not counted in `packets`. Batches of 4-byte keys take the u32 path, as in [`measure()`],
+/// and a keys4 trace keyed by source is read as `run` reads it ([`each_batch`]).
 pub fn measure_e2e(
     path: &str,
     key_len: usize,
@@ -256,63 +306,33 @@ pub fn measure_e2e(
     let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
     let mut front = accel::front(cfg.agg.as_ref(), key_len)?;
     let ones = vec![1u64; batch];
-    let kind = cfg.key;
-    let key_of = |rec: trace::Record<'_>| -> Option<FlowKey> {
-        match rec.body {
-            trace::Body::Frame { link, data } => wire::parse(link, data).key(kind),
-            trace::Body::Tuple(t) => Some(t.key(kind)),
-        }
-    };
 
     // Untimed warm-up pass: pages the file in and warms the structures.
-    // `nb` holds the batch's keys as u32 while all are 4 bytes (`batch_of`).
-    let mut buf: Vec<FlowKey> = Vec::with_capacity(batch);
-    let mut nb: Vec<u32> = Vec::with_capacity(batch);
-    cap.for_each(|rec| {
-        if let Some(k) = key_of(rec) {
-            push_key(&mut buf, &mut nb, k);
-            if buf.len() == batch {
-                front.update(batch_of(&buf, &nb), &ones, algo.as_mut());
-                buf.clear();
-                nb.clear();
-            }
-        }
+    each_batch(&cap, cfg.key, batch, |b| {
+        front.update(b, &ones[..b.len()], algo.as_mut());
     })?;
-    front.update(batch_of(&buf, &nb), &ones[..buf.len()], algo.as_mut());
     end_epoch(&mut front, algo.as_mut());
     front.clear_stats();
-    buf.clear();
-    nb.clear();
 
     let mut hist = LatencyHist::new();
     let (mut packets, mut in_epoch) = (0u64, 0u64);
     let t_start = clock.now();
     let mut t_prev = t_start;
-    cap.for_each(|rec| {
-        if let Some(k) = key_of(rec) {
-            push_key(&mut buf, &mut nb, k);
-            if buf.len() == batch {
-                front.update(batch_of(&buf, &nb), &ones, algo.as_mut());
-                packets += batch as u64;
-                in_epoch += batch as u64;
-                if in_epoch >= epoch {
-                    end_epoch(&mut front, algo.as_mut());
-                    in_epoch = 0;
-                }
-                let t = clock.now();
-                hist.add_batch(t.wrapping_sub(t_prev), batch as u64);
-                t_prev = t;
-                buf.clear();
-                nb.clear();
-            }
+    each_batch(&cap, cfg.key, batch, |b| {
+        let n = b.len();
+        front.update(b, &ones[..n], algo.as_mut());
+        packets += n as u64;
+        in_epoch += n as u64;
+        if in_epoch >= epoch {
+            end_epoch(&mut front, algo.as_mut());
+            in_epoch = 0;
         }
+        let t = clock.now();
+        hist.add_batch(t.wrapping_sub(t_prev), n as u64);
+        t_prev = t;
     })?;
-    let n = buf.len();
-    front.update(batch_of(&buf, &nb), &ones[..n], algo.as_mut());
     end_epoch(&mut front, algo.as_mut());
     let t_end = clock.now();
-    packets += n as u64;
-    hist.add_batch(t_end.wrapping_sub(t_prev), n as u64);
     let ns = clock.to_ns(t_end.wrapping_sub(t_start) as f64);
     Ok(Measured::of(
         packets,

@@ -188,6 +188,14 @@ impl Totals {
         self.bytes += u64::from(wire_len);
         self.classes.add(class);
     }
+
+    /// Count `n` IPv4 packets of `wire_len` bytes each.
+    #[inline]
+    pub fn add_ipv4(&mut self, n: u64, wire_len: u32) {
+        self.packets += n;
+        self.bytes += n * u64::from(wire_len);
+        self.classes.ipv4 += n;
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -830,15 +830,78 @@ impl Runner {
         }
     }
 
+    /// Whether [`Runner::push_keys4`] may take this run's packets: one key kind, `src`, and
+    /// nothing that wants more of a packet than its key (no fast path, no `--instant` watch).
+    pub fn takes_keys4(&self) -> bool {
+        self.kinds == [KeyKind::Src] && self.visor.is_none() && self.plane.watch.is_none()
+    }
+
+    /// A block of `keys4` records (`trace::Capture::for_each_keys4`: IPv4 source addresses as
+    /// big-endian u32, no timestamp, wire length 0), each counted as [`Runner::push`] counts
+    /// one such record: same epochs, totals, truth, dispatch and states, with the keys handed
+    /// to the u32 batch path (and to workers) as they are, no `Tuple` or `FlowKey` per packet
+    /// (issue 14). Only when [`Runner::takes_keys4`], and for every packet of the run (a batch
+    /// holds keys of one form).
+    pub fn push_keys4(&mut self, keys: &[u32]) {
+        debug_assert!(self.takes_keys4());
+        let w = self.cfg.weight.of(0);
+        let mut rest = keys;
+        while !rest.is_empty() {
+            // The chunk's first packet may open an epoch; the chunk then runs to the epoch's
+            // end, the batch's end or the block's, whichever comes first.
+            let (index, new) = self.clock.tick(0);
+            if new {
+                self.end_epoch();
+                for t in &mut self.truth {
+                    t.index = index;
+                }
+            }
+            let batch_room = self.cfg.batch - self.batch_weights.len() - 1;
+            let room = self.clock.room().min(batch_room as u64);
+            let m = 1 + (rest.len() - 1).min(usize::try_from(room).unwrap_or(usize::MAX));
+            self.clock.advance((m - 1) as u64);
+            self.batch_weights.resize(self.batch_weights.len() + m, w);
+            let (chunk, later) = rest.split_at(m);
+            rest = later;
+            self.totals.add_ipv4(m as u64, 0);
+            match &mut self.pool {
+                Some(pool) => {
+                    self.truth[0].count_n(0, m as u64, 0);
+                    for &v in chunk {
+                        if self.failure.is_some() {
+                            break;
+                        }
+                        if let Err(f) = pool.put_u32(0, v, w, 0) {
+                            fail(&mut self.failure, f.in_epoch(self.truth[0].index));
+                        }
+                    }
+                }
+                None => {
+                    if self.cfg.truth {
+                        for &v in chunk {
+                            self.truth[0].add(0, FlowKey::from_u32(v), 0);
+                        }
+                    } else {
+                        self.truth[0].count_n(0, m as u64, 0);
+                    }
+                    self.batch_u32[0].extend_from_slice(chunk);
+                }
+            }
+            if self.batch_weights.len() >= self.cfg.batch {
+                self.flush();
+            }
+        }
+    }
+
     fn flush(&mut self) {
         if self.batch_weights.is_empty() {
             return;
         }
         let weights = &self.batch_weights;
         for (ki, (keys, narrow)) in self.batch_keys.iter().zip(&self.batch_u32).enumerate() {
-            // All 4-byte keys: the u32 path; otherwise (wider kinds, or an IPv6 key in an IPv4
-            // source batch) the FlowKeys.
-            let batch = if narrow.len() == keys.len() {
+            // All 4-byte keys: the u32 path (from `push`, or `push_keys4`'s u32 keys alone);
+            // otherwise (wider kinds, or an IPv6 key in an IPv4 source batch) the FlowKeys.
+            let batch = if narrow.len() == weights.len() {
                 KeyBatch::U32(narrow)
             } else {
                 KeyBatch::Keys(keys)

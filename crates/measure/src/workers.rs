@@ -204,6 +204,30 @@ impl Pool {
         Ok(())
     }
 
+    /// [`Pool::put`] of a 4-byte key given as its big-endian u32 (`Runner::push_keys4`): the
+    /// worker the hash of the same 4 bytes picks, with no `FlowKey` built (the worker builds
+    /// one for its ground truth only).
+    #[inline]
+    pub(crate) fn put_u32(
+        &mut self,
+        ki: usize,
+        v: u32,
+        w: u64,
+        len: u32,
+    ) -> Result<(), WorkerFailure> {
+        let i = key::reduce(self.hash.hash_bytes(&v.to_be_bytes()), self.workers.len());
+        let p = &mut self.parts[i][ki];
+        p.narrow.push(v);
+        p.weights.push(w);
+        if self.truth {
+            p.lens.push(len);
+        }
+        if p.weights.len() >= PART {
+            self.send(i)?;
+        }
+        Ok(())
+    }
+
     /// Send worker `i` everything gathered for it.
     fn send(&mut self, i: usize) -> Result<(), WorkerFailure> {
         let kinds = self.parts[i].len();
@@ -235,7 +259,7 @@ impl Pool {
         spares: &mut [Vec<Box<dyn Algorithm>>],
     ) -> Result<Vec<Receiver<Handover>>, WorkerFailure> {
         for i in 0..self.workers.len() {
-            if self.parts[i].iter().any(|p| !p.keys.is_empty()) {
+            if self.parts[i].iter().any(|p| !p.weights.is_empty()) {
                 self.send(i)?;
             }
         }
@@ -292,13 +316,20 @@ fn work(
                 for (ki, p) in parts.iter().enumerate() {
                     let watched = plane.watch.as_ref().is_some_and(|w| w.ki == ki);
                     counts.clear();
-                    for (k, &len) in p.keys.iter().zip(&p.lens) {
-                        let c = flows[ki].add(k, 1, u64::from(len));
-                        if watched {
-                            counts.push(c);
+                    if p.keys.len() == p.weights.len() {
+                        for (k, &len) in p.keys.iter().zip(&p.lens) {
+                            let c = flows[ki].add(k, 1, u64::from(len));
+                            if watched {
+                                counts.push(c);
+                            }
+                        }
+                    } else {
+                        // Keys given as u32 only (`Pool::put_u32`; never watched).
+                        for (&v, &len) in p.narrow.iter().zip(&p.lens) {
+                            flows[ki].add(&FlowKey::from_u32(v), 1, u64::from(len));
                         }
                     }
-                    let all_narrow = p.narrow.len() == p.keys.len();
+                    let all_narrow = p.narrow.len() == p.weights.len();
                     for (c, ws) in p.weights.chunks(batch).enumerate() {
                         let r = c * batch..c * batch + ws.len();
                         if let Some(w) = plane.watch.as_mut().filter(|_| watched) {

@@ -6,6 +6,9 @@ pub(crate) const LEN4: usize = 4;
 pub(crate) const LEN13: usize = 13;
 pub(crate) const LEN21: usize = 21;
 
+/// Records per block of [`crate::Capture::for_each_keys4`] (16 KiB of u32 values: stays in L1).
+pub const KEYS4_BLOCK: usize = 4096;
+
 #[inline(always)]
 fn tuple13(b: &[u8; LEN13]) -> Tuple {
     Tuple::v4(
@@ -132,4 +135,25 @@ pub(crate) fn for_each<'a>(
         Format::Keys21 => run::<LEN21>(data, rec21, f),
         _ => run::<LEN13>(data, rec13, f),
     }
+}
+
+/// The loop of [`crate::Capture::for_each_keys4`]: whole blocks of 4-byte records converted from
+/// network byte order into a buffer (a loop the compiler vectorises into byte shuffles), then
+/// the remainder, then the partial-record error if the length is not a multiple of 4.
+pub(crate) fn for_each_u32(data: &[u8], mut f: impl FnMut(&[u32])) -> Result<u64, At> {
+    let mut buf = [0u32; KEYS4_BLOCK];
+    let whole = data.len() / LEN4 * LEN4;
+    for block in data[..whole].chunks(KEYS4_BLOCK * LEN4) {
+        let n = block.len() / LEN4;
+        for (v, c) in buf[..n].iter_mut().zip(block.chunks_exact(LEN4)) {
+            if let Some(a) = c.first_chunk::<LEN4>() {
+                *v = u32::from_be_bytes(*a);
+            }
+        }
+        f(&buf[..n]);
+    }
+    if whole != data.len() {
+        return Err(partial(data, LEN4));
+    }
+    Ok((whole / LEN4) as u64)
 }

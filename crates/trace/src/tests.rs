@@ -937,3 +937,49 @@ fn stream_grows_for_a_record_larger_than_its_buffer() {
         ));
     }
 }
+
+/// The keys4 block path gives the records of the per-record path, as u32 in network order, in
+/// blocks of at most KEYS4_BLOCK, and the same error at the same offset for a partial record.
+#[test]
+fn keys4_blocks_equal_records() {
+    for (n, tail) in [
+        (0usize, 0usize),
+        (1, 0),
+        (4096, 0),
+        (10_000, 0),
+        (5_000, 3),
+        (0, 2),
+    ] {
+        let mut b: Vec<u8> = (0..n as u32)
+            .flat_map(|i| i.wrapping_mul(0x9e37_79b9).to_be_bytes())
+            .collect();
+        b.extend(std::iter::repeat_n(9u8, tail));
+        let c = Capture::from_bytes("k", b, Some(Format::Keys4)).unwrap();
+        let mut per_record = Vec::new();
+        let want_err = c
+            .for_each(|r| match r.body {
+                Body::Tuple(t) => per_record.push(t.key(key::KeyKind::Src).prefix_u32()),
+                Body::Frame { .. } => unreachable!(),
+            })
+            .err()
+            .map(|e| e.to_string());
+        let mut blocks = Vec::new();
+        let res = c
+            .for_each_keys4(|blk| {
+                assert!(!blk.is_empty() && blk.len() <= KEYS4_BLOCK);
+                blocks.extend_from_slice(blk);
+            })
+            .unwrap();
+        assert_eq!(blocks, per_record, "{n} records");
+        match res {
+            Ok(count) => {
+                assert_eq!(count, n as u64);
+                assert!(want_err.is_none());
+            }
+            Err(e) => assert_eq!(Some(e.to_string()), want_err),
+        }
+        assert_eq!(blocks.len(), n);
+    }
+    let c = Capture::from_bytes("k", keys_bytes(Format::Keys13), Some(Format::Keys13)).unwrap();
+    assert!(c.for_each_keys4(|_| {}).is_none());
+}

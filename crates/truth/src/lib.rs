@@ -113,6 +113,25 @@ impl Clock {
     pub fn index(&self) -> u64 {
         self.index
     }
+
+    /// After a [`Clock::tick`]: how many more packets of the same timestamp the epoch takes
+    /// before the next one starts (packet epochs; a time epoch never ends without a later
+    /// timestamp). What a block of timestampless records may take at once.
+    #[inline]
+    pub fn room(&self) -> u64 {
+        match self.spec {
+            EpochSpec::Packets(n) => n.saturating_sub(self.in_epoch),
+            EpochSpec::Millis(_) => u64::MAX,
+        }
+    }
+
+    /// `n` more packets of the timestamp of the last tick, within [`Clock::room`]: the state
+    /// `n` ticks would leave (none of them starts an epoch).
+    #[inline]
+    pub fn advance(&mut self, n: u64) {
+        debug_assert!(n <= self.room());
+        self.in_epoch += n;
+    }
 }
 
 /// Packets and bytes of one flow.
@@ -226,6 +245,17 @@ impl EpochTruth {
         self.last_ns = self.last_ns.max(ts_ns);
         self.packets += 1;
         self.bytes += wire_len as u64;
+    }
+
+    /// [`EpochTruth::count`] of `n` packets of `wire_len` bytes each at `ts_ns`.
+    #[inline]
+    pub fn count_n(&mut self, ts_ns: u64, n: u64, wire_len: u32) {
+        if n == 0 {
+            return;
+        }
+        self.count(ts_ns, wire_len);
+        self.packets += n - 1;
+        self.bytes += (n - 1) * u64::from(wire_len);
     }
 
     /// Total of the epoch in the weight's unit.
