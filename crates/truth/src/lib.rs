@@ -110,6 +110,23 @@ impl Clock {
         (self.index, new && self.index > 0)
     }
 
+    /// Time epochs: move to the epoch that `now_ns` falls in without a packet (a live capture's
+    /// idle link must still close its epochs on time); the first call, before any packet, sets
+    /// the origin. Returns the new index when the current epoch ended; `None` for packet epochs
+    /// and while `now_ns` is still in the current one.
+    pub fn advance(&mut self, now_ns: u64) -> Option<u64> {
+        let EpochSpec::Millis(ms) = self.spec else {
+            return None;
+        };
+        let origin = *self.origin_ns.get_or_insert(now_ns);
+        let slot = now_ns.saturating_sub(origin) / ms.saturating_mul(1_000_000);
+        (slot > self.index).then(|| {
+            self.index = slot;
+            self.in_epoch = 0;
+            slot
+        })
+    }
+
     pub fn index(&self) -> u64 {
         self.index
     }
