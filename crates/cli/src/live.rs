@@ -260,7 +260,8 @@ fn reload(
     // Everything but the thresholds and k must stay as it runs.
     let fixed = |c: &RunConfig| -> Result<serde_json::Value> {
         let mut v = serde_json::to_value(c)?;
-        if let Some(ms) = v.get_mut("measures").and_then(|m| m.as_array_mut()) {
+        // `[[measure]]` in the file.
+        if let Some(ms) = v.get_mut("measure").and_then(|m| m.as_array_mut()) {
             for m in ms.iter_mut().filter_map(|m| m.as_object_mut()) {
                 m.remove("threshold");
                 m.remove("k");

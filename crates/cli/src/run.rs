@@ -117,8 +117,6 @@ pub struct RunArgs {
     /// Packets per batch handed to the algorithms (1..=8192).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=8192))]
     batch: Option<usize>,
-    #[arg(long)]
-    format: Option<Format>,
     /// SketchVisor's fast path (SketchVisor 4): `sketchvisor` (Algorithm 1), `misra_gries`
     /// (MGFastPath) or `none`. It measures the packets the normal path (the algorithms, with
     /// or without Agg-Evict) cannot take, and every task is answered from the sketch recovered
