@@ -800,6 +800,13 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
             ""
         }
     )?;
+    if let Some(c) = &e.capture {
+        writeln!(
+            out,
+            "  capture: kernel received {}, dropped {} (buffer full), {} by the interface",
+            c.received, c.dropped, c.if_dropped
+        )?;
+    }
     if let Some(p) = &e.paths {
         print_paths(out, e, p)?;
     }

@@ -311,6 +311,26 @@ impl Truth {
 
 #[cfg(test)]
 mod tests {
+
+    /// `advance` closes time epochs without packets (the first call sets the origin); packets
+    /// after it tick from the epoch it moved to; packet epochs are left alone.
+    #[test]
+    fn advance_closes_idle_time_epochs() {
+        let ms = 1_000_000;
+        let mut c = Clock::new(EpochSpec::Millis(100));
+        assert_eq!(c.advance(5_000 * ms), None);
+        assert_eq!(c.advance(5_099 * ms), None);
+        assert_eq!(c.advance(5_100 * ms), Some(1));
+        assert_eq!(c.advance(5_450 * ms), Some(4));
+        assert_eq!(c.advance(5_460 * ms), None);
+        // A packet stamped before the moment advanced to counts in the open epoch.
+        assert_eq!(c.tick(5_300 * ms), (4, false));
+        assert_eq!(c.tick(5_500 * ms), (5, true));
+        let mut p = Clock::new(EpochSpec::Packets(2));
+        assert_eq!(p.advance(u64::MAX), None);
+        assert_eq!(p.index(), 0);
+    }
+
     use super::*;
 
     fn k(v: u32) -> FlowKey {
