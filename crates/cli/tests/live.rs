@@ -255,6 +255,8 @@ fn rewritten(trace: &Path, dir: &Path) -> PathBuf {
 struct Live {
     child: Child,
     stdout: std::thread::JoinHandle<String>,
+    /// Its log lines after "capturing".
+    log: std::thread::JoinHandle<Vec<String>>,
 }
 
 /// `netsift live --iface vb ARGS` inside `ns`, once it says it captures.
@@ -294,14 +296,22 @@ fn start_live(ns: &Netns, args: &[&str]) -> Live {
             }
         }
     }
-    // Its later log lines are drained (and dropped) by the thread.
-    std::thread::spawn(move || rx.into_iter().for_each(drop));
-    Live { child, stdout }
+    let log = std::thread::spawn(move || rx.into_iter().collect());
+    Live { child, stdout, log }
 }
 
 /// SIGTERM, then its stdout's JSON lines (bounded wait; a hang fails the test).
 fn stop_live(live: Live) -> Vec<Value> {
-    let Live { mut child, stdout } = live;
+    stop_live_log(live).0
+}
+
+/// [`stop_live`], and the log lines it wrote after it started capturing.
+fn stop_live_log(live: Live) -> (Vec<Value>, Vec<String>) {
+    let Live {
+        mut child,
+        stdout,
+        log,
+    } = live;
     let st = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -317,12 +327,13 @@ fn stop_live(live: Live) -> Vec<Value> {
     }
     let status = child.wait().unwrap();
     assert!(status.success(), "exit status {status:?}");
-    stdout
+    let docs = stdout
         .join()
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+        .collect();
+    (docs, log.join().unwrap())
 }
 
 /// `tcpreplay` inside `ns` on `va` at `pps`, `loops` times.
@@ -506,4 +517,81 @@ fn tempfile_dir(what: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// SIGHUP re-reads `--config`: a new threshold applies from the open epoch on; a config that
+/// changes an algorithm is refused (logged) and the old threshold stays; no epoch is lost.
+#[test]
+fn live_sighup_reloads_thresholds_and_refuses_other_changes() {
+    if !veth_ready("live_sighup_reloads_thresholds_and_refuses_other_changes") {
+        return;
+    }
+    let Some(trace) = testkit::trace("ndpi_synscan.pcap") else {
+        return;
+    };
+    let dir = tempfile_dir("hup");
+    let file = rewritten(&trace, &dir);
+    let cfg = dir.join("run.toml");
+    let write = |threshold: f64, algo: &str| {
+        std::fs::write(
+            &cfg,
+            format!(
+                "epoch_packets = 500\nworkers = 1\n[[measure]]\ntask = \"heavy_hitters\"\n\
+                 algo = \"{algo}\"\nthreshold = {threshold:?}\n"
+            ),
+        )
+        .unwrap();
+    };
+    write(3.0, "count_min");
+    let ns = Netns::new();
+    let cfg_s = cfg.to_str().unwrap();
+    let live = start_live(&ns, &["--json-lines", "--config", cfg_s]);
+    let pid = live.child.id().to_string();
+    let hup = || {
+        let st = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(st.success());
+        // The reader looks at the flag every 20 ms: give it ten times that.
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    replay(&ns, &file, 4000, 1);
+    std::thread::sleep(Duration::from_millis(200));
+    write(4.0, "count_min");
+    hup();
+    write(5.0, "space_saving");
+    hup();
+    replay(&ns, &file, 4000, 1);
+    std::thread::sleep(Duration::from_millis(200));
+    let (docs, log) = stop_live_log(live);
+    assert!(
+        log.iter().any(|l| l.contains("configuration re-read")),
+        "{log:?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("reload refused") && l.contains("restart to change measure")),
+        "{log:?}"
+    );
+    let thresholds: Vec<(u64, f64)> = docs
+        .iter()
+        .filter(|d| d["type"] == "epoch")
+        .map(|d| {
+            (
+                d["index"].as_u64().unwrap(),
+                d["tasks"][0]["threshold"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    // 4022 packets in epochs of 500: 9 epochs, indexes 0..=8. The first replay's 2011 packets
+    // fill epochs 0-3 and 11 of epoch 4, which is open at the reload: it and the later ones
+    // answer at threshold 4 (the refused config changed nothing).
+    let idx: Vec<u64> = thresholds.iter().map(|t| t.0).collect();
+    assert_eq!(idx, (0..9).collect::<Vec<u64>>());
+    for &(i, t) in &thresholds {
+        assert_eq!(
+            t,
+            if i < 4 { 3.0 } else { 4.0 },
+            "epoch {i}: {thresholds:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
