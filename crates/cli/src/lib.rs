@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod flags;
+pub mod live;
 pub mod merge;
 pub mod out;
 pub mod pipeline;

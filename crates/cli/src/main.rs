@@ -35,7 +35,11 @@ enum Cmd {
     Stats(StatsArgs),
     /// Measurement tasks over a trace (default: every task on a built-in synthetic trace), with
     /// accuracy against exact ground truth and each algorithm's cost.
-    Run(Box<netsift::run::RunArgs>),
+    Run(Box<netsift::run::RunCmd>),
+    /// The tasks of `run` over packets captured from network interfaces (libpcap): epochs by
+    /// capture time (default 1 s) printed as they close with the kernel's received and dropped
+    /// counts; SIGTERM/SIGINT report the open epoch and stop, SIGHUP re-reads --config.
+    Live(Box<netsift::live::LiveArgs>),
     /// List the algorithms and the tasks each answers (`--json`: also the key lengths each
     /// holds and its default parameters).
     Algorithms {
@@ -172,6 +176,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Stats(a) => cmd_stats(a, &mut out),
         Cmd::Run(a) => netsift::run::cmd_run(*a, &mut out),
+        Cmd::Live(a) => netsift::live::cmd_live(*a, &mut out, &mut []),
         Cmd::Algorithms { json } => netsift::algorithms(json, &mut out).map(|_| true),
         Cmd::Gen(a) => cmd_gen(a, &mut out).map(|_| true),
         Cmd::Merge(a) => netsift::merge::cmd_merge(a, &mut out),

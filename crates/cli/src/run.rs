@@ -18,11 +18,21 @@ use crate::flags;
 use crate::out::{self, Out, StdoutError};
 use crate::source::{each_packet, Packet};
 
+/// `netsift run`: the trace and its format, then the measurement options `live` shares.
 #[derive(Args)]
-pub struct RunArgs {
+pub struct RunCmd {
     /// Capture or key trace (`-` for standard input). Without it: the built-in synthetic trace
     /// (4 M packets, two epochs of 2 M).
     trace: Option<String>,
+    #[arg(long)]
+    format: Option<Format>,
+    #[command(flatten)]
+    pub args: RunArgs,
+}
+
+/// What is measured and how it is reported: the options of `run` that `live` takes as well.
+#[derive(Args)]
+pub struct RunArgs {
     /// TOML run configuration (many algorithm/task pairs, their parameters); flags given on the
     /// command line override its top-level fields.
     #[arg(long)]
@@ -107,8 +117,6 @@ pub struct RunArgs {
     /// Packets per batch handed to the algorithms (1..=8192).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=8192))]
     batch: Option<usize>,
-    #[arg(long)]
-    format: Option<Format>,
     /// SketchVisor's fast path (SketchVisor 4): `sketchvisor` (Algorithm 1), `misra_gries`
     /// (MGFastPath) or `none`. It measures the packets the normal path (the algorithms, with
     /// or without Agg-Evict) cannot take, and every task is answered from the sketch recovered
@@ -149,6 +157,28 @@ pub struct RunArgs {
     /// the detection delay against exact detection (capture time and packets).
     #[arg(long)]
     instant: bool,
+}
+
+impl RunArgs {
+    /// `--truth` was given (`live` defaults it to off otherwise, as `run -` does).
+    pub fn truth_given(&self) -> bool {
+        self.truth.is_some()
+    }
+
+    /// `--config`'s path (`live` re-reads it at SIGHUP).
+    pub fn config_path(&self) -> Option<&str> {
+        self.config.as_deref()
+    }
+}
+
+/// One packet into the runner: keyed (IPv4, IPv6) packets are measured, the others counted by
+/// class. `run` and `live` feed the runner through it.
+#[inline]
+pub fn push(runner: &mut Runner, p: &Packet) {
+    match p.class {
+        Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
+        c => runner.push_unkeyed(c, p.wire_len),
+    }
 }
 
 /// `--task`: one of the task names (clap lists them in `--help` and in the error for any other
@@ -233,7 +263,9 @@ fn read_config(path: &str) -> Result<String> {
     })
 }
 
-fn config(a: &RunArgs) -> Result<RunConfig> {
+/// The run's configuration: `--config`'s file, then the flags over it; `trace` and `format` are
+/// `run`'s (`None` for `live`).
+pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Result<RunConfig> {
     let mut config_sets_workers = false;
     let mut cfg = match &a.config {
         Some(path) => {
@@ -255,8 +287,8 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
     if cfg.measures.is_empty() {
         cfg.measures = RunConfig::measures_from_lists(&a.task, &a.algo)?;
     }
-    if let Some(t) = &a.trace {
-        cfg.trace = Some(t.clone());
+    if let Some(t) = trace {
+        cfg.trace = Some(t.to_string());
     }
     if let Some(k) = a.key {
         cfg.key = k;
@@ -309,7 +341,7 @@ fn config(a: &RunArgs) -> Result<RunConfig> {
             AccelArg::AggEvict => measure::Accel::AggEvict,
         };
     }
-    if let Some(f) = a.format {
+    if let Some(f) = format {
         cfg.format = Some(f.name().to_string());
     }
     if let Some(s) = a.simd {
@@ -491,10 +523,7 @@ pub fn run(
                 // Any other capture or run: record by record.
                 Some(Some(None)) | None => {
                     let mut feed = |runner: &mut Runner, p: &Packet| {
-                        match p.class {
-                            Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
-                            c => runner.push_unkeyed(c, p.wire_len),
-                        }
+                        push(runner, p);
                         tick.after(runner, on_epoch);
                     };
                     let name = cap.name().to_string();
@@ -740,33 +769,6 @@ fn warn(epochs: &[EpochReport], last: &mut Option<u64>) {
     }
 }
 
-/// Print the epochs `runner` completed and take them out of it (the header first, unless
-/// `header` says it is printed already); returns that the header is printed.
-pub fn print_new_epochs(
-    runner: &mut Runner,
-    header: bool,
-    out: &mut Out,
-) -> Result<bool, StdoutError> {
-    let cfg = runner.config();
-    if !header {
-        print_header(
-            out,
-            runner.trace_name(),
-            cfg.key,
-            cfg.weight.name(),
-            &runner.epoch_label(),
-            cfg.seed,
-        )?;
-    }
-    let key = cfg.key;
-    for e in runner.take_completed() {
-        print_epoch(out, &e, key)?;
-    }
-    // Epochs reach stdout as they close, even when it is a pipe.
-    out.flush()?;
-    Ok(true)
-}
-
 /// Print the report: the header unless a live run printed it (`header`), the epochs it still
 /// holds (those a live run did not take), the costs.
 pub fn print_report(r: &Report, header: bool, out: &mut Out) -> Result<(), StdoutError> {
@@ -834,6 +836,13 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
             ""
         }
     )?;
+    if let Some(c) = &e.capture {
+        writeln!(
+            out,
+            "  capture: kernel received {}, dropped {} (buffer full), {} by the interface",
+            c.received, c.dropped, c.if_dropped
+        )?;
+    }
     if let Some(p) = &e.paths {
         print_paths(out, e, p)?;
     }
@@ -988,9 +997,103 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
     )
 }
 
+/// How the epochs reach standard output as they close: the table, one JSON line each
+/// (`--json-lines`), or kept for `--json`'s one document at the end. `run` and `live` print
+/// through it, so both write the same documents.
+pub struct Printer {
+    json: bool,
+    lines: bool,
+    /// The table's header is printed.
+    header: bool,
+    /// The last epoch warned about.
+    warned: Option<u64>,
+    /// `--json`: the epochs printed at the end.
+    kept: Vec<EpochReport>,
+}
+
+impl Printer {
+    pub fn new(a: &RunArgs) -> Printer {
+        Printer {
+            json: a.json,
+            lines: a.json_lines,
+            header: false,
+            warned: None,
+            kept: vec![],
+        }
+    }
+
+    /// `--instant`: the detections made since the last call.
+    pub fn detections(&mut self, runner: &mut Runner, out: &mut Out) -> Result<()> {
+        print_detections(out, runner.take_detections(), self.lines, self.json)
+    }
+
+    /// Epochs that closed, in order: their warnings on stderr, then printed and flushed (a
+    /// pipe sees each as it closes), or kept for `--json`. `runner` is the run's (its header
+    /// line and key kind).
+    pub fn epochs(&mut self, runner: &Runner, es: Vec<EpochReport>, out: &mut Out) -> Result<()> {
+        warn(&es, &mut self.warned);
+        if self.json {
+            self.kept.extend(es);
+            return Ok(());
+        }
+        let key = runner.config().key;
+        for e in &es {
+            if self.lines {
+                print_epoch_line(out, e)?;
+            } else {
+                if !self.header {
+                    let cfg = runner.config();
+                    print_header(
+                        out,
+                        runner.trace_name(),
+                        key,
+                        cfg.weight.name(),
+                        &runner.epoch_label(),
+                        cfg.seed,
+                    )?;
+                    self.header = true;
+                }
+                print_epoch(out, e, key)?;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    }
+
+    /// The end of the run: the epochs the report still holds, then the summary (`--json-lines`:
+    /// a `"type": "summary"` line), the costs (table) or the whole report (`--json`).
+    pub fn finish(&mut self, mut report: Report, out: &mut Out) -> Result<()> {
+        let (json, lines) = (self.json, self.lines);
+        warn(&report.epochs, &mut self.warned);
+        if let Some(i) = &mut report.instant {
+            print_detections(out, std::mem::take(&mut i.unprinted), lines, json)?;
+        }
+        if json {
+            let mut all = std::mem::take(&mut self.kept);
+            all.append(&mut report.epochs);
+            report.epochs = all;
+            writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+        } else if lines {
+            for e in std::mem::take(&mut report.epochs) {
+                print_epoch_line(out, &e)?;
+            }
+            let mut v = serde_json::to_value(&report)?;
+            if let Some(o) = v.as_object_mut() {
+                o.remove("epochs");
+                o.insert("type".into(), "summary".into());
+            }
+            writeln!(out, "{}", serde_json::to_string(&v)?)?;
+        } else {
+            print_report(&report, self.header, out)?;
+        }
+        out.flush()?;
+        Ok(())
+    }
+}
+
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
-pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
-    let cfg = config(&a)?;
+pub fn cmd_run(a: RunCmd, out: &mut Out) -> Result<bool> {
+    let cfg = config(&a.args, a.trace.as_deref(), a.format)?;
     // SIGINT/SIGTERM: stop reading, close the open epoch as partial, write the report, then
     // exit 130/143 (below).
     crate::signals::install();
@@ -1003,41 +1106,13 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         .map_err(|e| anyhow::anyhow!("config field `format`: {e}"))?;
     // The table and JSON lines print each epoch as it closes and drop it; `--json` is one
     // document at the end, so it keeps them.
-    let mut header = false;
-    let (json, lines) = (a.json, a.json_lines);
-    let mut warned = None;
-    let (mut report, err) = run(cfg, format, &mut |runner| {
-        print_detections(out, runner.take_detections(), lines, json)?;
-        warn(runner.completed_epochs(), &mut warned);
-        if lines {
-            for e in runner.take_completed() {
-                print_epoch_line(out, &e)?;
-            }
-            out.flush()?;
-        } else if !json {
-            header = print_new_epochs(runner, header, out)?;
-        }
-        Ok(())
+    let mut p = Printer::new(&a.args);
+    let (report, err) = run(cfg, format, &mut |runner| {
+        p.detections(runner, out)?;
+        let es = runner.take_completed();
+        p.epochs(runner, es, out)
     })?;
-    warn(&report.epochs, &mut warned);
-    if let Some(i) = &mut report.instant {
-        print_detections(out, std::mem::take(&mut i.unprinted), lines, json)?;
-    }
-    if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else if lines {
-        for e in std::mem::take(&mut report.epochs) {
-            print_epoch_line(out, &e)?;
-        }
-        let mut v = serde_json::to_value(&report)?;
-        if let Some(o) = v.as_object_mut() {
-            o.remove("epochs");
-            o.insert("type".into(), "summary".into());
-        }
-        writeln!(out, "{}", serde_json::to_string(&v)?)?;
-    } else {
-        print_report(&report, header, out)?;
-    }
+    p.finish(report, out)?;
     if let Some(e) = err {
         crate::say!("netsift: {e}");
         return Ok(false);

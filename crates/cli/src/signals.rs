@@ -1,9 +1,9 @@
 //! SIGINT and SIGTERM (signal-hook): a handler that only records which came, as the exit status
 //! it asks for (130 or 143), for the loops that check it: `gen` stops writing at its next chunk
 //! and removes its temporary file; `run` stops reading at its next packet, closes the open epoch
-//! as partial and writes the report.
+//! as partial and writes the report. `live` also catches SIGHUP (re-read the config).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 fn flag() -> &'static Arc<AtomicUsize> {
@@ -29,6 +29,26 @@ pub fn caught() -> Option<i32> {
         0 => None,
         s => Some(s as i32),
     }
+}
+
+fn hangup() -> &'static Arc<AtomicBool> {
+    static HUP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    HUP.get_or_init(|| {
+        let f = Arc::new(AtomicBool::new(false));
+        let _ = signal_hook::flag::register(signal_hook::consts::SIGHUP, f.clone());
+        f
+    })
+}
+
+/// `live`: catch SIGHUP (re-read the config) instead of ending the process. Only `live` asks;
+/// the other commands keep SIGHUP's default.
+pub fn install_hangup() {
+    hangup();
+}
+
+/// Whether a SIGHUP came since the last call.
+pub fn take_hangup() -> bool {
+    hangup().swap(false, Ordering::Relaxed)
 }
 
 /// The unwinding payload that carries `run` out of a reading loop at a signal (through

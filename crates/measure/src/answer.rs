@@ -50,6 +50,8 @@ pub(crate) struct Job {
     /// With a fast path: the epoch's packets per path and each key kind's fast-path summary
     /// (`visor::recovered`).
     pub(crate) fast: Option<visor::EpochPart>,
+    /// New thresholds and k per measure (`Runner::retune`), from this epoch on.
+    pub(crate) retune: Option<Vec<(Option<f64>, Option<usize>)>>,
 }
 
 /// Per instance, what answering keeps between epochs.
@@ -328,7 +330,11 @@ impl Answerer {
             partial,
             peers,
             fast,
+            retune,
         } = job;
+        for (m, (threshold, k)) in self.measures.iter_mut().zip(retune.into_iter().flatten()) {
+            (m.spec.threshold, m.spec.k) = (threshold, k);
+        }
         let index = truth.first().map_or(0, |t| t.index);
         if self.cfg.inject_failure == Some(ANSWERS) {
             panic!("injected failure (test)");

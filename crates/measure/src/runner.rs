@@ -271,6 +271,8 @@ pub struct Runner {
     replay: Option<Replay>,
     /// `--instant`: the detections and exact crossings the planes sent (`crate::instant`).
     instant: Option<crate::instant::Log>,
+    /// New thresholds and k per measure ([`Runner::retune`]), for the next epoch handed over.
+    retuned: Option<Vec<(Option<f64>, Option<usize>)>>,
 }
 
 /// `netsift merge`'s source of states: epoch index to the merged states of that epoch, one per
@@ -738,6 +740,7 @@ impl Runner {
             instant,
             cfg,
             replay: None,
+            retuned: None,
         })
     }
 
@@ -859,7 +862,7 @@ impl Runner {
             let batch_room = self.cfg.batch - self.batch_weights.len() - 1;
             let room = self.clock.room().min(batch_room as u64);
             let m = 1 + (rest.len() - 1).min(usize::try_from(room).unwrap_or(usize::MAX));
-            self.clock.advance((m - 1) as u64);
+            self.clock.tick_more((m - 1) as u64);
             self.batch_weights.resize(self.batch_weights.len() + m, w);
             let (chunk, later) = rest.split_at(m);
             rest = later;
@@ -1049,6 +1052,7 @@ impl Runner {
             truth,
             partial: self.interrupted,
             peers,
+            retune: self.retuned.take(),
             fast: match replayed_fast {
                 Some(f) => f,
                 None => self.visor.as_mut().map(visor::DataPlane::end_epoch),
@@ -1113,6 +1117,77 @@ impl Runner {
         self.totals.packets += packets;
         self.totals.bytes += bytes;
         self.end_epoch();
+    }
+
+    /// Time epochs without a packet to close them (`netsift live` on an idle link): close the
+    /// open epoch if `now_ns` (capture time, the clock packets are stamped with) is past its
+    /// end, and collect the epochs answered meanwhile (with [`Runner::answer_inline`], every
+    /// epoch before the returned index is then in [`Runner::completed_epochs`], if it held a
+    /// packet: an empty epoch is not reported, the rule of `push`). The first call, before any
+    /// packet, starts the epoch axis at `now_ns`. Returns the open epoch's index; packet epochs
+    /// are left as they are.
+    pub fn advance_to(&mut self, now_ns: u64) -> u64 {
+        if let Some(index) = self.clock.advance(now_ns) {
+            self.end_epoch();
+            for t in &mut self.truth {
+                t.index = index;
+            }
+        }
+        self.collect_answers();
+        self.clock.index()
+    }
+
+    /// Close the open epoch now (marked partial after [`Runner::interrupt`]) and collect it:
+    /// `netsift live` stopping reports it before the summary. An epoch without packets is not
+    /// reported, as in `push`.
+    pub fn close_epoch(&mut self) {
+        self.end_epoch();
+        self.collect_answers();
+    }
+
+    /// Change the thresholds and k of the measures from the open epoch on (its answer uses
+    /// them): `netsift live`'s reload (SIGHUP). `specs` is a run's measures as asked (before the
+    /// runner's own changes: tasks it cannot measure dropped, defaults swapped); the n-th of
+    /// them on a task and key kind gives its threshold and k to the n-th measure of this runner
+    /// on the same. Returns how many measures changed.
+    pub fn retune(&mut self, specs: &[MeasureSpec]) -> usize {
+        let key = self.cfg.key;
+        let mut changed = 0;
+        let mut tuned = Vec::with_capacity(self.cfg.measures.len());
+        for (i, m) in self.cfg.measures.iter_mut().enumerate() {
+            let kind = kind_of(m, key);
+            let nth = tuned
+                .iter()
+                .filter(|&&(t, k, _)| (t, k) == (m.task, kind))
+                .count();
+            let new = specs
+                .iter()
+                .filter(|s| (s.task, kind_of(s, key)) == (m.task, kind))
+                .nth(nth);
+            tuned.push((m.task, kind, i));
+            if let Some(s) = new {
+                if (s.threshold, s.k) != (m.threshold, m.k) {
+                    (m.threshold, m.k) = (s.threshold, s.k);
+                    changed += 1;
+                }
+            }
+        }
+        if changed > 0 {
+            self.retuned = Some(
+                self.cfg
+                    .measures
+                    .iter()
+                    .map(|m| (m.threshold, m.k))
+                    .collect(),
+            );
+        }
+        changed
+    }
+
+    /// The failure that stopped measuring (a worker's or the answer thread's), if one came:
+    /// no epoch closes after it; [`Runner::try_finish`] returns it.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
     }
 
     /// Answer each epoch on the calling thread as it closes, not on the answer thread: for a

@@ -110,6 +110,23 @@ impl Clock {
         (self.index, new && self.index > 0)
     }
 
+    /// Time epochs: move to the epoch that `now_ns` falls in without a packet (a live capture's
+    /// idle link must still close its epochs on time); the first call, before any packet, sets
+    /// the origin. Returns the new index when the current epoch ended; `None` for packet epochs
+    /// and while `now_ns` is still in the current one.
+    pub fn advance(&mut self, now_ns: u64) -> Option<u64> {
+        let EpochSpec::Millis(ms) = self.spec else {
+            return None;
+        };
+        let origin = *self.origin_ns.get_or_insert(now_ns);
+        let slot = now_ns.saturating_sub(origin) / ms.saturating_mul(1_000_000);
+        (slot > self.index).then(|| {
+            self.index = slot;
+            self.in_epoch = 0;
+            slot
+        })
+    }
+
     pub fn index(&self) -> u64 {
         self.index
     }
@@ -128,7 +145,7 @@ impl Clock {
     /// `n` more packets of the timestamp of the last tick, within [`Clock::room`]: the state
     /// `n` ticks would leave (none of them starts an epoch).
     #[inline]
-    pub fn advance(&mut self, n: u64) {
+    pub fn tick_more(&mut self, n: u64) {
         debug_assert!(n <= self.room());
         self.in_epoch += n;
     }
@@ -324,6 +341,26 @@ impl Truth {
 
 #[cfg(test)]
 mod tests {
+
+    /// `advance` closes time epochs without packets (the first call sets the origin); packets
+    /// after it tick from the epoch it moved to; packet epochs are left alone.
+    #[test]
+    fn advance_closes_idle_time_epochs() {
+        let ms = 1_000_000;
+        let mut c = Clock::new(EpochSpec::Millis(100));
+        assert_eq!(c.advance(5_000 * ms), None);
+        assert_eq!(c.advance(5_099 * ms), None);
+        assert_eq!(c.advance(5_100 * ms), Some(1));
+        assert_eq!(c.advance(5_450 * ms), Some(4));
+        assert_eq!(c.advance(5_460 * ms), None);
+        // A packet stamped before the moment advanced to counts in the open epoch.
+        assert_eq!(c.tick(5_300 * ms), (4, false));
+        assert_eq!(c.tick(5_500 * ms), (5, true));
+        let mut p = Clock::new(EpochSpec::Packets(2));
+        assert_eq!(p.advance(u64::MAX), None);
+        assert_eq!(p.index(), 0);
+    }
+
     use super::*;
 
     fn k(v: u32) -> FlowKey {

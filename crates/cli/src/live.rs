@@ -1,0 +1,588 @@
+//! `netsift live`: the tasks of `run` over packets captured from network interfaces (libpcap,
+//! the `pcap` crate), epochs by capture time that close on time on an idle link, the kernel's
+//! received/dropped counts per epoch, and a daemon's signals: SIGTERM/SIGINT flush the open
+//! epoch and stop, SIGHUP re-reads `--config`.
+//!
+//! One capture thread per interface parses its packets (`source::packet`, the path of files)
+//! and hands them in batches to this thread, which measures them (`Runner`, answered inline)
+//! and hands each closed epoch to the [`Printer`] of `run` and to the [`Observer`]s.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use measure::report::CaptureStats;
+use measure::{EpochReport, RunConfig, Runner};
+use trace::{Body, Record};
+use wire::Tunnel;
+
+use crate::flags;
+use crate::out::Out;
+use crate::run::{Printer, RunArgs};
+use crate::source::{packet, Packet};
+
+#[derive(Args)]
+pub struct LiveArgs {
+    /// Interface to capture from; `any` captures on all of them (Linux cooked headers). Give
+    /// it several times for several interfaces (one capture thread each).
+    #[arg(long = "iface", value_name = "IF", required = true)]
+    ifaces: Vec<String>,
+    /// Capture filter in pcap-filter(7) syntax (`udp and net 198.18.0.0/15`), applied in the
+    /// kernel on every interface.
+    #[arg(long, value_name = "FILTER")]
+    bpf: Option<String>,
+    /// Kernel capture buffer per interface (`64M`; at least 1M). Packets arriving while it is
+    /// full are dropped by the kernel and counted in each epoch's `capture.dropped`.
+    #[arg(long, value_name = "SIZE", value_parser = flags::bytes)]
+    buffer: Option<u64>,
+    /// Bytes of each packet captured (64..=262144): the headers are what is measured, so the
+    /// default holds deep tunnel stacks and copies little.
+    #[arg(long, default_value_t = 256, allow_negative_numbers = true,
+          value_parser = flags::whole::<u32>(64..=262_144))]
+    snaplen: u32,
+    /// Log level of the structured logs on stderr (error, warn, info, debug, trace, or a
+    /// tracing filter such as `netsift=debug`); default `RUST_LOG`, else info.
+    #[arg(long, value_name = "LEVEL")]
+    log: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// Default epoch of a live run when neither `--epoch-ms`, `--epoch-packets` nor the config
+/// gives one: one second of capture time (a packet count may never be reached on a quiet link).
+const DEFAULT_EPOCH_MS: u64 = 1000;
+/// Packets a capture thread hands over at once (one channel message).
+const BATCH: usize = 256;
+/// Longest a packet waits in a capture thread's batch, in capture time.
+const BATCH_NS: u64 = 2_000_000;
+/// libpcap's read timeout: a capture thread hands over what it holds and looks at the stop flag
+/// at least this often on an idle link.
+const READ_TIMEOUT_MS: i32 = 20;
+/// Batches waiting between the capture threads and the reader; when full, the capture threads
+/// wait, the kernel buffer fills, and its drops are counted.
+const QUEUE: usize = 256;
+/// An epoch is closed this long after its end by the wall clock, so that the packets the kernel
+/// stamped before the end but delivered just after (the read timeout, a batch) are counted in it.
+const GRACE_NS: u64 = 2 * (READ_TIMEOUT_MS as u64) * 1_000_000;
+
+/// What else sees a live run: every closed epoch as it is reported (with its `capture` stats;
+/// idle epochs too) and every configuration re-read at SIGHUP. The Prometheus endpoint and the
+/// alert rules plug in here.
+pub trait Observer {
+    /// An epoch closed (after it is printed).
+    fn epoch(&mut self, e: &EpochReport) -> Result<()>;
+    /// `--config` was re-read (SIGHUP) and is valid as a run configuration; `text` is the
+    /// file. An error refuses the reload: the old configuration stays, for the runner too. An
+    /// observer that keeps state checks everything before it applies any of it.
+    fn reload(&mut self, _cfg: &RunConfig, _text: &str) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The kernel's cumulative counts of one interface, kept by its capture thread (pcap_stats
+/// counters are 32-bit and wrap: the thread unwraps them).
+#[derive(Default)]
+struct Counters {
+    received: AtomicU64,
+    dropped: AtomicU64,
+    if_dropped: AtomicU64,
+}
+
+/// A running capture thread.
+struct Source {
+    iface: String,
+    counters: Arc<Counters>,
+    /// `None` once joined.
+    thread: Option<JoinHandle<Result<()>>>,
+    /// Wakes the thread out of a blocking read (pcap_breakloop): libpcap's read timeout alone
+    /// does not end a read on every platform and mode.
+    wake: pcap::BreakLoop,
+}
+
+/// Open `iface` with the run's capture settings: one line naming the interface (and the
+/// available ones), CAP_NET_RAW, or the filter, when it cannot be.
+fn open(a: &LiveArgs, iface: &str) -> Result<pcap::Capture<pcap::Active>> {
+    if iface != "any" {
+        let names: Vec<String> = pcap::Device::list()
+            .map(|l| l.into_iter().map(|d| d.name).collect())
+            .unwrap_or_default();
+        if !names.iter().any(|n| n == iface) {
+            bail!(
+                "--iface {iface}: no such interface (available: {})",
+                names.join(", ")
+            );
+        }
+    }
+    let mut inactive = pcap::Capture::from_device(iface)
+        .with_context(|| format!("--iface {iface}"))?
+        .immediate_mode(true)
+        .promisc(false)
+        .snaplen(a.snaplen as i32)
+        .timeout(READ_TIMEOUT_MS)
+        .precision(pcap::Precision::Nano);
+    if let Some(b) = a.buffer {
+        let b = i32::try_from(b).context("--buffer: at most 2047M")?;
+        inactive = inactive.buffer_size(b);
+    }
+    let mut cap = inactive.open().map_err(|e| {
+        let m = e.to_string();
+        if m.contains("ermission") || m.contains("not permitted") {
+            anyhow::anyhow!(
+                "--iface {iface}: capturing needs CAP_NET_RAW (run as root, or \
+                 `setcap cap_net_raw+ep $(which netsift)`): {m}"
+            )
+        } else {
+            anyhow::anyhow!("--iface {iface}: cannot capture: {m}")
+        }
+    })?;
+    if let Some(f) = &a.bpf {
+        cap.filter(f, true)
+            .map_err(|e| anyhow::anyhow!("--bpf '{f}': {e}"))?;
+    }
+    Ok(cap)
+}
+
+/// pcap's DLT numbers are its LINKTYPE numbers except raw IP, whose DLT differs by platform
+/// (12 or 14 for LINKTYPE_RAW, 101; pcap-linktype(7)).
+fn linktype(dlt: i32) -> u32 {
+    match dlt {
+        12 | 14 => 101,
+        d => d as u32,
+    }
+}
+
+/// The capture thread of one interface: read, parse, hand over in batches; stop at `stop`.
+fn capture(
+    mut cap: pcap::Capture<pcap::Active>,
+    tunnel: Tunnel,
+    tx: SyncSender<Vec<Packet>>,
+    counters: Arc<Counters>,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
+    let link = linktype(cap.get_datalink().0);
+    let mut batch: Vec<Packet> = Vec::with_capacity(BATCH);
+    let mut last = pcap::Stat {
+        received: 0,
+        dropped: 0,
+        if_dropped: 0,
+    };
+    let mut update = |cap: &mut pcap::Capture<pcap::Active>| {
+        if let Ok(s) = cap.stats() {
+            let add = |c: &AtomicU64, now: u32, was: u32| {
+                c.fetch_add(u64::from(now.wrapping_sub(was)), Ordering::Relaxed);
+            };
+            add(&counters.received, s.received, last.received);
+            add(&counters.dropped, s.dropped, last.dropped);
+            add(&counters.if_dropped, s.if_dropped, last.if_dropped);
+            last = s;
+        }
+    };
+    let send = |batch: &mut Vec<Packet>| -> bool {
+        batch.is_empty()
+            || tx
+                .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+                .is_ok()
+    };
+    while !stop.load(Ordering::Relaxed) {
+        match cap.next_packet() {
+            Ok(p) => {
+                // With nanosecond precision the timeval's second field holds nanoseconds.
+                let ts_ns = (p.header.ts.tv_sec as u64)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(p.header.ts.tv_usec as u64);
+                let rec = Record {
+                    ts_ns,
+                    wire_len: p.header.len,
+                    body: Body::Frame { link, data: p.data },
+                };
+                batch.push(packet(rec, tunnel));
+                if batch.len() == BATCH || ts_ns.saturating_sub(batch[0].ts_ns) >= BATCH_NS {
+                    update(&mut cap);
+                    if !send(&mut batch) {
+                        return Ok(());
+                    }
+                }
+            }
+            Err(pcap::Error::TimeoutExpired) => {
+                update(&mut cap);
+                if !send(&mut batch) {
+                    return Ok(());
+                }
+            }
+            // pcap_breakloop (stopping).
+            Err(pcap::Error::NoMorePackets) => break,
+            Err(e) => bail!("capture failed: {e}"),
+        }
+    }
+    update(&mut cap);
+    send(&mut batch);
+    Ok(())
+}
+
+/// Nanoseconds since the Unix epoch by the wall clock: the clock the kernel stamps packets with.
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The run's configuration for live capture: `run`'s (flags over `--config`), with live's
+/// defaults: epochs of [`DEFAULT_EPOCH_MS`], no ground truth unless `--truth on` (it would grow
+/// with every flow seen).
+fn live_config(a: &LiveArgs) -> Result<RunConfig> {
+    let mut cfg = crate::run::config(&a.run, None, None)?;
+    if cfg.epoch_packets.is_none() && cfg.epoch_ms.is_none() {
+        cfg.epoch_ms = Some(DEFAULT_EPOCH_MS);
+    }
+    if !a.run.truth_given() {
+        cfg.truth = false;
+    }
+    Ok(cfg)
+}
+
+/// SIGHUP: re-read `--config`. Thresholds and k may change (from the open epoch on, which is
+/// not lost) and whatever the observers take from the file; anything else needs a restart, so
+/// such a config is refused, as is one that does not parse: the old one stays.
+fn reload(
+    a: &LiveArgs,
+    asked: &RunConfig,
+    runner: &mut Runner,
+    observers: &mut [Box<dyn Observer>],
+) -> Result<usize> {
+    let Some(path) = a.run.config_path() else {
+        bail!("no --config to re-read");
+    };
+    let fresh = live_config(a)?;
+    // Everything but the thresholds and k must stay as it runs.
+    let fixed = |c: &RunConfig| -> Result<serde_json::Value> {
+        let mut v = serde_json::to_value(c)?;
+        // `[[measure]]` in the file.
+        if let Some(ms) = v.get_mut("measure").and_then(|m| m.as_array_mut()) {
+            for m in ms.iter_mut().filter_map(|m| m.as_object_mut()) {
+                m.remove("threshold");
+                m.remove("k");
+            }
+        }
+        Ok(v)
+    };
+    let (old, new) = (fixed(asked)?, fixed(&fresh)?);
+    if old != new {
+        let changed: Vec<&str> = match (old.as_object(), new.as_object()) {
+            (Some(o), Some(n)) => o
+                .iter()
+                .filter(|(k, v)| n.get(k.as_str()) != Some(v))
+                .map(|(k, _)| k.as_str())
+                .collect(),
+            _ => vec![],
+        };
+        bail!(
+            "{path}: only thresholds and k change live; restart to change {}",
+            changed.join(", ")
+        );
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
+    for o in observers.iter_mut() {
+        o.reload(&fresh, &text)?;
+    }
+    Ok(runner.retune(&fresh.measures))
+}
+
+/// The reader's bookkeeping of reported epochs: the next index to report, and the kernel's
+/// counts at the last report.
+struct Reporter {
+    next: u64,
+    counted: CaptureStats,
+    truth: bool,
+}
+
+impl Reporter {
+    /// The kernel's counts since the last epoch reported, summed over the interfaces.
+    fn capture(&mut self, sources: &[Source]) -> CaptureStats {
+        let sum = |f: fn(&Counters) -> &AtomicU64| -> u64 {
+            sources
+                .iter()
+                .map(|s| f(&s.counters).load(Ordering::Relaxed))
+                .sum()
+        };
+        let now = CaptureStats {
+            received: sum(|c| &c.received),
+            dropped: sum(|c| &c.dropped),
+            if_dropped: sum(|c| &c.if_dropped),
+        };
+        let was = std::mem::replace(&mut self.counted, now);
+        CaptureStats {
+            received: now.received - was.received,
+            dropped: now.dropped - was.dropped,
+            if_dropped: now.if_dropped - was.if_dropped,
+        }
+    }
+
+    /// An epoch in which no packet with a flow key arrived: the runner reports none (an empty
+    /// epoch answers nothing), but an operator watching a live link must see it.
+    fn idle(&self, index: u64, partial: bool) -> EpochReport {
+        EpochReport {
+            index,
+            packets: 0,
+            bytes: 0,
+            flows: self.truth.then_some(0),
+            partial,
+            paths: None,
+            capture: None,
+            tasks: vec![],
+        }
+    }
+
+    /// Report the runner's closed epochs, and an idle one for every index before `upto` that
+    /// it did not report: capture stats in, printed, then to the observers.
+    #[allow(clippy::too_many_arguments)]
+    fn report(
+        &mut self,
+        runner: &Runner,
+        closed: Vec<EpochReport>,
+        upto: u64,
+        sources: &[Source],
+        printer: &mut Printer,
+        observers: &mut [Box<dyn Observer>],
+        out: &mut Out,
+    ) -> Result<()> {
+        let mut all = Vec::new();
+        for e in closed {
+            all.extend((self.next..e.index).map(|i| self.idle(i, false)));
+            self.next = e.index + 1;
+            all.push(e);
+        }
+        all.extend((self.next..upto).map(|i| self.idle(i, false)));
+        self.next = self.next.max(upto);
+        if all.is_empty() {
+            return Ok(());
+        }
+        // The kernel's counts since the last report go with the first epoch reported now (the
+        // others closed together with it had no time of their own).
+        let stats = self.capture(sources);
+        for (i, e) in all.iter_mut().enumerate() {
+            e.capture = Some(if i == 0 {
+                stats
+            } else {
+                CaptureStats::default()
+            });
+            tracing::debug!(
+                epoch = e.index,
+                packets = e.packets,
+                received = stats.received,
+                dropped = stats.dropped,
+                "epoch closed"
+            );
+            if i == 0 && stats.dropped + stats.if_dropped > 0 {
+                tracing::warn!(
+                    epoch = e.index,
+                    dropped = stats.dropped,
+                    if_dropped = stats.if_dropped,
+                    "the kernel dropped packets (a larger --buffer, a --bpf filter, more \
+                     --workers, or --accel agg-evict may help)"
+                );
+            }
+        }
+        for e in &all {
+            for o in observers.iter_mut() {
+                if let Err(err) = o.epoch(e) {
+                    tracing::error!(epoch = e.index, "observer: {err:#}");
+                }
+            }
+        }
+        printer.epochs(runner, all, out)
+    }
+}
+
+/// Logs on stderr (`tracing`): `--log`, else `RUST_LOG`, else info.
+fn init_logs(level: Option<&str>) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match level {
+        Some(l) => EnvFilter::try_new(l).map_err(|e| anyhow::anyhow!("--log {l}: {e}"))?,
+        None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+    };
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+    Ok(())
+}
+
+/// `netsift live`. Stopped by SIGTERM or SIGINT it reports the open epoch (partial) and the
+/// summary and exits 0: a daemon asked to stop has done its job. Returns Ok(false) when a
+/// capture failed (the report covers what was read).
+pub fn cmd_live(a: LiveArgs, out: &mut Out, observers: &mut [Box<dyn Observer>]) -> Result<bool> {
+    init_logs(a.log.as_deref())?;
+    let cfg = live_config(&a)?;
+    let asked = cfg.clone();
+    let tunnel = cfg.tunnel;
+    let time_epochs = cfg.epoch_ms.is_some();
+    // Every interface is opened before anything is measured: a bad one is one error line.
+    let mut caps = Vec::new();
+    for iface in &a.ifaces {
+        let cap = open(&a, iface)?;
+        tracing::info!(
+            iface = iface.as_str(),
+            link = linktype(cap.get_datalink().0),
+            "capturing"
+        );
+        caps.push((iface.clone(), cap));
+    }
+    crate::signals::install();
+    crate::signals::install_hangup();
+    let name = format!("live:{}", a.ifaces.join(","));
+    let mut runner = Runner::new(cfg, &name)?;
+    // The reads block: each epoch is answered on this thread as it closes.
+    runner.answer_inline();
+    for n in runner.notes() {
+        tracing::info!("note: {n}");
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::sync_channel::<Vec<Packet>>(QUEUE);
+    let mut sources = Vec::new();
+    for (iface, mut cap) in caps {
+        let wake = cap.breakloop_handle();
+        let counters = Arc::new(Counters::default());
+        let (tx, c, s) = (tx.clone(), counters.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("capture {iface}"))
+            .spawn(move || capture(cap, tunnel, tx, c, s))
+            .context("cannot start a capture thread")?;
+        sources.push(Source {
+            iface,
+            counters,
+            thread: Some(thread),
+            wake,
+        });
+    }
+    drop(tx);
+    let mut printer = Printer::new(&a.run);
+    let mut rep = Reporter {
+        next: 0,
+        counted: CaptureStats::default(),
+        truth: runner.config().truth,
+    };
+    // The epoch axis starts now, not at the first packet: an idle link still has epochs.
+    let mut open_epoch = runner.advance_to(now_ns());
+    let signal = read_loop(
+        &rx,
+        &mut runner,
+        &mut open_epoch,
+        |runner, event| match event {
+            Event::Epochs(open_epoch) => {
+                printer.detections(runner, out)?;
+                let closed = runner.take_completed();
+                rep.report(
+                    runner,
+                    closed,
+                    open_epoch,
+                    &sources,
+                    &mut printer,
+                    observers,
+                    out,
+                )
+            }
+            Event::Hangup => {
+                match reload(&a, &asked, runner, observers) {
+                    Ok(n) => tracing::info!(changed = n, "SIGHUP: configuration re-read"),
+                    Err(e) => tracing::error!(
+                        "SIGHUP: reload refused, the old configuration stays: {e:#}"
+                    ),
+                }
+                Ok(())
+            }
+        },
+    );
+    stop.store(true, Ordering::Relaxed);
+    for s in &sources {
+        s.wake.breakloop();
+    }
+    // What the capture threads still hold is measured; then they end.
+    while let Ok(batch) = rx.recv() {
+        for p in &batch {
+            crate::run::push(&mut runner, p);
+        }
+    }
+    let mut failed = false;
+    for s in &mut sources {
+        let res = s.thread.take().map(JoinHandle::join);
+        let iface = s.iface.as_str();
+        match res {
+            Some(Ok(Err(e))) => {
+                tracing::error!(iface, "{e:#}");
+                failed = true;
+            }
+            Some(Err(_)) => {
+                tracing::error!(iface, "the capture thread panicked");
+                failed = true;
+            }
+            _ => {}
+        }
+    }
+    let stopped = signal?;
+    // The open epoch, cut short, is reported as partial, even when idle.
+    runner.interrupt();
+    runner.close_epoch();
+    let mut closed = runner.take_completed();
+    let reported = closed.last().map_or(rep.next, |e| e.index + 1);
+    if time_epochs && reported <= open_epoch {
+        closed.push(rep.idle(open_epoch, true));
+    }
+    rep.report(&runner, closed, 0, &sources, &mut printer, observers, out)?;
+    printer.finish(runner.try_finish()?, out)?;
+    match stopped {
+        Some(sig) => tracing::info!(signal = sig, "stopped"),
+        None if !failed => tracing::error!("every capture ended"),
+        None => {}
+    }
+    Ok(!failed)
+}
+
+/// What the reading loop asks its caller to do.
+enum Event {
+    /// Report the closed epochs; the argument is the open epoch's index.
+    Epochs(u64),
+    /// A SIGHUP came: re-read the configuration.
+    Hangup,
+}
+
+/// Measure what the capture threads hand over until a signal: after every batch and every
+/// [`READ_TIMEOUT_MS`] the due epochs close and `on` reports them; a SIGHUP goes to `on` too.
+/// Returns the stopping signal's name (`None`: every capture ended, or measuring failed).
+fn read_loop(
+    rx: &Receiver<Vec<Packet>>,
+    runner: &mut Runner,
+    open_epoch: &mut u64,
+    mut on: impl FnMut(&mut Runner, Event) -> Result<()>,
+) -> Result<Option<&'static str>> {
+    let tick = Duration::from_millis(READ_TIMEOUT_MS as u64);
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(batch) => {
+                for p in &batch {
+                    crate::run::push(runner, p);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(None),
+        }
+        if crate::signals::take_hangup() {
+            on(runner, Event::Hangup)?;
+        }
+        *open_epoch = runner.advance_to(now_ns().saturating_sub(GRACE_NS));
+        if runner.failed() {
+            return Ok(None);
+        }
+        on(runner, Event::Epochs(*open_epoch))?;
+        match crate::signals::caught() {
+            Some(130) => return Ok(Some("SIGINT")),
+            Some(_) => return Ok(Some("SIGTERM")),
+            None => {}
+        }
+    }
+}
