@@ -149,6 +149,97 @@ pub struct RunArgs {
     /// the detection delay against exact detection (capture time and packets).
     #[arg(long)]
     instant: bool,
+    /// Serve Prometheus/OpenMetrics text at http://ADDR:PORT/metrics while the run lasts
+    /// (port 0: a free one; the address is said on stderr): packets, classes, epochs, every
+    /// task's latest answer (its top keys as labels), accuracy, alerts, and costs at the end.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
+    /// Keep serving metrics this many seconds after the run ends (a run over a file ends fast;
+    /// SIGINT/SIGTERM end the wait).
+    #[arg(long, value_name = "SECS", requires = "metrics", allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(0..=86_400))]
+    metrics_linger: Option<u64>,
+    /// Keys of each task answer given as metric labels (the largest; 0..=1000).
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(0..=1000))]
+    metrics_top: usize,
+    /// Append each alert event (a JSON line) to FILE, flushed per event. Alert rules are
+    /// `[[alert]]` tables of the --config file. Without --alerts or --alert-exec, events go to
+    /// standard output (standard error with --json).
+    #[arg(long, value_name = "FILE")]
+    alerts: Option<String>,
+    /// Run CMD (with sh -c) per alert event, the JSON line on its standard input; killed after
+    /// --alert-exec-timeout. Failures are counted and said, never block the run.
+    #[arg(long, value_name = "CMD")]
+    alert_exec: Option<String>,
+    /// Seconds an --alert-exec command may run (0.001..=3600).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = exec_timeout)]
+    alert_exec_timeout: f64,
+    /// At most this many alert events per epoch (1..=100000); the rest are counted as
+    /// suppressed (metric and summary line).
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=100_000))]
+    alert_burst: usize,
+}
+
+fn exec_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if (0.001..=3600.0).contains(&t) => Ok(t),
+        _ => Err(format!("must be seconds in 0.001..=3600, got {s}")),
+    }
+}
+
+/// The monitor of a run (`crates/monitor`), when metrics, alert rules or an alert sink are
+/// asked for.
+fn monitor(a: &RunArgs, cfg: &RunConfig) -> Result<Option<monitor::Monitor>> {
+    let alerting = !cfg.alerts.is_empty() || a.alerts.is_some() || a.alert_exec.is_some();
+    if a.metrics.is_none() && !alerting {
+        return Ok(None);
+    }
+    let opts = monitor::MonitorOpts {
+        metrics: a.metrics.clone(),
+        top: a.metrics_top,
+        alerts_file: a.alerts.as_ref().map(Into::into),
+        alert_exec: a.alert_exec.clone(),
+        exec_timeout: std::time::Duration::from_secs_f64(a.alert_exec_timeout),
+        max_events_per_epoch: a.alert_burst,
+        console: if a.json {
+            monitor::Console::Stderr
+        } else {
+            monitor::Console::Stdout
+        },
+        ..monitor::MonitorOpts::default()
+    };
+    let m = monitor::Monitor::new(opts, cfg.alerts.clone())?;
+    if let Some(addr) = m.metrics_addr() {
+        crate::say!("netsift: metrics: serving http://{addr}/metrics");
+    }
+    Ok(Some(m))
+}
+
+/// Hand the epochs after `last` to the monitor.
+fn monitor_epochs(
+    m: &mut monitor::Monitor,
+    epochs: &[EpochReport],
+    ctx: &monitor::Ctx,
+    last: &mut Option<u64>,
+) {
+    let from = *last;
+    for e in epochs.iter().filter(|e| from.is_none_or(|l| e.index > l)) {
+        m.epoch(e, ctx);
+        *last = Some(e.index);
+    }
+}
+
+/// The run's facts a monitor reads beside each epoch.
+fn monitor_ctx<'a>(runner: &'a Runner) -> monitor::Ctx<'a> {
+    monitor::Ctx {
+        trace: runner.trace_name(),
+        key: runner.config().key,
+        weight: runner.config().weight,
+        totals: Some(runner.totals()),
+    }
 }
 
 /// `--task`: one of the task names (clap lists them in `--help` and in the error for any other
@@ -955,6 +1046,9 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
 pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     let cfg = config(&a)?;
+    // Before reading: a port in use or a bad rule is refused before any work.
+    let mut mon = monitor(&a, &cfg)?;
+    let mut monitored = None;
     // SIGINT/SIGTERM: stop reading, close the open epoch as partial, write the report, then
     // exit 130/143 (below).
     crate::signals::install();
@@ -973,6 +1067,14 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
     let (mut report, err) = run(cfg, format, &mut |runner| {
         print_detections(out, runner.take_detections(), lines, json)?;
         warn(runner.completed_epochs(), &mut warned);
+        if let Some(m) = &mut mon {
+            monitor_epochs(
+                m,
+                runner.completed_epochs(),
+                &monitor_ctx(runner),
+                &mut monitored,
+            );
+        }
         if lines {
             for e in runner.take_completed() {
                 print_epoch_line(out, &e)?;
@@ -984,6 +1086,16 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         Ok(())
     })?;
     warn(&report.epochs, &mut warned);
+    if let Some(m) = &mut mon {
+        let ctx = monitor::Ctx {
+            trace: &report.trace,
+            key: report.key,
+            weight: report.weight,
+            totals: Some(&report.totals),
+        };
+        monitor_epochs(m, &report.epochs, &ctx, &mut monitored);
+        m.finish(Some(&report));
+    }
     if let Some(i) = &mut report.instant {
         print_detections(out, std::mem::take(&mut i.unprinted), lines, json)?;
     }
@@ -1014,5 +1126,22 @@ pub fn cmd_run(a: RunArgs, out: &mut Out) -> Result<bool> {
         );
         std::process::exit(code);
     }
+    if let (Some(m), Some(secs)) = (&mon, a.metrics_linger) {
+        linger(out, m, secs)?;
+    }
     Ok(true)
+}
+
+/// `--metrics-linger`: keep the endpoint up after the run (its final values, costs included),
+/// until the time is up or a signal comes.
+fn linger(out: &mut Out, m: &monitor::Monitor, secs: u64) -> Result<()> {
+    out.flush()?;
+    if let Some(addr) = m.metrics_addr() {
+        crate::say!("netsift: metrics: run finished; serving http://{addr}/metrics for {secs} s");
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end && crate::signals::caught().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
 }
