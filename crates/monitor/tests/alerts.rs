@@ -368,7 +368,7 @@ fn alert_exec_gets_each_line_and_a_hung_command_is_killed_and_counted() {
     assert_eq!(keys, vec!["\"a\"", "\"b\""]);
 
     let opts = MonitorOpts {
-        alert_exec: Some("sleep 30".into()),
+        alert_exec: Some("sleep 37".into()),
         exec_timeout: Duration::from_millis(200),
         ..MonitorOpts::default()
     };
