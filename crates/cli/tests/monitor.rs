@@ -61,11 +61,24 @@ fraction = 0.01
 fn metrics_and_alerts_agree_with_the_json_report() {
     let trace = tmp("t.pcap");
     let out = netsift()
-        .args(["gen", "--packets", "200000", "--flows", "5000", "--seed", "3", "--out"])
+        .args([
+            "gen",
+            "--packets",
+            "200000",
+            "--flows",
+            "5000",
+            "--seed",
+            "3",
+            "--out",
+        ])
         .arg(&trace)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let config = tmp("c.toml");
     std::fs::write(&config, CONFIG).unwrap();
     let (json, alerts) = (tmp("report.json"), tmp("alerts.jsonl"));
@@ -76,7 +89,13 @@ fn metrics_and_alerts_agree_with_the_json_report() {
         .arg("--config")
         .arg(&config)
         .args(["--epoch-packets", "20000", "--workers", "1", "--json"])
-        .args(["--metrics", "127.0.0.1:0", "--metrics-linger", "60", "--alerts"])
+        .args([
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-linger",
+            "60",
+            "--alerts",
+        ])
         .arg(&alerts)
         .stdout(std::fs::File::create(&json).unwrap())
         .stderr(Stdio::piped())
@@ -123,7 +142,14 @@ fn metrics_and_alerts_agree_with_the_json_report() {
     assert_eq!(epochs.len(), 10);
 
     // Packets per class, epochs, packets and bytes of the epochs.
-    for class in ["ipv4", "ipv6", "non_ip", "truncated", "malformed", "unsupported"] {
+    for class in [
+        "ipv4",
+        "ipv6",
+        "non_ip",
+        "truncated",
+        "malformed",
+        "unsupported",
+    ] {
         assert_eq!(
             one(&s, "netsift_read_packets_total", &[("class", class)]),
             r["totals"][class].as_f64().unwrap(),
@@ -135,7 +161,10 @@ fn metrics_and_alerts_agree_with_the_json_report() {
     assert_eq!(one(&s, "netsift_epoch_packets_total", &[]), sum("packets"));
     assert_eq!(one(&s, "netsift_epoch_bytes_total", &[]), sum("bytes"));
     let last = epochs.last().unwrap();
-    assert_eq!(one(&s, "netsift_epoch_index", &[]), last["index"].as_f64().unwrap());
+    assert_eq!(
+        one(&s, "netsift_epoch_index", &[]),
+        last["index"].as_f64().unwrap()
+    );
 
     // The latest epoch's answers.
     let task = |name: &str| {
@@ -148,23 +177,41 @@ fn metrics_and_alerts_agree_with_the_json_report() {
     };
     let hh = task("heavy_hitters");
     let l = [("task", "heavy_hitters"), ("algorithm", "count_min")];
-    assert_eq!(one(&s, "netsift_task_reported", &l), hh["answer"]["reported"].as_f64().unwrap());
-    assert_eq!(one(&s, "netsift_task_threshold", &l), hh["threshold"].as_f64().unwrap());
+    assert_eq!(
+        one(&s, "netsift_task_reported", &l),
+        hh["answer"]["reported"].as_f64().unwrap()
+    );
+    assert_eq!(
+        one(&s, "netsift_task_threshold", &l),
+        hh["threshold"].as_f64().unwrap()
+    );
     let mut f1 = l.to_vec();
     f1.push(("metric", "f1"));
-    assert_eq!(one(&s, "netsift_task_accuracy", &f1), hh["accuracy"]["f1"].as_f64().unwrap());
+    assert_eq!(
+        one(&s, "netsift_task_accuracy", &f1),
+        hh["accuracy"]["f1"].as_f64().unwrap()
+    );
     for k in hh["answer"]["keys"].as_array().unwrap().iter().take(10) {
         let mut kl = l.to_vec();
         kl.push(("flow", k["key"].as_str().unwrap()));
-        assert_eq!(one(&s, "netsift_task_key_estimate", &kl), k["estimate"].as_f64().unwrap());
+        assert_eq!(
+            one(&s, "netsift_task_key_estimate", &kl),
+            k["estimate"].as_f64().unwrap()
+        );
     }
     assert_eq!(values(&s, "netsift_task_key_estimate", &l).len(), 10);
     let card = task("cardinality");
     let c = [("task", "cardinality"), ("algorithm", "hyperloglog")];
-    assert_eq!(one(&s, "netsift_task_estimate", &c), card["answer"]["estimate"].as_f64().unwrap());
+    assert_eq!(
+        one(&s, "netsift_task_estimate", &c),
+        card["answer"]["estimate"].as_f64().unwrap()
+    );
     let mut tv = c.to_vec();
     tv.push(("of", "value"));
-    assert_eq!(one(&s, "netsift_task_true", &tv), card["truth"]["value"].as_f64().unwrap());
+    assert_eq!(
+        one(&s, "netsift_task_true", &tv),
+        card["truth"]["value"].as_f64().unwrap()
+    );
 
     // Costs, from the report at the end of the run.
     for cost in r["throughput"].as_array().unwrap() {
@@ -172,8 +219,14 @@ fn metrics_and_alerts_agree_with_the_json_report() {
             ("algorithm", cost["algorithm"].as_str().unwrap()),
             ("key", cost["key"].as_str().unwrap()),
         ];
-        assert_eq!(one(&s, "netsift_updates", &l), cost["updates"].as_f64().unwrap());
-        assert_eq!(one(&s, "netsift_memory_bytes", &l), cost["memory_bytes"].as_f64().unwrap());
+        assert_eq!(
+            one(&s, "netsift_updates", &l),
+            cost["updates"].as_f64().unwrap()
+        );
+        assert_eq!(
+            one(&s, "netsift_memory_bytes", &l),
+            cost["memory_bytes"].as_f64().unwrap()
+        );
     }
 
     // The alerts: `elephant` (1% of each epoch's packets, for 1, no hysteresis) fires for a key
@@ -181,12 +234,21 @@ fn metrics_and_alerts_agree_with_the_json_report() {
     let mut expected = vec![];
     let mut firing: Vec<String> = vec![];
     for e in epochs {
-        let t = e["tasks"].as_array().unwrap().iter().find(|t| t["task"] == "heavy_hitters");
+        let t = e["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["task"] == "heavy_hitters");
         let keys = t.unwrap()["answer"]["keys"].as_array().unwrap();
         let threshold = 0.01 * e["packets"].as_f64().unwrap();
         let over: Vec<(String, f64)> = keys
             .iter()
-            .map(|k| (k["key"].as_str().unwrap().to_string(), k["estimate"].as_f64().unwrap()))
+            .map(|k| {
+                (
+                    k["key"].as_str().unwrap().to_string(),
+                    k["estimate"].as_f64().unwrap(),
+                )
+            })
             .filter(|(_, v)| *v >= threshold)
             .collect();
         for (k, v) in &over {
@@ -211,7 +273,11 @@ fn metrics_and_alerts_agree_with_the_json_report() {
         .map(|l| {
             let v: Json = serde_json::from_str(l).unwrap();
             assert_eq!(v["rule"], "elephant");
-            let state = if v["state"] == "firing" { "firing" } else { "resolved" };
+            let state = if v["state"] == "firing" {
+                "firing"
+            } else {
+                "resolved"
+            };
             (
                 v["epoch"].as_u64().unwrap(),
                 v["key"].as_str().unwrap().to_string(),
@@ -229,7 +295,11 @@ fn metrics_and_alerts_agree_with_the_json_report() {
     assert_eq!(got, expected);
     let fired = expected.iter().filter(|e| e.2 == "firing").count();
     assert_eq!(
-        one(&s, "netsift_alerts_total", &[("rule", "elephant"), ("state", "firing")]),
+        one(
+            &s,
+            "netsift_alerts_total",
+            &[("rule", "elephant"), ("state", "firing")]
+        ),
         fired as f64
     );
 }
@@ -238,9 +308,18 @@ fn metrics_and_alerts_agree_with_the_json_report() {
 fn bad_alert_rules_and_addresses_stop_the_run_with_one_line() {
     let config = tmp("bad.toml");
     for (extra, words) in [
-        ("[[alert]]\nname = \"x\"\ntask = \"heavy_hitters\"\n", &["`x`", "threshold"][..]),
-        ("[[alert]]\nname = \"x\"\ntask = \"heavy_hitters\"\nthreshold = 5\nfour = 2\n", &["four"]),
-        ("[[alert]]\nname = \"x\"\ntask = \"entropy\"\nthreshold = 5\n", &["`x`", "entropy"]),
+        (
+            "[[alert]]\nname = \"x\"\ntask = \"heavy_hitters\"\n",
+            &["`x`", "threshold"][..],
+        ),
+        (
+            "[[alert]]\nname = \"x\"\ntask = \"heavy_hitters\"\nthreshold = 5\nfour = 2\n",
+            &["four"],
+        ),
+        (
+            "[[alert]]\nname = \"x\"\ntask = \"entropy\"\nthreshold = 5\n",
+            &["`x`", "entropy"],
+        ),
     ] {
         std::fs::write(&config, format!("{CONFIG}{extra}")).unwrap();
         let out = netsift()

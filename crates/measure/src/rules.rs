@@ -103,35 +103,38 @@ impl AlertRule {
                 ),
             ));
         }
-        let (field, t) = match (self.threshold, self.fraction) {
-            (Some(_), Some(_)) => {
-                return Err(bad(n, "fraction", "give `threshold` or `fraction`, not both"))
-            }
-            (None, None) => {
-                return Err(bad(
-                    n,
-                    "threshold",
-                    "missing: give `threshold` (absolute) or `fraction` (of the epoch's weight)",
-                ))
-            }
-            (Some(t), None) => ("threshold", t),
-            (None, Some(f)) => {
-                if !self.weighted() {
+        let (field, t) =
+            match (self.threshold, self.fraction) {
+                (Some(_), Some(_)) => {
                     return Err(bad(
                         n,
                         "fraction",
-                        format!(
+                        "give `threshold` or `fraction`, not both",
+                    ))
+                }
+                (None, None) => return Err(bad(
+                    n,
+                    "threshold",
+                    "missing: give `threshold` (absolute) or `fraction` (of the epoch's weight)",
+                )),
+                (Some(t), None) => ("threshold", t),
+                (None, Some(f)) => {
+                    if !self.weighted() {
+                        return Err(bad(
+                            n,
+                            "fraction",
+                            format!(
                             "{} is not measured in the run's weight: give an absolute `threshold`",
                             self.task
                         ),
-                    ));
+                        ));
+                    }
+                    if !(f > 0.0 && f < 1.0) {
+                        return Err(bad(n, "fraction", format!("{f} is not in (0, 1)")));
+                    }
+                    ("fraction", f)
                 }
-                if !(f > 0.0 && f < 1.0) {
-                    return Err(bad(n, "fraction", format!("{f} is not in (0, 1)")));
-                }
-                ("fraction", f)
-            }
-        };
+            };
         if !t.is_finite() || (self.threshold.is_some() && t < 0.0) {
             return Err(bad(n, field, format!("{t} must be a finite number >= 0")));
         }
@@ -143,7 +146,11 @@ impl AlertRule {
                     "clear",
                     format!(
                         "{c} must be a number {} the {field} {t} (hysteresis)",
-                        if self.below { "at or above" } else { "at or below" }
+                        if self.below {
+                            "at or above"
+                        } else {
+                            "at or below"
+                        }
                     ),
                 ));
             }
@@ -152,7 +159,10 @@ impl AlertRule {
             return Err(bad(
                 n,
                 "below",
-                format!("{} reports keys: `below` is for cardinality and entropy", self.task),
+                format!(
+                    "{} reports keys: `below` is for cardinality and entropy",
+                    self.task
+                ),
             ));
         }
         if self.for_epochs == 0 {

@@ -123,7 +123,11 @@ impl Alerts {
                 // No answer this epoch (heavy changers' first): nothing to compare.
                 continue;
             }
-            let scale = if w.rule.fraction.is_some() { total } else { 1.0 };
+            let scale = if w.rule.fraction.is_some() {
+                total
+            } else {
+                1.0
+            };
             let threshold = w.rule.threshold.or(w.rule.fraction).unwrap_or(0.0) * scale;
             let clear = w.rule.clear.map_or(threshold, |c| c * scale);
             let cx = Step {
@@ -212,7 +216,10 @@ impl Step<'_> {
         // (reported > listed), else the task did not report it at all: 0.
         let cut = a.reported.is_some_and(|r| r > a.keys.len() as u64);
         let unlisted = if cut {
-            a.keys.iter().map(|l| l.estimate as f64).fold(f64::MAX, f64::min)
+            a.keys
+                .iter()
+                .map(|l| l.estimate as f64)
+                .fold(f64::MAX, f64::min)
         } else {
             0.0
         };

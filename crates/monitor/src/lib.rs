@@ -124,7 +124,10 @@ impl Monitor {
                     .map_err(|e| bad(format!("not an ADDR:PORT ({e})")))?
                     .next()
                     .ok_or_else(|| bad("resolves to no address".into()))?;
-                Some(Server::start(addr, &metrics).map_err(|e| bad(format!("cannot listen: {e}")))?)
+                Some(
+                    Server::start(addr, &metrics)
+                        .map_err(|e| bad(format!("cannot listen: {e}")))?,
+                )
             }
             None => None,
         };
@@ -165,7 +168,8 @@ impl Monitor {
         {
             let shared = self.metrics.shared();
             let mut reg = metrics::lock(&shared);
-            self.metrics.run_info(ctx.trace, ctx.key.name(), ctx.weight.name());
+            self.metrics
+                .run_info(ctx.trace, ctx.key.name(), ctx.weight.name());
             if let Some(t) = ctx.totals {
                 self.metrics.totals(t);
             }
@@ -187,7 +191,9 @@ impl Monitor {
                     .get_or_create(&vec![("rule".to_string(), r.name.clone())])
                     .set(n as f64);
             }
-            self.metrics.keys_dropped.set(self.alerts.keys_dropped as f64);
+            self.metrics
+                .keys_dropped
+                .set(self.alerts.keys_dropped as f64);
             self.exec_gauges();
         }
         for ev in &events {
@@ -277,9 +283,7 @@ impl Monitor {
     fn exec_gauges(&self) {
         if let Some(c) = self.sinks.exec_counts() {
             use std::sync::atomic::Ordering::Relaxed;
-            self.metrics
-                .exec_failed
-                .set(c.failed.load(Relaxed) as f64);
+            self.metrics.exec_failed.set(c.failed.load(Relaxed) as f64);
             self.metrics
                 .exec_timed_out
                 .set(c.timed_out.load(Relaxed) as f64);

@@ -135,7 +135,11 @@ impl Metrics {
     pub fn run_info(&self, trace: &str, key: &str, weight: &str) {
         self.info.clear();
         self.info
-            .get_or_create(&labels(&[("trace", trace), ("key", key), ("weight", weight)]))
+            .get_or_create(&labels(&[
+                ("trace", trace),
+                ("key", key),
+                ("weight", weight),
+            ]))
             .set(1.0);
     }
 
@@ -164,9 +168,21 @@ impl Metrics {
         if let Some(c) = &e.capture {
             let (recv, drop, ifdrop) = self.lazy.capture.get_or_insert_with(|| {
                 let m = (Counter::default(), Counter::default(), Counter::default());
-                reg.register("netsift_capture_received", "Packets the kernel capture received (pcap_stats)", m.0.clone());
-                reg.register("netsift_capture_dropped", "Packets dropped because the capture buffer was full", m.1.clone());
-                reg.register("netsift_capture_if_dropped", "Packets dropped by the interface or its driver", m.2.clone());
+                reg.register(
+                    "netsift_capture_received",
+                    "Packets the kernel capture received (pcap_stats)",
+                    m.0.clone(),
+                );
+                reg.register(
+                    "netsift_capture_dropped",
+                    "Packets dropped because the capture buffer was full",
+                    m.1.clone(),
+                );
+                reg.register(
+                    "netsift_capture_if_dropped",
+                    "Packets dropped by the interface or its driver",
+                    m.2.clone(),
+                );
                 m
             });
             recv.inc_by(c.received);
@@ -194,9 +210,21 @@ impl Metrics {
     fn paths(&mut self, reg: &mut Registry, p: &Paths) {
         let (packets, bytes, share) = self.lazy.paths.get_or_insert_with(|| {
             let m = (CF::default(), CF::default(), G::default());
-            reg.register("netsift_path_packets", "Packets per SketchVisor path (normal, fast)", m.0.clone());
-            reg.register("netsift_path_bytes", "Bytes per SketchVisor path (normal, fast)", m.1.clone());
-            reg.register("netsift_fast_path_share", "Latest epoch: share of packets on the fast path", m.2.clone());
+            reg.register(
+                "netsift_path_packets",
+                "Packets per SketchVisor path (normal, fast)",
+                m.0.clone(),
+            );
+            reg.register(
+                "netsift_path_bytes",
+                "Bytes per SketchVisor path (normal, fast)",
+                m.1.clone(),
+            );
+            reg.register(
+                "netsift_fast_path_share",
+                "Latest epoch: share of packets on the fast path",
+                m.2.clone(),
+            );
             m
         });
         for (path, n, b) in [
@@ -230,7 +258,9 @@ impl Metrics {
             self.task_true.get_or_create(&with("of", "value")).set(v);
         }
         if let Some(n) = t.truth.count {
-            self.task_true.get_or_create(&with("of", "count")).set(n as f64);
+            self.task_true
+                .get_or_create(&with("of", "count"))
+                .set(n as f64);
         }
         let a = &t.accuracy;
         for (name, v) in [
@@ -242,7 +272,9 @@ impl Metrics {
             ("mrd", a.mrd),
         ] {
             if let Some(v) = v {
-                self.task_accuracy.get_or_create(&with("metric", name)).set(v);
+                self.task_accuracy
+                    .get_or_create(&with("metric", name))
+                    .set(v);
             }
         }
         // The answer lists its keys largest first: the first `top` are the labels.
@@ -258,12 +290,24 @@ impl Metrics {
         let fams = self.lazy.costs.get_or_insert_with(|| {
             let fams: [GF; 6] = Default::default();
             for (f, (name, help)) in fams.iter().zip([
-                ("netsift_update_seconds", "Update time of an algorithm instance over the run"),
-                ("netsift_update_ns_per_packet", "Update time per keyed packet"),
+                (
+                    "netsift_update_seconds",
+                    "Update time of an algorithm instance over the run",
+                ),
+                (
+                    "netsift_update_ns_per_packet",
+                    "Update time per keyed packet",
+                ),
                 ("netsift_updates", "Updates an instance received"),
-                ("netsift_query_seconds", "Query time (answers at epoch ends) over the run"),
+                (
+                    "netsift_query_seconds",
+                    "Query time (answers at epoch ends) over the run",
+                ),
                 ("netsift_query_ms_per_epoch", "Query time per epoch"),
-                ("netsift_memory_bytes", "Largest memory an instance reached at an epoch's end"),
+                (
+                    "netsift_memory_bytes",
+                    "Largest memory an instance reached at an epoch's end",
+                ),
             ]) {
                 reg.register(name, help, f.clone());
             }

@@ -145,9 +145,9 @@ fn hysteresis_holds_until_the_clear_level() {
         &mut m,
         &[
             hh(0, &[("a", 150)]),
-            hh(1, &[("a", 80)]),  // below the threshold, above clear: still firing
+            hh(1, &[("a", 80)]), // below the threshold, above clear: still firing
             hh(2, &[("a", 120)]), // no second firing
-            hh(3, &[("a", 50)]),  // clear itself does not resolve
+            hh(3, &[("a", 50)]), // clear itself does not resolve
             hh(4, &[("a", 49)]),
         ],
     );
@@ -203,7 +203,10 @@ fn a_fraction_is_of_the_epochs_weight() {
     };
     // In bytes the epoch weighs 1,000,000: the threshold is 10,000.
     let ev = m.epoch(&hh(1, &[("b", 9_999), ("c", 10_000)]), &bytes);
-    let got: Vec<_> = ev.iter().map(|e| (e.key.as_deref(), e.state, e.threshold)).collect();
+    let got: Vec<_> = ev
+        .iter()
+        .map(|e| (e.key.as_deref(), e.state, e.threshold))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -215,9 +218,8 @@ fn a_fraction_is_of_the_epochs_weight() {
 
 #[test]
 fn scalar_rules_carry_truth_and_fire_below() {
-    let r = rule(
-        "name = \"flat\"\ntask = \"entropy\"\nthreshold = 2.0\nclear = 3.0\nbelow = true\n",
-    );
+    let r =
+        rule("name = \"flat\"\ntask = \"entropy\"\nthreshold = 2.0\nclear = 3.0\nbelow = true\n");
     let mut m = monitor("below", vec![r], 100);
     let e = |i, v| epoch(i, 1000, vec![scalar(Task::Entropy, "univmon", v, v + 0.5)]);
     let evs: Vec<_> = [e(0, 5.0), e(1, 1.5), e(2, 2.5), e(3, 3.5)]
@@ -235,7 +237,8 @@ fn scalar_rules_carry_truth_and_fire_below() {
 
 #[test]
 fn a_rule_watches_its_algorithm_or_the_tasks_first() {
-    let named = rule("name = \"ss\"\ntask = \"heavy_hitters\"\nalgo = \"space_saving\"\nthreshold = 10\n");
+    let named =
+        rule("name = \"ss\"\ntask = \"heavy_hitters\"\nalgo = \"space_saving\"\nthreshold = 10\n");
     let first = rule("name = \"any\"\ntask = \"heavy_hitters\"\nthreshold = 10\n");
     let mut m = monitor("algo", vec![named, first], 100);
     let e = epoch(
@@ -289,7 +292,10 @@ fn bursts_are_rate_limited_and_counted() {
     assert_eq!(ev.len(), 10);
     assert_eq!(m.suppressed(), 20);
     let text = m.metrics_text();
-    assert_eq!(sample(&text, "netsift_alerts_suppressed_total "), Some(20.0));
+    assert_eq!(
+        sample(&text, "netsift_alerts_suppressed_total "),
+        Some(20.0)
+    );
     assert_eq!(
         sample(&text, "netsift_alerts_total{rule=\"big\",state=\"firing\"}"),
         Some(10.0),
@@ -320,8 +326,15 @@ fn keys_per_rule_are_capped() {
     let keys: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), 100)).collect();
     m.epoch(&hh(0, &keys), &CTX);
     let text = m.metrics_text();
-    assert_eq!(sample(&text, "netsift_alert_keys_tracked{rule=\"big\"}"), Some(5.0));
-    assert_eq!(sample(&text, "netsift_alert_keys_dropped "), Some(7.0), "{text}");
+    assert_eq!(
+        sample(&text, "netsift_alert_keys_tracked{rule=\"big\"}"),
+        Some(5.0)
+    );
+    assert_eq!(
+        sample(&text, "netsift_alert_keys_dropped "),
+        Some(7.0),
+        "{text}"
+    );
     // Only the five tracked keys can reach `for`.
     assert_eq!(m.epoch(&hh(1, &keys), &CTX).len(), 5);
 }
@@ -340,10 +353,7 @@ fn reload_keeps_unchanged_rules_state_and_refuses_bad_rules() {
     let ev = run(&mut m, &[hh(1, &[("a", 10)])]);
     assert_eq!(ev, vec![(1, k("a"), State::Resolved)]);
     let dup = rule("name = \"other\"\ntask = \"heavy_hitters\"\nthreshold = 5\n");
-    let e = m
-        .reload(vec![dup.clone(), dup])
-        .unwrap_err()
-        .to_string();
+    let e = m.reload(vec![dup.clone(), dup]).unwrap_err().to_string();
     assert!(e.contains("two rules"), "{e}");
 }
 
@@ -376,7 +386,11 @@ fn alert_exec_gets_each_line_and_a_hung_command_is_killed_and_counted() {
     m.epoch(&hh(0, &[("a", 100)]), &CTX);
     m.finish(None);
     let text = m.metrics_text();
-    assert_eq!(sample(&text, "netsift_alert_exec_timeouts "), Some(1.0), "{text}");
+    assert_eq!(
+        sample(&text, "netsift_alert_exec_timeouts "),
+        Some(1.0),
+        "{text}"
+    );
     assert_eq!(sample(&text, "netsift_alert_exec_failures "), Some(1.0));
 }
 
@@ -399,15 +413,42 @@ fn bad_rules_are_refused_naming_the_rule_and_field() {
         .unwrap();
     for (alert, words) in [
         (format!("{ok}treshold = 4\n"), &["treshold"][..]),
-        ("name = \"x\"\ntask = \"heavy_hitters\"\n".into(), &["`x`", "threshold", "missing"]),
-        ("name = \"x\"\ntask = \"elephants\"\nthreshold = 1\n".into(), &["elephants"]),
-        ("name = \"x\"\ntask = \"entropy\"\nthreshold = 1\n".into(), &["`x`", "does not measure entropy"]),
-        (format!("{ok}algo = \"space_saving\"\n"), &["`x`", "`algo`", "count_min"]),
-        ("name = \"x\"\ntask = \"heavy_hitters\"\nthreshold = 10\nclear = 20\n".into(), &["`x`", "`clear`"]),
-        ("name = \"x\"\ntask = \"cardinality\"\nfraction = 0.5\n".into(), &["`x`", "`fraction`"]),
-        ("name = \"x\"\ntask = \"heavy_hitters\"\nfraction = 1.5\n".into(), &["`fraction`", "(0, 1)"]),
-        ("name = \"x\"\ntask = \"heavy_hitters\"\nthreshold = 10\nbelow = true\n".into(), &["`below`"]),
-        ("task = \"heavy_hitters\"\nthreshold = 10\n".into(), &["name"]),
+        (
+            "name = \"x\"\ntask = \"heavy_hitters\"\n".into(),
+            &["`x`", "threshold", "missing"],
+        ),
+        (
+            "name = \"x\"\ntask = \"elephants\"\nthreshold = 1\n".into(),
+            &["elephants"],
+        ),
+        (
+            "name = \"x\"\ntask = \"entropy\"\nthreshold = 1\n".into(),
+            &["`x`", "does not measure entropy"],
+        ),
+        (
+            format!("{ok}algo = \"space_saving\"\n"),
+            &["`x`", "`algo`", "count_min"],
+        ),
+        (
+            "name = \"x\"\ntask = \"heavy_hitters\"\nthreshold = 10\nclear = 20\n".into(),
+            &["`x`", "`clear`"],
+        ),
+        (
+            "name = \"x\"\ntask = \"cardinality\"\nfraction = 0.5\n".into(),
+            &["`x`", "`fraction`"],
+        ),
+        (
+            "name = \"x\"\ntask = \"heavy_hitters\"\nfraction = 1.5\n".into(),
+            &["`fraction`", "(0, 1)"],
+        ),
+        (
+            "name = \"x\"\ntask = \"heavy_hitters\"\nthreshold = 10\nbelow = true\n".into(),
+            &["`below`"],
+        ),
+        (
+            "task = \"heavy_hitters\"\nthreshold = 10\n".into(),
+            &["name"],
+        ),
     ] {
         let e = config_error(&alert);
         for w in words {

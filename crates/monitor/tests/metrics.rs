@@ -150,9 +150,19 @@ fn a_scrape_parses_and_says_what_the_epochs_said() {
     assert_eq!(one(&s, "netsift_capture_received_total", &[]), 100_020.0);
     assert_eq!(one(&s, "netsift_capture_if_dropped_total", &[]), 2.0);
     // Totals are counters of what was read: the same totals thrice count once.
-    assert_eq!(one(&s, "netsift_read_packets_total", &[("class", "ipv4")]), 100_000.0);
-    assert_eq!(one(&s, "netsift_read_packets_total", &[("class", "truncated")]), 7.0);
-    let hh = [("task", "heavy_hitters"), ("algorithm", "count_min"), ("key", "src")];
+    assert_eq!(
+        one(&s, "netsift_read_packets_total", &[("class", "ipv4")]),
+        100_000.0
+    );
+    assert_eq!(
+        one(&s, "netsift_read_packets_total", &[("class", "truncated")]),
+        7.0
+    );
+    let hh = [
+        ("task", "heavy_hitters"),
+        ("algorithm", "count_min"),
+        ("key", "src"),
+    ];
     assert_eq!(one(&s, "netsift_task_reported", &hh), 40.0);
     assert_eq!(one(&s, "netsift_task_threshold", &hh), 500.0);
     let mut f1 = hh.to_vec();
@@ -212,6 +222,9 @@ fn a_port_in_use_or_a_bad_address_is_one_clear_error() {
             ..MonitorOpts::default()
         };
         let e = Monitor::new(opts, vec![]).err().unwrap().to_string();
-        assert!(e.contains("--metrics") && e.contains(addr) && e.contains(word), "{e}");
+        assert!(
+            e.contains("--metrics") && e.contains(addr) && e.contains(word),
+            "{e}"
+        );
     }
 }
