@@ -9,8 +9,11 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use prometheus_parse::{Scrape, Value};
 use serde_json::Value as Json;
+
+#[path = "../../monitor/tests/scrape/mod.rs"]
+mod scrape;
+use scrape::{one, scrape, values};
 
 fn netsift() -> Command {
     Command::new(env!("CARGO_BIN_EXE_netsift"))
@@ -20,24 +23,6 @@ fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("netsift-monitor-cli-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
-}
-
-fn values(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Vec<f64> {
-    s.samples
-        .iter()
-        .filter(|x| x.metric == metric)
-        .filter(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
-        .map(|x| match x.value {
-            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => v,
-            _ => f64::NAN,
-        })
-        .collect()
-}
-
-fn one(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
-    let v = values(s, metric, labels);
-    assert_eq!(v.len(), 1, "{metric} {labels:?}: {v:?}");
-    v[0]
 }
 
 // `listed` large enough that every reported heavy hitter is listed (none is cut).
@@ -123,20 +108,9 @@ fn metrics_and_alerts_agree_with_the_json_report() {
             }
         }
     };
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into();
-    let text = agent
-        .get(&url)
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
+    let s = scrape(&url);
     child.kill().unwrap();
     child.wait().unwrap();
-    let s = Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap();
     let r: Json = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let epochs = r["epochs"].as_array().unwrap();
     assert_eq!(epochs.len(), 10);

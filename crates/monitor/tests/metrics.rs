@@ -2,52 +2,16 @@
 //! parsed with a real Prometheus text parser (prometheus-parse), values checked against the
 //! synthetic epochs fed to the monitor.
 
-use std::time::Duration;
-
 use algo::Task;
 use key::KeyKind;
 use measure::report::{Answer, CaptureStats, Exact, Listed, TaskResult};
 use measure::{EpochReport, Totals};
 use monitor::{Ctx, Monitor, MonitorOpts};
-use prometheus_parse::{Scrape, Value};
+use prometheus_parse::Value;
 use truth::Weight;
 
-/// Scrape `url` and parse it.
-pub fn scrape(url: &str) -> Scrape {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into();
-    let mut resp = agent.get(url).call().expect("the endpoint answers");
-    let ct = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
-    let text = resp.body_mut().read_to_string().unwrap();
-    Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).unwrap()
-}
-
-/// The samples of `metric` whose labels include `labels`.
-fn values(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> Vec<f64> {
-    s.samples
-        .iter()
-        .filter(|x| x.metric == metric)
-        .filter(|x| labels.iter().all(|(k, v)| x.labels.get(k) == Some(*v)))
-        .map(|x| match x.value {
-            Value::Counter(v) | Value::Gauge(v) | Value::Untyped(v) => v,
-            _ => f64::NAN,
-        })
-        .collect()
-}
-
-fn one(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
-    let v = values(s, metric, labels);
-    assert_eq!(v.len(), 1, "{metric} {labels:?}: {v:?}");
-    v[0]
-}
+mod scrape;
+use scrape::{agent, one, scrape, values};
 
 fn epoch(index: u64, capture: Option<CaptureStats>) -> EpochReport {
     let keys: Vec<Listed> = (0..25u64)
@@ -196,12 +160,7 @@ fn a_scrape_parses_and_says_what_the_epochs_said() {
         ]
     );
     // Anything but /metrics is a 404.
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(10)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let r = agent
+    let r = agent(false)
         .get(url.replace("/metrics", "/nothing"))
         .call()
         .unwrap();
