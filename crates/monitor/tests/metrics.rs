@@ -82,8 +82,10 @@ fn a_scrape_parses_and_says_what_the_epochs_said() {
     };
     let mut m = Monitor::new(opts, vec![]).unwrap();
     let url = format!("http://{}/metrics", m.metrics_addr().unwrap());
-    let mut totals = Totals::default();
-    totals.packets = 100_007;
+    let mut totals = Totals {
+        packets: 100_007,
+        ..Totals::default()
+    };
     totals.classes.ipv4 = 100_000;
     totals.classes.truncated = 7;
     let ctx = Ctx {
