@@ -5,7 +5,7 @@
 //!
 //! One capture thread per interface parses its packets (`source::packet`, the path of files)
 //! and hands them in batches to this thread, which measures them (`Runner`, answered inline)
-//! and hands each closed epoch to the [`Printer`] of `run` and to the [`Observer`]s.
+//! and hands each closed epoch to the [`Printer`] of `run` (which prints it and feeds the monitor: metrics, alerts).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
@@ -68,20 +68,6 @@ const QUEUE: usize = 256;
 /// An epoch is closed this long after its end by the wall clock, so that the packets the kernel
 /// stamped before the end but delivered just after (the read timeout, a batch) are counted in it.
 const GRACE_NS: u64 = 2 * (READ_TIMEOUT_MS as u64) * 1_000_000;
-
-/// What else sees a live run: every closed epoch as it is reported (with its `capture` stats;
-/// idle epochs too) and every configuration re-read at SIGHUP. The Prometheus endpoint and the
-/// alert rules plug in here.
-pub trait Observer {
-    /// An epoch closed (after it is printed).
-    fn epoch(&mut self, e: &EpochReport) -> Result<()>;
-    /// `--config` was re-read (SIGHUP) and is valid as a run configuration; `text` is the
-    /// file. An error refuses the reload: the old configuration stays, for the runner too. An
-    /// observer that keeps state checks everything before it applies any of it.
-    fn reload(&mut self, _cfg: &RunConfig, _text: &str) -> Result<()> {
-        Ok(())
-    }
-}
 
 /// The kernel's cumulative counts of one interface, kept by its capture thread (pcap_stats
 /// counters are 32-bit and wrap: the thread unwraps them).
@@ -245,13 +231,13 @@ fn live_config(a: &LiveArgs) -> Result<RunConfig> {
 }
 
 /// SIGHUP: re-read `--config`. Thresholds and k may change (from the open epoch on, which is
-/// not lost) and whatever the observers take from the file; anything else needs a restart, so
+/// not lost) and the alert rules (`Printer::reload`); anything else needs a restart, so
 /// such a config is refused, as is one that does not parse: the old one stays.
 fn reload(
     a: &LiveArgs,
     asked: &RunConfig,
     runner: &mut Runner,
-    observers: &mut [Box<dyn Observer>],
+    printer: &mut Printer,
 ) -> Result<usize> {
     let Some(path) = a.run.config_path() else {
         bail!("no --config to re-read");
@@ -266,6 +252,10 @@ fn reload(
                 m.remove("threshold");
                 m.remove("k");
             }
+        }
+        // `[[alert]]` rules: the monitor's (`Printer::reload`).
+        if let Some(o) = v.as_object_mut() {
+            o.remove("alert");
         }
         Ok(v)
     };
@@ -284,10 +274,7 @@ fn reload(
             changed.join(", ")
         );
     }
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {path}"))?;
-    for o in observers.iter_mut() {
-        o.reload(&fresh, &text)?;
-    }
+    printer.reload(&fresh)?;
     Ok(runner.retune(&fresh.measures))
 }
 
@@ -337,7 +324,7 @@ impl Reporter {
     }
 
     /// Report the runner's closed epochs, and an idle one for every index before `upto` that
-    /// it did not report: capture stats in, printed, then to the observers.
+    /// it did not report: capture stats in, to the printer (monitor, then standard output).
     #[allow(clippy::too_many_arguments)]
     fn report(
         &mut self,
@@ -346,7 +333,6 @@ impl Reporter {
         upto: u64,
         sources: &[Source],
         printer: &mut Printer,
-        observers: &mut [Box<dyn Observer>],
         out: &mut Out,
     ) -> Result<()> {
         let mut all = Vec::new();
@@ -386,13 +372,6 @@ impl Reporter {
                 );
             }
         }
-        for e in &all {
-            for o in observers.iter_mut() {
-                if let Err(err) = o.epoch(e) {
-                    tracing::error!(epoch = e.index, "observer: {err:#}");
-                }
-            }
-        }
         printer.epochs(runner, all, out)
     }
 }
@@ -416,10 +395,12 @@ fn init_logs(level: Option<&str>) -> Result<()> {
 /// `netsift live`. Stopped by SIGTERM or SIGINT it reports the open epoch (partial) and the
 /// summary and exits 0: a daemon asked to stop has done its job. Returns Ok(false) when a
 /// capture failed (the report covers what was read).
-pub fn cmd_live(a: LiveArgs, out: &mut Out, observers: &mut [Box<dyn Observer>]) -> Result<bool> {
+pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     init_logs(a.log.as_deref())?;
     let cfg = live_config(&a)?;
     let asked = cfg.clone();
+    // Before any capture: a metrics port in use or a bad alert rule is one error line.
+    let mut printer = Printer::new(&a.run, &cfg)?;
     let tunnel = cfg.tunnel;
     let time_epochs = cfg.epoch_ms.is_some();
     // Every interface is opened before anything is measured: a bad one is one error line.
@@ -461,7 +442,6 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out, observers: &mut [Box<dyn Observer>])
         });
     }
     drop(tx);
-    let mut printer = Printer::new(&a.run);
     let mut rep = Reporter {
         next: 0,
         counted: CaptureStats::default(),
@@ -477,18 +457,10 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out, observers: &mut [Box<dyn Observer>])
             Event::Epochs(open_epoch) => {
                 printer.detections(runner, out)?;
                 let closed = runner.take_completed();
-                rep.report(
-                    runner,
-                    closed,
-                    open_epoch,
-                    &sources,
-                    &mut printer,
-                    observers,
-                    out,
-                )
+                rep.report(runner, closed, open_epoch, &sources, &mut printer, out)
             }
             Event::Hangup => {
-                match reload(&a, &asked, runner, observers) {
+                match reload(&a, &asked, runner, &mut printer) {
                     Ok(n) => tracing::info!(changed = n, "SIGHUP: configuration re-read"),
                     Err(e) => tracing::error!(
                         "SIGHUP: reload refused, the old configuration stays: {e:#}"
@@ -533,7 +505,7 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out, observers: &mut [Box<dyn Observer>])
     if time_epochs && reported <= open_epoch {
         closed.push(rep.idle(open_epoch, true));
     }
-    rep.report(&runner, closed, 0, &sources, &mut printer, observers, out)?;
+    rep.report(&runner, closed, 0, &sources, &mut printer, out)?;
     printer.finish(runner.try_finish()?, out)?;
     match stopped {
         Some(sig) => tracing::info!(signal = sig, "stopped"),

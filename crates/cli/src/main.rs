@@ -176,7 +176,7 @@ fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Stats(a) => cmd_stats(a, &mut out),
         Cmd::Run(a) => netsift::run::cmd_run(*a, &mut out),
-        Cmd::Live(a) => netsift::live::cmd_live(*a, &mut out, &mut []),
+        Cmd::Live(a) => netsift::live::cmd_live(*a, &mut out),
         Cmd::Algorithms { json } => netsift::algorithms(json, &mut out).map(|_| true),
         Cmd::Gen(a) => cmd_gen(a, &mut out).map(|_| true),
         Cmd::Merge(a) => netsift::merge::cmd_merge(a, &mut out),

@@ -157,6 +157,83 @@ pub struct RunArgs {
     /// the detection delay against exact detection (capture time and packets).
     #[arg(long)]
     instant: bool,
+    /// Serve Prometheus/OpenMetrics text at http://ADDR:PORT/metrics while the run lasts
+    /// (port 0: a free one; the address is said on stderr): packets, classes, epochs, every
+    /// task's latest answer (its top keys as labels), accuracy, alerts, and costs at the end.
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<String>,
+    /// Keep serving metrics this many seconds after the run ends (a run over a file ends fast;
+    /// SIGINT/SIGTERM end the wait).
+    #[arg(long, value_name = "SECS", requires = "metrics", allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(0..=86_400))]
+    metrics_linger: Option<u64>,
+    /// Keys of each task answer given as metric labels (the largest; 0..=1000).
+    #[arg(long, default_value_t = 10, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(0..=1000))]
+    metrics_top: usize,
+    /// Append each alert event (a JSON line) to FILE, flushed per event. Alert rules are
+    /// `[[alert]]` tables of the --config file. Without --alerts or --alert-exec, events go to
+    /// standard output (standard error with --json).
+    #[arg(long, value_name = "FILE")]
+    alerts: Option<String>,
+    /// Run CMD (with sh -c) per alert event, the JSON line on its standard input; killed after
+    /// --alert-exec-timeout. Failures are counted and said, never block the run.
+    #[arg(long, value_name = "CMD")]
+    alert_exec: Option<String>,
+    /// Seconds an --alert-exec command may run (0.001..=3600).
+    #[arg(long, default_value_t = 5.0, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = exec_timeout)]
+    alert_exec_timeout: f64,
+    /// At most this many alert events per epoch (1..=100000); the rest are counted as
+    /// suppressed (metric and summary line).
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=100_000))]
+    alert_burst: usize,
+}
+
+fn exec_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if (0.001..=3600.0).contains(&t) => Ok(t),
+        _ => Err(format!("must be seconds in 0.001..=3600, got {s}")),
+    }
+}
+
+/// The monitor of a run (`crates/monitor`), when metrics, alert rules or an alert sink are
+/// asked for.
+fn monitor(a: &RunArgs, cfg: &RunConfig) -> Result<Option<monitor::Monitor>> {
+    let alerting = !cfg.alerts.is_empty() || a.alerts.is_some() || a.alert_exec.is_some();
+    if a.metrics.is_none() && !alerting {
+        return Ok(None);
+    }
+    let opts = monitor::MonitorOpts {
+        metrics: a.metrics.clone(),
+        top: a.metrics_top,
+        alerts_file: a.alerts.as_ref().map(Into::into),
+        alert_exec: a.alert_exec.clone(),
+        exec_timeout: std::time::Duration::from_secs_f64(a.alert_exec_timeout),
+        max_events_per_epoch: a.alert_burst,
+        console: if a.json {
+            monitor::Console::Stderr
+        } else {
+            monitor::Console::Stdout
+        },
+        ..monitor::MonitorOpts::default()
+    };
+    let m = monitor::Monitor::new(opts, cfg.alerts.clone())?;
+    if let Some(addr) = m.metrics_addr() {
+        crate::say!("netsift: metrics: serving http://{addr}/metrics");
+    }
+    Ok(Some(m))
+}
+
+/// The run's facts a monitor reads beside each epoch.
+fn monitor_ctx<'a>(runner: &'a Runner) -> monitor::Ctx<'a> {
+    monitor::Ctx {
+        trace: runner.trace_name(),
+        key: runner.config().key,
+        weight: runner.config().weight,
+        totals: Some(runner.totals()),
+    }
 }
 
 impl RunArgs {
@@ -1009,17 +1086,37 @@ pub struct Printer {
     warned: Option<u64>,
     /// `--json`: the epochs printed at the end.
     kept: Vec<EpochReport>,
+    /// Metrics and alerts (`--metrics`, `[[alert]]` rules, `--alerts`, `--alert-exec`): each
+    /// epoch goes to it as it closes, before it is printed.
+    mon: Option<monitor::Monitor>,
 }
 
 impl Printer {
-    pub fn new(a: &RunArgs) -> Printer {
-        Printer {
+    /// The printer of a run of `cfg` with options `a`; its monitor is started here, so a port
+    /// in use or a bad alert rule is refused before anything is read.
+    pub fn new(a: &RunArgs, cfg: &RunConfig) -> Result<Printer> {
+        Ok(Printer {
             json: a.json,
             lines: a.json_lines,
             header: false,
             warned: None,
             kept: vec![],
+            mon: monitor(a, cfg)?,
+        })
+    }
+
+    /// The run's monitor, if it has one.
+    pub fn monitor(&self) -> Option<&monitor::Monitor> {
+        self.mon.as_ref()
+    }
+
+    /// SIGHUP (`live`): the re-read configuration's alert rules replace the monitor's (checked
+    /// first: an error keeps the old ones).
+    pub fn reload(&mut self, cfg: &RunConfig) -> Result<()> {
+        if let Some(m) = &mut self.mon {
+            m.reload(cfg.alerts.clone())?;
         }
+        Ok(())
     }
 
     /// `--instant`: the detections made since the last call.
@@ -1032,6 +1129,12 @@ impl Printer {
     /// line and key kind).
     pub fn epochs(&mut self, runner: &Runner, es: Vec<EpochReport>, out: &mut Out) -> Result<()> {
         warn(&es, &mut self.warned);
+        if let Some(m) = &mut self.mon {
+            let ctx = monitor_ctx(runner);
+            for e in &es {
+                m.epoch(e, &ctx);
+            }
+        }
         if self.json {
             self.kept.extend(es);
             return Ok(());
@@ -1065,6 +1168,19 @@ impl Printer {
     pub fn finish(&mut self, mut report: Report, out: &mut Out) -> Result<()> {
         let (json, lines) = (self.json, self.lines);
         warn(&report.epochs, &mut self.warned);
+        // The epochs the runner still held, then the run's end (its totals and costs).
+        if let Some(m) = &mut self.mon {
+            let ctx = monitor::Ctx {
+                trace: &report.trace,
+                key: report.key,
+                weight: report.weight,
+                totals: Some(&report.totals),
+            };
+            for e in &report.epochs {
+                m.epoch(e, &ctx);
+            }
+            m.finish(Some(&report));
+        }
         if let Some(i) = &mut report.instant {
             print_detections(out, std::mem::take(&mut i.unprinted), lines, json)?;
         }
@@ -1094,6 +1210,8 @@ impl Printer {
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
 pub fn cmd_run(a: RunCmd, out: &mut Out) -> Result<bool> {
     let cfg = config(&a.args, a.trace.as_deref(), a.format)?;
+    // Before reading: a port in use or a bad alert rule is refused before any work.
+    let mut p = Printer::new(&a.args, &cfg)?;
     // SIGINT/SIGTERM: stop reading, close the open epoch as partial, write the report, then
     // exit 130/143 (below).
     crate::signals::install();
@@ -1106,7 +1224,6 @@ pub fn cmd_run(a: RunCmd, out: &mut Out) -> Result<bool> {
         .map_err(|e| anyhow::anyhow!("config field `format`: {e}"))?;
     // The table and JSON lines print each epoch as it closes and drop it; `--json` is one
     // document at the end, so it keeps them.
-    let mut p = Printer::new(&a.args);
     let (report, err) = run(cfg, format, &mut |runner| {
         p.detections(runner, out)?;
         let es = runner.take_completed();
@@ -1125,5 +1242,22 @@ pub fn cmd_run(a: RunCmd, out: &mut Out) -> Result<bool> {
         );
         std::process::exit(code);
     }
+    if let (Some(m), Some(secs)) = (p.monitor(), a.args.metrics_linger) {
+        linger(out, m, secs)?;
+    }
     Ok(true)
+}
+
+/// `--metrics-linger`: keep the endpoint up after the run (its final values, costs included),
+/// until the time is up or a signal comes.
+fn linger(out: &mut Out, m: &monitor::Monitor, secs: u64) -> Result<()> {
+    out.flush()?;
+    if let Some(addr) = m.metrics_addr() {
+        crate::say!("netsift: metrics: run finished; serving http://{addr}/metrics for {secs} s");
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end && crate::signals::caught().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(())
 }

@@ -149,6 +149,9 @@ pub struct RunConfig {
     /// This host's id in snapshot files (`--host`).
     #[serde(default)]
     pub host: Option<String>,
+    /// Alert rules (`[[alert]]` tables, `crate::rules`), watched by `crates/monitor`.
+    #[serde(default, rename = "alert", skip_serializing_if = "Vec::is_empty")]
+    pub alerts: Vec<crate::rules::AlertRule>,
 }
 
 fn no_fast_path() -> visor::VisorConfig {
@@ -205,6 +208,7 @@ impl Default for RunConfig {
             measures: vec![],
             snapshots: None,
             host: None,
+            alerts: vec![],
         }
     }
 }
@@ -218,6 +222,12 @@ pub enum ConfigError {
     Field { field: &'static str, reason: String },
     #[error(transparent)]
     Catalog(#[from] catalog::CatalogError),
+    #[error("alert rule `{rule}`, field `{field}`: {reason}")]
+    Alert {
+        rule: String,
+        field: &'static str,
+        reason: String,
+    },
 }
 
 /// Why `flow_size_distribution` is refused with `--weight bytes` (ARCHITECTURE.md, measure).
@@ -285,6 +295,10 @@ impl RunConfig {
             if m.task == Task::FlowSizeDistribution && self.weight == Weight::Bytes {
                 return Err(field("weight", FSD_IN_BYTES));
             }
+        }
+        crate::rules::check_rules(&self.alerts)?;
+        for r in &self.alerts {
+            r.check_in(&self.measures)?;
         }
         Ok(())
     }

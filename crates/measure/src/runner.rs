@@ -1241,6 +1241,12 @@ impl Runner {
         &self.cfg
     }
 
+    /// Every packet read so far, per class (what the report's `totals` will say): a monitor
+    /// reads it after each epoch (`crates/monitor`).
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
     /// What the run changed from what was asked, one line each (also in the report).
     pub fn notes(&self) -> &[String] {
         &self.notes

@@ -13,7 +13,7 @@ use crate::runner::Measure;
 /// Fields of a run configuration that are this host's business and may differ between the
 /// snapshots of one merge: input, batching, report size, memory budget, threads, truth,
 /// the accelerator (the state of every order-independent algorithm is the same behind it:
-/// ARCHITECTURE.md, aggevict) and where snapshots go. Every other field, present or added
+/// ARCHITECTURE.md, aggevict), where snapshots go and the alert rules. Every other field, present or added
 /// later, must match (a deny list, so a new parameter is checked unless named here).
 const HOST_LOCAL: &[&str] = &[
     "trace",
@@ -27,6 +27,7 @@ const HOST_LOCAL: &[&str] = &[
     "agg_evict",
     "snapshots",
     "host",
+    "alert",
 ];
 
 /// `cfg` as TOML can hold it: TOML integers are i64, and a seed (any u64) or a memory budget
