@@ -184,6 +184,20 @@ fn bench(c: &mut Criterion) {
         })
     });
     black_box(&asap);
+    // asap's `FastPath`: one xxHash64 of the key per update, each row's column from 16 bits of
+    // it (the peer's fastest Count-Min; issue 14's bar for counters-only `count_min`).
+    let mut asap_fast = asap_sketchlib::CountMinSketch::<
+        asap_sketchlib::Vector2D<i32>,
+        asap_sketchlib::FastPath,
+    >::with_dimensions(4, 65536);
+    g.bench_function("asap_sketchlib_count_min_fastpath_4x65536", |b| {
+        b.iter(|| {
+            for &k in &raw {
+                asap_fast.update(&asap_sketchlib::DataInput::U32(k));
+            }
+        })
+    });
+    black_box(&asap_fast);
 
     // The same peers fed the same input as netsift's algorithms: the flow key's bytes (netsift
     // never sees a bare u32; its keys are FlowKeys of any kind).
