@@ -66,7 +66,8 @@ pub struct FlowRadarConfig {
     /// Cells of the counting table, all sub-tables together. Must be a multiple of
     /// `cell_hashes`. Default 90,112: 3.7 MiB with 5-tuple keys and the filter (issue 12's 4 MiB
     /// per instance), decoding up to about 69 k flows, past which it warns (`caveats`);
-    /// Agg-Evict 4.1's 262,144 is `--preset agg-evict`.
+    /// Agg-Evict 4.1's artifact has 262,144 cells of 12 bytes (4 MiB with its filter); `--preset
+    /// agg-evict` gives the same 4 MiB as 131,072 of our 24-byte cells (4-byte keys).
     pub cells: usize,
     /// Hashes (= sub-tables) of the counting table (default 4).
     pub cell_hashes: usize,

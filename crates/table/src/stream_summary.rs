@@ -19,6 +19,7 @@
 //! which slot and bucket a key occupies is layout, not state.
 
 use std::cmp::Reverse;
+use std::collections::hash_map::Entry;
 
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
@@ -197,32 +198,41 @@ impl StreamSummary {
     /// `c_min` with `(c_min + w, c_min)`.
     #[inline]
     pub fn offer(&mut self, key: &FlowKey, w: u64) {
-        if let Some(&s) = self.index.get(key) {
-            self.add(s, w);
-        } else if !self.is_full() {
-            let s = self.slots.len() as u32;
-            self.slots.push(Slot {
-                key: *key,
-                err: 0,
-                bucket: NIL,
-                prev: NIL,
-                next: NIL,
-            });
-            self.index.insert(*key, s);
-            self.place(s, w, NIL);
-        } else {
-            // Full, so the minimum bucket exists and holds a slot.
-            let Some(&Bucket { count, first, .. }) = self.buckets.get(self.min as usize) else {
-                return;
-            };
-            let Some(slot) = self.slots.get_mut(first as usize) else {
-                return;
-            };
-            let old = std::mem::replace(&mut slot.key, *key);
-            slot.err = count;
-            self.index.remove(&old);
-            self.index.insert(*key, first);
-            self.add(first, w);
+        // One hash of the key for a monitored key and for a new one (the map's entry), plus
+        // one for the replaced key's removal.
+        let full = self.is_full();
+        match self.index.entry(*key) {
+            Entry::Occupied(o) => {
+                let s = *o.get();
+                self.add(s, w);
+            }
+            Entry::Vacant(v) if !full => {
+                let s = self.slots.len() as u32;
+                v.insert(s);
+                self.slots.push(Slot {
+                    key: *key,
+                    err: 0,
+                    bucket: NIL,
+                    prev: NIL,
+                    next: NIL,
+                });
+                self.place(s, w, NIL);
+            }
+            Entry::Vacant(v) => {
+                // Full, so the minimum bucket exists and holds a slot.
+                let Some(&Bucket { count, first, .. }) = self.buckets.get(self.min as usize)
+                else {
+                    return;
+                };
+                let Some(slot) = self.slots.get_mut(first as usize) else {
+                    return;
+                };
+                v.insert(first);
+                let old = std::mem::replace(&mut slot.key, *key);
+                slot.err = count;
+                self.index.remove(&old);
+                self.add(first, w);
+            }
         }
     }
 
