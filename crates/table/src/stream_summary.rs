@@ -220,8 +220,7 @@ impl StreamSummary {
             }
             Entry::Vacant(v) => {
                 // Full, so the minimum bucket exists and holds a slot.
-                let Some(&Bucket { count, first, .. }) = self.buckets.get(self.min as usize)
-                else {
+                let Some(&Bucket { count, first, .. }) = self.buckets.get(self.min as usize) else {
                     return;
                 };
                 let Some(slot) = self.slots.get_mut(first as usize) else {
