@@ -154,9 +154,8 @@ impl Algorithm for SpaceSaving {
 
 /// This algorithm's facts, listed in the `catalog` crate.
 ///
-/// `memory`: at capacity, the `k` entries and the key index for `k` keys, allocated at
-/// construction (see `StreamSummary::bytes_for`; replacements can make hashbrown double the
-/// index).
+/// `memory`: exact, the `k` slots and buckets and the key index, allocated at construction and
+/// never grown (`StreamSummary::bytes_for`).
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,

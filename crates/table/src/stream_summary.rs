@@ -19,9 +19,8 @@
 //! which slot and bucket a key occupies is layout, not state.
 
 use std::cmp::Reverse;
-use std::collections::hash_map::Entry;
 
-use key::{FlowKey, KeyMap};
+use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
 /// No slot / no bucket.
@@ -33,6 +32,9 @@ pub(crate) const MAX_CAP: usize = 1 << 24;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
+    /// The key's hash (`index_hash`): its place in the index, kept so that removing the key
+    /// and moving it during a removal need no rehash.
+    hash: u64,
     key: FlowKey,
     /// ε: the count the key inherited when it replaced the minimum.
     err: u64,
@@ -64,7 +66,17 @@ pub(crate) struct StreamSummary {
     /// Bucket of the largest count (`NIL` when empty): a new slot with a count above every
     /// other (a merge's rebuild, in ascending order) is linked in O(1).
     max: u32,
-    index: KeyMap<u32>,
+    /// Open addressing over slot ids (`NIL` = empty), linear probing from the top bits of a
+    /// slot's `hash`, at most half full (`2 * cap` rounded up to a power of two), deletion by
+    /// backward shift (no tombstones, so no rehash ever): one xxh3 of the key per update, where a
+    /// `KeyMap` took a second for the replaced key.
+    index: Vec<u32>,
+}
+
+/// The index's hash of a key (any fixed seed: the index is layout, not state).
+#[inline(always)]
+fn index_hash(key: &FlowKey) -> u64 {
+    HashFn::new(0x7374_7265_616d_5f73).hash(key) // "stream_s"
 }
 
 /// The saved form: the contents, slot by slot.
@@ -129,23 +141,74 @@ impl StreamSummary {
             free: NIL,
             min: NIL,
             max: NIL,
-            index: KeyMap::with_capacity_and_hasher(cap, Default::default()),
+            index: vec![NIL; Self::index_len(cap)],
         }
     }
 
     /// [`StreamSummary::memory_bytes`] of `StreamSummary::new(cap)` without allocating: `cap`
-    /// slots and buckets, the key map as allocated for `cap` keys (replacements leave
-    /// tombstones; when they fill it, hashbrown may double it once, as for `count_heap`).
+    /// slots and buckets and the index, all allocated at construction and never grown.
     pub fn bytes_for(cap: usize) -> u64 {
         cap as u64 * (std::mem::size_of::<Slot>() + std::mem::size_of::<Bucket>()) as u64
-            + algo::Entry::map_capacity(cap as u64)
-                * (std::mem::size_of::<(FlowKey, u32)>() as u64 + 1)
+            + Self::index_len(cap) as u64 * 4
     }
 
     pub fn memory_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.buckets.capacity() * std::mem::size_of::<Bucket>()
-            + self.index.capacity() * (std::mem::size_of::<(FlowKey, u32)>() + 1)
+            + self.index.len() * 4
+    }
+
+    fn index_len(cap: usize) -> usize {
+        (2 * cap.max(1)).next_power_of_two()
+    }
+
+    #[inline(always)]
+    fn home(&self, h: u64) -> usize {
+        // The top bits (the length is a power of two >= 2).
+        (h >> (64 - self.index.len().trailing_zeros())) as usize
+    }
+
+    /// `(slot of key, position)` if monitored, else `(None, the empty position ending its
+    /// probe)`. The index is at most half full, so an empty position exists.
+    #[inline(always)]
+    fn find(&self, key: &FlowKey, h: u64) -> (Option<u32>, usize) {
+        let mask = self.index.len() - 1;
+        let mut i = self.home(h);
+        loop {
+            let id = self.index[i];
+            if id == NIL {
+                return (None, i);
+            }
+            let s = &self.slots[id as usize];
+            if s.hash == h && s.key == *key {
+                return (Some(id), i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Take slot `id` (hash `h`, in the index) out of the index: backward shift, moving each
+    /// later entry of the probe run into the hole when its home is not after the hole.
+    fn unindex(&mut self, id: u32, h: u64) {
+        let mask = self.index.len() - 1;
+        let mut hole = self.home(h);
+        while self.index[hole] != id {
+            hole = (hole + 1) & mask;
+        }
+        let mut j = (hole + 1) & mask;
+        loop {
+            let other = self.index[j];
+            if other == NIL {
+                break;
+            }
+            let home = self.home(self.slots[other as usize].hash);
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.index[hole] = other;
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.index[hole] = NIL;
     }
 
     pub fn cap(&self) -> usize {
@@ -166,12 +229,13 @@ impl StreamSummary {
 
     /// `(count, ε)` of a monitored key.
     pub fn get(&self, key: &FlowKey) -> Option<(u64, u64)> {
-        let s = self.slots.get(*self.index.get(key)? as usize)?;
+        let id = self.find(key, index_hash(key)).0?;
+        let s = self.slots.get(id as usize)?;
         Some((self.count_of(s), s.err))
     }
 
     pub fn contains(&self, key: &FlowKey) -> bool {
-        self.index.contains_key(key)
+        self.find(key, index_hash(key)).0.is_some()
     }
 
     /// `(key, count, ε)` of every monitored key, in slot order.
@@ -185,7 +249,7 @@ impl StreamSummary {
         self.free = NIL;
         self.min = NIL;
         self.max = NIL;
-        self.index.clear();
+        self.index.iter_mut().for_each(|x| *x = NIL);
     }
 
     #[inline]
@@ -198,18 +262,14 @@ impl StreamSummary {
     /// `c_min` with `(c_min + w, c_min)`.
     #[inline]
     pub fn offer(&mut self, key: &FlowKey, w: u64) {
-        // One hash of the key for a monitored key and for a new one (the map's entry), plus
-        // one for the replaced key's removal.
-        let full = self.is_full();
-        match self.index.entry(*key) {
-            Entry::Occupied(o) => {
-                let s = *o.get();
-                self.add(s, w);
-            }
-            Entry::Vacant(v) if !full => {
+        let h = index_hash(key);
+        match self.find(key, h) {
+            (Some(s), _) => self.add(s, w),
+            (None, pos) if !self.is_full() => {
                 let s = self.slots.len() as u32;
-                v.insert(s);
+                self.index[pos] = s;
                 self.slots.push(Slot {
+                    hash: h,
                     key: *key,
                     err: 0,
                     bucket: NIL,
@@ -218,18 +278,21 @@ impl StreamSummary {
                 });
                 self.place(s, w, NIL);
             }
-            Entry::Vacant(v) => {
+            (None, _) => {
                 // Full, so the minimum bucket exists and holds a slot.
                 let Some(&Bucket { count, first, .. }) = self.buckets.get(self.min as usize) else {
                     return;
                 };
-                let Some(slot) = self.slots.get_mut(first as usize) else {
+                let Some(&Slot { hash: old, .. }) = self.slots.get(first as usize) else {
                     return;
                 };
-                v.insert(first);
-                let old = std::mem::replace(&mut slot.key, *key);
-                slot.err = count;
-                self.index.remove(&old);
+                // Out first: the removal's shifts may open a place earlier on the new key's
+                // probe run.
+                self.unindex(first, old);
+                let pos = self.find(key, h).1;
+                self.index[pos] = first;
+                let slot = &mut self.slots[first as usize];
+                (slot.hash, slot.key, slot.err) = (h, *key, count);
                 self.add(first, w);
             }
         }
@@ -356,14 +419,17 @@ impl StreamSummary {
         let mut out = StreamSummary::new(cap);
         for (key, count, err) in entries {
             let s = out.slots.len() as u32;
+            let h = index_hash(&key);
+            let pos = out.find(&key, h).1;
+            out.index[pos] = s;
             out.slots.push(Slot {
+                hash: h,
                 key,
                 err,
                 bucket: NIL,
                 prev: NIL,
                 next: NIL,
             });
-            out.index.insert(key, s);
             out.place(s, count, out.max);
         }
         out
@@ -411,7 +477,8 @@ impl StreamSummary {
             while s != NIL {
                 let sl = self.slots[s as usize];
                 assert_eq!((sl.bucket, sl.prev), (b, prev_s), "slot links");
-                assert_eq!(self.index.get(&sl.key), Some(&s), "map");
+                assert_eq!(self.find(&sl.key, sl.hash).0, Some(s), "index");
+                assert_eq!(sl.hash, index_hash(&sl.key));
                 seen += 1;
                 prev_s = s;
                 s = sl.next;
@@ -421,7 +488,10 @@ impl StreamSummary {
         }
         assert_eq!(self.max, prev_b, "max bucket");
         assert_eq!(seen, self.slots.len(), "every slot in a bucket");
-        assert_eq!(self.index.len(), self.slots.len());
+        assert_eq!(
+            self.index.iter().filter(|&&x| x != NIL).count(),
+            self.slots.len()
+        );
         assert!(self.slots.len() <= self.cap);
     }
 }
