@@ -42,12 +42,6 @@ const _: () = assert!(BATCH <= 64);
 /// Largest `rows * width` of a counter matrix (indices are kept as u32 in the batch scratch).
 pub(crate) const MAX_CELLS: usize = 1 << 30;
 
-/// Largest matrix (in counters: 2 MiB) updated in one pass without prefetch
-/// (`CmState::chunk_fused`); larger ones, beyond a core's L2, hash and prefetch a chunk first.
-/// On the benchmark's Zipf stream the one-pass loop over 4 x 65536 was faster than the
-/// prefetching one (`bare_loop_cm_fused_4x65536` against `bare_loop_cm_4x65536`).
-const FUSED_MAX_CELLS: usize = 1 << 19;
-
 pub(crate) const COUNT_MIN_SALT: u64 = 0x636f_756e_745f_6d69; // "count_mi"
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -473,9 +467,6 @@ impl CmState {
         {
             return self.chunk_general(ks, ws);
         }
-        if self.m.counters.len() <= FUSED_MAX_CELLS {
-            return self.chunk_fused::<R, C>(ks, ws, shift);
-        }
         ks.prefetch();
         let maps: [Affine; R] = std::array::from_fn(|r| self.m.maps[r]);
         let base = self.m.counters.as_mut_ptr();
@@ -546,76 +537,6 @@ impl CmState {
         } else {
             for (i, ((&w, &h), cs)) in ws.iter().zip(hs).zip(&cells).enumerate() {
                 let est = u64::from(add_cells::<R, true>(base, cs, weight32(w)));
-                if let Some(k) = ks.key(i) {
-                    self.after_update(&k, h, est);
-                }
-            }
-        }
-    }
-
-    /// [`Self::chunk_pow2`] for a matrix of at most [`FUSED_MAX_CELLS`] counters: one pass, each
-    /// key's columns computed and its counters added at once, no prefetch. For a matrix the
-    /// caches hold the out-of-order core overlaps the keys' accesses by itself, and 128 prefetches
-    /// issued ahead of a chunk stall on the miss buffers (perf: a fifth of Count-Min's update
-    /// sat on them; issue 14). The candidate flags are computed as each key's estimate is known
-    /// and the exact offers deferred to the end of the chunk, which is the one-by-one state while
-    /// no compaction can happen ([`Candidates::room_for`]), as in `chunk_pow2`.
-    #[inline(always)]
-    fn chunk_fused<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
-        let n = ks.len().min(ws.len()).min(BATCH);
-        let ws = &ws[..n];
-        let width = self.m.width;
-        let maps: [Affine; R] = std::array::from_fn(|r| self.m.maps[r]);
-        let base = self.m.counters.as_mut_ptr();
-        // `chunk_pow2` checked the shape: every column `< width`, every cell `< R * width`.
-        let cells = |code: u64| -> [u32; R] {
-            std::array::from_fn(|r| (r * width + (maps[r].apply(code) >> shift) as usize) as u32)
-        };
-        let exact = self.m.take_chunk(ws);
-        if self.cand.is_disabled() {
-            if exact {
-                for (i, &w) in ws.iter().enumerate() {
-                    add_cells::<R, false>(base, &cells(ks.code(&self.m, i)), w as u32);
-                }
-            } else {
-                for (i, &w) in ws.iter().enumerate() {
-                    add_cells::<R, true>(base, &cells(ks.code(&self.m, i)), weight32(w));
-                }
-            }
-            return;
-        }
-        let mut hs = [0u64; BATCH];
-        if self.cand.room_for(n) {
-            let mut ests = [0u64; BATCH];
-            let mut need = 0u64;
-            for (i, (&w, (h, e))) in ws
-                .iter()
-                .zip(hs.iter_mut().zip(ests.iter_mut()))
-                .enumerate()
-            {
-                *h = ks.code(&self.m, i);
-                let est = if exact {
-                    add_cells::<R, false>(base, &cells(*h), w as u32)
-                } else {
-                    add_cells::<R, true>(base, &cells(*h), weight32(w))
-                };
-                *e = u64::from(est);
-                need |= u64::from(self.cand.needs_offer(*h, *e)) << i;
-            }
-            if need != 0 {
-                let m = &self.m;
-                self.cand.offer_marked(
-                    need,
-                    |i| ks.key(i),
-                    &hs[..n],
-                    &ests[..n],
-                    |h| m.estimate_h(h),
-                );
-            }
-        } else {
-            for (i, &w) in ws.iter().enumerate() {
-                let h = ks.code(&self.m, i);
-                let est = u64::from(add_cells::<R, true>(base, &cells(h), weight32(w)));
                 if let Some(k) = ks.key(i) {
                     self.after_update(&k, h, est);
                 }

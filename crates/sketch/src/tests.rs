@@ -222,7 +222,7 @@ fn count_min_batch_equals_single_and_seeds_matter() {
         (3, 1000),
         (5, 65536),
         (6, 64),
-        // Past the one-pass kernel's size: the prefetching kernel (issue 14).
+        // Matrices beyond L2 (4 MiB), as the reeval preset's count array.
         (1, 1 << 20),
         (2, 1 << 19),
     ] {
@@ -254,7 +254,7 @@ fn count_min_batch_equals_single_and_seeds_matter() {
     // first (the batch kernels' unchecked adds, exact while the total fits u32), then weights
     // that push the total and some counters past u32::MAX (the checked adds), then weights
     // beyond u32 (clamped).
-    // Both power-of-two kernels: one pass (4 x 1024) and prefetching (2 x 2^19).
+    // A small matrix and one beyond L2.
     for (candidates, (rows, width)) in [0, 16]
         .into_iter()
         .flat_map(|c| [(c, (4, 1024)), (c, (2, 1 << 19))])
