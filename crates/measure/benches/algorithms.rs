@@ -63,16 +63,18 @@ fn feed_u32(a: &mut dyn Algorithm, keys: &[u32], ones: &[u64]) {
     }
 }
 
+/// The bare loops' per-row multipliers.
+const SEEDS: [u64; 4] = [
+    0x9E37_79B9_7F4A_7C15,
+    0xC2B2_AE3D_27D4_EB4F,
+    0x1656_67B1_9E37_79F9,
+    0x85EB_CA77_C2B2_AE63,
+];
+
 /// The memory accesses of Count-Min d x w (w a power of two): multiply-shift hash per row,
 /// batches of 32: hash and prefetch the batch, then increment.
 fn bare_cm(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
-    let w = 1usize << w_bits;
-    let seeds = [
-        0x9E37_79B9_7F4A_7C15u64,
-        0xC2B2_AE3D_27D4_EB4F,
-        0x1656_67B1_9E37_79F9,
-        0x85EB_CA77_C2B2_AE63,
-    ];
+    let (w, seeds) = (1usize << w_bits, SEEDS);
     let mut idx = [0usize; BATCH * 4];
     for chunk in keys.chunks(BATCH) {
         for (i, &k) in chunk.iter().enumerate() {
@@ -93,14 +95,8 @@ fn bare_cm(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
 /// matrix that fits the caches needs; asap_sketchlib's FastPath has this shape).
 fn bare_cm_fused(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
     let w = 1usize << w_bits;
-    let seeds = [
-        0x9E37_79B9_7F4A_7C15u64,
-        0xC2B2_AE3D_27D4_EB4F,
-        0x1656_67B1_9E37_79F9,
-        0x85EB_CA77_C2B2_AE63,
-    ];
     for &k in keys {
-        for (r, s) in seeds.iter().enumerate().take(rows) {
+        for (r, s) in SEEDS.iter().enumerate().take(rows) {
             let h = ((k as u64 | 1).wrapping_mul(*s) >> (64 - w_bits)) as usize;
             counters[r * w + h] += 1;
         }

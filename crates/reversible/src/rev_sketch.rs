@@ -241,7 +241,7 @@ impl RevSketch {
         let mut ok = [false; STEP];
         for (ks, ws) in keys.chunks(STEP).zip(weights.chunks(STEP)) {
             for (j, k) in ks.iter().enumerate() {
-                ok[j] = k.len() == self.key_len;
+                ok[j] = k.key_len() == self.key_len;
                 if ok[j] {
                     self.row_slots_of(k, &mut idx[j], &mut vidx[j]);
                     for &i in &idx[j][..self.cfg.rows] {
@@ -395,16 +395,11 @@ impl RevSketch {
 /// A key as the update paths receive it: a `FlowKey`, or a 4-byte key as its big-endian u32
 /// (`Algorithm::update_batch_u32`); both give the same integer and verification hash.
 trait RevKey: key::HashInput {
-    fn len(&self) -> usize;
     /// The key's bytes as a big-endian integer ([`key_to_u64`]).
     fn int(&self) -> u64;
 }
 
 impl RevKey for FlowKey {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        FlowKey::len(self)
-    }
     #[inline(always)]
     fn int(&self) -> u64 {
         key_to_u64(self.as_bytes())
@@ -412,10 +407,6 @@ impl RevKey for FlowKey {
 }
 
 impl RevKey for u32 {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        4
-    }
     #[inline(always)]
     fn int(&self) -> u64 {
         u64::from(*self)
@@ -812,14 +803,8 @@ mod tests {
             }
             let mut chunked = RevSketch::new(cfg, &c).unwrap();
             let ws: Vec<u64> = (0..us.len() as u64).map(|i| 1 + i % 3).collect();
-            let mut i = 0;
-            for n in [1usize, 7, 16, 33, 100].iter().cycle() {
-                if i >= us.len() {
-                    break;
-                }
-                let e = (i + n).min(us.len());
-                chunked.update_batch_u32(&us[i..e], &ws[i..e]);
-                i = e;
+            for r in testkit::uneven(us.len(), &[1, 7, 16, 33, 100]) {
+                chunked.update_batch_u32(&us[r.clone()], &ws[r]);
             }
             assert_eq!(u, one, "verify_rows {verify_rows}");
             assert_eq!(chunked, one, "verify_rows {verify_rows}");

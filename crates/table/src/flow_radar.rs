@@ -37,7 +37,7 @@
 use std::cell::OnceCell;
 
 use algo::{Algorithm, BuildCtx, ConfigError, Dirty, Estimate, MergeError, Task};
-use key::{FlowKey, HashFn, KeyMap};
+use key::{FlowKey, HashFn, HashInput, KeyMap};
 use serde::{Deserialize, Serialize};
 
 use crate::{packed, Dropped, NotState};
@@ -110,35 +110,6 @@ impl FlowRadarConfig {
             }
         }
         Ok(())
-    }
-}
-
-/// A key as the update paths receive it: a `FlowKey`, or a 4-byte key as its big-endian u32
-/// (`Algorithm::update_batch_u32`), which hashes the same (`key::HashInput`).
-trait FrKey: key::HashInput {
-    fn len(&self) -> usize;
-    fn key(&self) -> FlowKey;
-}
-
-impl FrKey for FlowKey {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        FlowKey::len(self)
-    }
-    #[inline(always)]
-    fn key(&self) -> FlowKey {
-        *self
-    }
-}
-
-impl FrKey for u32 {
-    #[inline(always)]
-    fn len(&self) -> usize {
-        4
-    }
-    #[inline(always)]
-    fn key(&self) -> FlowKey {
-        FlowKey::from_u32(*self)
     }
 }
 
@@ -345,7 +316,7 @@ impl FlowRadar {
     /// The update of `key` whose filter bits and cells [`Self::locate`] found (the cache is the
     /// caller's to invalidate).
     #[inline(always)]
-    fn update_at<K: FrKey>(
+    fn update_at<K: HashInput>(
         &mut self,
         key: &K,
         bits: &[usize; 32],
@@ -364,7 +335,7 @@ impl FlowRadar {
         }
         // Only a new flow touches FlowXOR, so only then is the key packed.
         let p = if new {
-            packed::pack(&key.key())
+            packed::pack(&key.to_key())
         } else {
             [0; packed::MAX_WORDS]
         };
@@ -387,7 +358,7 @@ impl FlowRadar {
     /// of different keys overlap (4 MiB of filter and table are beyond L2). Indices are computed
     /// once, in the first pass.
     #[inline(always)]
-    fn add_batch<K: FrKey>(&mut self, keys: &[K], weights: &[u64]) {
+    fn add_batch<K: HashInput>(&mut self, keys: &[K], weights: &[u64]) {
         const B: usize = crate::BATCH;
         let mut bits = [[0usize; 32]; B];
         let mut cells = [[0usize; MAX_CELL_HASHES]; B];
@@ -406,7 +377,7 @@ impl FlowRadar {
                 if w == 0 {
                     continue;
                 }
-                if packed::fits_len(k.len(), self.kw) {
+                if packed::fits_len(k.key_len(), self.kw) {
                     self.update_at(k, b, c, w);
                 } else {
                     self.rejected.add(w);
@@ -819,14 +790,8 @@ mod tests {
             .map(|k| u32::from_be_bytes(*k.as_bytes().first_chunk().unwrap()))
             .collect();
         let mut u = radar(4_096, None, 6, 4);
-        let mut i = 0;
-        for n in [1usize, 31, 32, 33, 100].iter().cycle() {
-            if i >= us.len() {
-                break;
-            }
-            let e = (i + n).min(us.len());
-            u.update_batch_u32(&us[i..e], &w[i..e]);
-            i = e;
+        for r in testkit::uneven(us.len(), &[1, 31, 32, 33, 100]) {
+            u.update_batch_u32(&us[r.clone()], &w[r]);
         }
         assert_eq!(u, agg);
         // Serialized state is equal too (the decode cache is not state).

@@ -266,16 +266,7 @@ impl StreamSummary {
         match self.find(key, h) {
             (Some(s), _) => self.add(s, w),
             (None, pos) if !self.is_full() => {
-                let s = self.slots.len() as u32;
-                self.index[pos] = s;
-                self.slots.push(Slot {
-                    hash: h,
-                    key: *key,
-                    err: 0,
-                    bucket: NIL,
-                    prev: NIL,
-                    next: NIL,
-                });
+                let s = self.push_slot(key, h, 0, pos);
                 self.place(s, w, NIL);
             }
             (None, _) => {
@@ -296,6 +287,22 @@ impl StreamSummary {
                 self.add(first, w);
             }
         }
+    }
+
+    /// A new slot for `key` (hash `h`, not monitored, a free slot left) at index position `pos`
+    /// (the empty one ending its probe); its bucket is the caller's to [`Self::place`].
+    fn push_slot(&mut self, key: &FlowKey, h: u64, err: u64, pos: usize) -> u32 {
+        let s = self.slots.len() as u32;
+        self.index[pos] = s;
+        self.slots.push(Slot {
+            hash: h,
+            key: *key,
+            err,
+            bucket: NIL,
+            prev: NIL,
+            next: NIL,
+        });
+        s
     }
 
     /// Add `w` to slot `s`'s count: detach it, then link it into the bucket of its new count,
@@ -336,19 +343,24 @@ impl StreamSummary {
             return false;
         }
         let Bucket { prev, next, .. } = self.buckets[b as usize];
-        if prev != NIL {
-            self.buckets[prev as usize].next = next;
-        } else {
-            self.min = next;
-        }
-        if next != NIL {
-            self.buckets[next as usize].prev = prev;
-        } else {
-            self.max = prev;
-        }
+        self.link(prev, next, next, prev);
         self.buckets[b as usize].next = self.free;
         self.free = b;
         true
+    }
+
+    /// Point bucket `prev`'s `next` (or `min` when `prev` is `NIL`) at `after_prev`, and bucket
+    /// `next`'s `prev` (or `max`) at `before_next`: a bucket's insertion between the two, or
+    /// (`after_prev = next`, `before_next = prev`) the removal of the one between them.
+    fn link(&mut self, prev: u32, next: u32, after_prev: u32, before_next: u32) {
+        match self.buckets.get_mut(prev as usize) {
+            Some(b) => b.next = after_prev,
+            None => self.min = after_prev,
+        }
+        match self.buckets.get_mut(next as usize) {
+            Some(b) => b.prev = before_next,
+            None => self.max = before_next,
+        }
     }
 
     /// Link the detached slot `s` with count `c` into its bucket. `after` is a bucket of a count
@@ -388,16 +400,7 @@ impl StreamSummary {
                 self.buckets.push(nb);
                 (self.buckets.len() - 1) as u32
             };
-            if prev != NIL {
-                self.buckets[prev as usize].next = nb_id;
-            } else {
-                self.min = nb_id;
-            }
-            if next != NIL {
-                self.buckets[next as usize].prev = nb_id;
-            } else {
-                self.max = nb_id;
-            }
+            self.link(prev, next, nb_id, nb_id);
             nb_id
         };
         // Push front: the slot replaced next at this count is the one linked last.
@@ -418,18 +421,9 @@ impl StreamSummary {
         entries.sort_unstable_by_key(|e| (e.1, e.0));
         let mut out = StreamSummary::new(cap);
         for (key, count, err) in entries {
-            let s = out.slots.len() as u32;
             let h = index_hash(&key);
             let pos = out.find(&key, h).1;
-            out.index[pos] = s;
-            out.slots.push(Slot {
-                hash: h,
-                key,
-                err,
-                bucket: NIL,
-                prev: NIL,
-                next: NIL,
-            });
+            let s = out.push_slot(&key, h, err, pos);
             out.place(s, count, out.max);
         }
         out
