@@ -543,12 +543,24 @@ impl HashFn {
 /// a batch loop written once over `K: HashInput` serves both paths with the same state.
 pub trait HashInput: Copy {
     fn hash_by(&self, h: &HashFn) -> u64;
+    /// The key's length in bytes.
+    fn key_len(&self) -> usize;
+    /// The key as a [`FlowKey`] (a copy, or built from the u32).
+    fn to_key(&self) -> FlowKey;
 }
 
 impl HashInput for FlowKey {
     #[inline(always)]
     fn hash_by(&self, h: &HashFn) -> u64 {
         h.hash(self)
+    }
+    #[inline(always)]
+    fn key_len(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    fn to_key(&self) -> FlowKey {
+        *self
     }
 }
 
@@ -558,6 +570,14 @@ impl HashInput for u32 {
     #[inline(always)]
     fn hash_by(&self, h: &HashFn) -> u64 {
         h.hash_bytes(&self.to_be_bytes())
+    }
+    #[inline(always)]
+    fn key_len(&self) -> usize {
+        4
+    }
+    #[inline(always)]
+    fn to_key(&self) -> FlowKey {
+        FlowKey::from_u32(*self)
     }
 }
 

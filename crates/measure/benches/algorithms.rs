@@ -63,16 +63,18 @@ fn feed_u32(a: &mut dyn Algorithm, keys: &[u32], ones: &[u64]) {
     }
 }
 
+/// The bare loops' per-row multipliers.
+const SEEDS: [u64; 4] = [
+    0x9E37_79B9_7F4A_7C15,
+    0xC2B2_AE3D_27D4_EB4F,
+    0x1656_67B1_9E37_79F9,
+    0x85EB_CA77_C2B2_AE63,
+];
+
 /// The memory accesses of Count-Min d x w (w a power of two): multiply-shift hash per row,
 /// batches of 32: hash and prefetch the batch, then increment.
 fn bare_cm(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
-    let w = 1usize << w_bits;
-    let seeds = [
-        0x9E37_79B9_7F4A_7C15u64,
-        0xC2B2_AE3D_27D4_EB4F,
-        0x1656_67B1_9E37_79F9,
-        0x85EB_CA77_C2B2_AE63,
-    ];
+    let (w, seeds) = (1usize << w_bits, SEEDS);
     let mut idx = [0usize; BATCH * 4];
     for chunk in keys.chunks(BATCH) {
         for (i, &k) in chunk.iter().enumerate() {
@@ -85,6 +87,18 @@ fn bare_cm(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
         }
         for &j in &idx[..chunk.len() * rows] {
             counters[j] += 1;
+        }
+    }
+}
+
+/// [`bare_cm`] without the batch: hash and increment key by key, no prefetch (what a counter
+/// matrix that fits the caches needs; asap_sketchlib's FastPath has this shape).
+fn bare_cm_fused(counters: &mut [u32], rows: usize, w_bits: u32, keys: &[u32]) {
+    let w = 1usize << w_bits;
+    for &k in keys {
+        for (r, s) in SEEDS.iter().enumerate().take(rows) {
+            let h = ((k as u64 | 1).wrapping_mul(*s) >> (64 - w_bits)) as usize;
+            counters[r * w + h] += 1;
         }
     }
 }
@@ -114,6 +128,10 @@ fn bench(c: &mut Criterion) {
     let mut cm = vec![0u32; 4 << 16];
     g.bench_function("bare_loop_cm_4x65536", |b| {
         b.iter(|| bare_cm(&mut cm, 4, 16, &raw))
+    });
+    black_box(&cm);
+    g.bench_function("bare_loop_cm_fused_4x65536", |b| {
+        b.iter(|| bare_cm_fused(&mut cm, 4, 16, &raw))
     });
     black_box(&cm);
     let mut ca = vec![0u32; 1 << 20];
@@ -184,6 +202,20 @@ fn bench(c: &mut Criterion) {
         })
     });
     black_box(&asap);
+    // asap's `FastPath`: one xxHash64 of the key per update, each row's column from 16 bits of
+    // it (the peer's fastest Count-Min; issue 14's bar for counters-only `count_min`).
+    let mut asap_fast = asap_sketchlib::CountMinSketch::<
+        asap_sketchlib::Vector2D<i32>,
+        asap_sketchlib::FastPath,
+    >::with_dimensions(4, 65536);
+    g.bench_function("asap_sketchlib_count_min_fastpath_4x65536", |b| {
+        b.iter(|| {
+            for &k in &raw {
+                asap_fast.update(&asap_sketchlib::DataInput::U32(k));
+            }
+        })
+    });
+    black_box(&asap_fast);
 
     // The same peers fed the same input as netsift's algorithms: the flow key's bytes (netsift
     // never sees a bare u32; its keys are FlowKeys of any kind).

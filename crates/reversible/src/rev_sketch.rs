@@ -186,12 +186,24 @@ impl RevSketch {
 
     #[inline]
     fn row_slots(&self, key: &FlowKey, idx: &mut [u32; MAX_ROWS], vidx: &mut [u32; MAX_ROWS]) {
-        let mk = self.hash.mangle(key_to_u64(key.as_bytes()));
+        self.row_slots_of(key, idx, vidx);
+    }
+
+    /// [`Self::row_slots`] of a key in either representation (a 4-byte key as a `FlowKey` or
+    /// as its big-endian u32: same integer, same verification hash, so the same slots).
+    #[inline(always)]
+    fn row_slots_of<K: RevKey>(
+        &self,
+        key: &K,
+        idx: &mut [u32; MAX_ROWS],
+        vidx: &mut [u32; MAX_ROWS],
+    ) {
+        let mk = self.hash.mangle(key.int());
         for (i, slot) in idx.iter_mut().enumerate().take(self.cfg.rows) {
             *slot = (i * self.cfg.width + self.hash.index(i, mk)) as u32;
         }
         if self.cfg.verify_rows > 0 {
-            let h = self.verify_hash.hash(key);
+            let h = key.hash_by(&self.verify_hash);
             let vw = self.cfg.verify_width;
             for (i, slot) in vidx.iter_mut().enumerate().take(self.cfg.verify_rows) {
                 *slot = (i * vw + km_index(h, i, vw)) as u32;
@@ -215,6 +227,37 @@ impl RevSketch {
             if let Some(c) = self.verify.get_mut(i as usize) {
                 *c = c.saturating_add(w);
                 self.verify_dirty.mark(i as usize);
+            }
+        }
+    }
+
+    /// Hash a step of 16 keys first, prefetch all their counters, then add: the counter loads
+    /// of different keys overlap instead of each stalling on DRAM (4 x 65536 x 4 B = 1 MB per
+    /// part, beyond L2).
+    #[inline(always)]
+    fn add_batch<K: RevKey>(&mut self, keys: &[K], weights: &[u64]) {
+        let mut idx = [[0u32; MAX_ROWS]; STEP];
+        let mut vidx = [[0u32; MAX_ROWS]; STEP];
+        let mut ok = [false; STEP];
+        for (ks, ws) in keys.chunks(STEP).zip(weights.chunks(STEP)) {
+            for (j, k) in ks.iter().enumerate() {
+                ok[j] = k.key_len() == self.key_len;
+                if ok[j] {
+                    self.row_slots_of(k, &mut idx[j], &mut vidx[j]);
+                    for &i in &idx[j][..self.cfg.rows] {
+                        prefetch(self.counters.as_ptr().wrapping_add(i as usize));
+                    }
+                    for &i in &vidx[j][..self.cfg.verify_rows] {
+                        prefetch(self.verify.as_ptr().wrapping_add(i as usize));
+                    }
+                }
+            }
+            for (j, &w) in ws.iter().enumerate().take(ks.len()) {
+                if ok[j] {
+                    self.apply(&idx[j], &vidx[j], w32(w));
+                } else {
+                    self.skipped += 1;
+                }
             }
         }
     }
@@ -349,6 +392,27 @@ impl RevSketch {
     }
 }
 
+/// A key as the update paths receive it: a `FlowKey`, or a 4-byte key as its big-endian u32
+/// (`Algorithm::update_batch_u32`); both give the same integer and verification hash.
+trait RevKey: key::HashInput {
+    /// The key's bytes as a big-endian integer ([`key_to_u64`]).
+    fn int(&self) -> u64;
+}
+
+impl RevKey for FlowKey {
+    #[inline(always)]
+    fn int(&self) -> u64 {
+        key_to_u64(self.as_bytes())
+    }
+}
+
+impl RevKey for u32 {
+    #[inline(always)]
+    fn int(&self) -> u64 {
+        u64::from(*self)
+    }
+}
+
 /// The k-ary-adjusted difference of two sketches' counter arrays (rows x width).
 struct KaryDiff<'a> {
     cur: &'a [u32],
@@ -439,34 +503,13 @@ impl Algorithm for RevSketch {
         self.apply(&idx, &vidx, w32(weight));
     }
 
-    /// Hash a step of 16 keys first, prefetch all their counters, then add: the counter loads
-    /// of different keys overlap instead of each stalling on DRAM (4 x 65536 x 4 B = 1 MB per
-    /// part, beyond L2).
     fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
-        let mut idx = [[0u32; MAX_ROWS]; STEP];
-        let mut vidx = [[0u32; MAX_ROWS]; STEP];
-        let mut ok = [false; STEP];
-        for (ks, ws) in keys.chunks(STEP).zip(weights.chunks(STEP)) {
-            for (j, k) in ks.iter().enumerate() {
-                ok[j] = k.len() == self.key_len;
-                if ok[j] {
-                    self.row_slots(k, &mut idx[j], &mut vidx[j]);
-                    for &i in &idx[j][..self.cfg.rows] {
-                        prefetch(self.counters.as_ptr().wrapping_add(i as usize));
-                    }
-                    for &i in &vidx[j][..self.cfg.verify_rows] {
-                        prefetch(self.verify.as_ptr().wrapping_add(i as usize));
-                    }
-                }
-            }
-            for (j, &w) in ws.iter().enumerate().take(ks.len()) {
-                if ok[j] {
-                    self.apply(&idx[j], &vidx[j], w32(w));
-                } else {
-                    self.skipped += 1;
-                }
-            }
-        }
+        self.add_batch(keys, weights);
+    }
+
+    /// 4-byte keys as u32 (no `FlowKey` built): the same state as [`Self::update_batch`].
+    fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
+        self.add_batch(keys, weights);
     }
 
     fn reset(&mut self) {
@@ -740,6 +783,36 @@ mod tests {
         let mut batch = RevSketch::new(cfg.clone(), &c).unwrap();
         feed(&mut batch, &stream);
         assert_eq!(batch, whole);
+        // The u32 path (4-byte keys as big-endian u32) equals it too, in uneven batches, with
+        // and without the verification rows.
+        let us: Vec<u32> = bg
+            .iter()
+            .map(|k| u32::from_be_bytes(*k.as_bytes().first_chunk().unwrap()))
+            .collect();
+        for verify_rows in [4, 0] {
+            let cfg = RevSketchConfig {
+                verify_rows,
+                ..cfg.clone()
+            };
+            let mut one = RevSketch::new(cfg.clone(), &c).unwrap();
+            let mut u = RevSketch::new(cfg.clone(), &c).unwrap();
+            for (i, (&k, &x)) in bg.iter().zip(&us).enumerate() {
+                let w = 1 + i as u64 % 3;
+                one.update(&k, w);
+                u.update_batch_u32(&[x], &[w]);
+            }
+            let mut chunked = RevSketch::new(cfg, &c).unwrap();
+            let ws: Vec<u64> = (0..us.len() as u64).map(|i| 1 + i % 3).collect();
+            for r in testkit::uneven(us.len(), &[1, 7, 16, 33, 100]) {
+                chunked.update_batch_u32(&us[r.clone()], &ws[r]);
+            }
+            assert_eq!(u, one, "verify_rows {verify_rows}");
+            assert_eq!(chunked, one, "verify_rows {verify_rows}");
+        }
+        // A sketch of 8-byte keys skips u32 keys (wrong length), as it skips 4-byte FlowKeys.
+        let mut wide = RevSketch::new(cfg.clone(), &ctx(3, 8)).unwrap();
+        wide.update_batch_u32(&us[..5], &[1; 5]);
+        assert_eq!(wide.skipped(), 5);
         // Merge of two halves equals the sketch of the whole stream, bit for bit.
         let (a, b) = stream.split_at(stream.len() / 3);
         let (mut sa, mut sb) = (

@@ -29,8 +29,10 @@
 //! 8-bit words hashed to 3 bits each). Chosen over the two Agg-Evict variants because their
 //! bitmaps (12-bit in the text, 96-bit in the artifact) saturate at about 30 and 440 distinct
 //! peers, below the 0.5%-of-hosts thresholds of real traces, while 250-bit bitmaps estimate up to
-//! ~1000 peers within a few percent. The Agg-Evict artifact shape is available as
-//! `cm_rows = 4, cm_width = 65536, bitmaps = 1, bitmap_bits = 96, rev_rows = 4, rev_width = 4096`.
+//! ~1000 peers within a few percent. The Agg-Evict artifact's shape is `cm_rows = 4, cm_width =
+//! 65536, bitmaps = 1, bitmap_bits = 96, rev_rows = 4, rev_width = 4096` (3.3 MB: its bitmaps
+//! take 12 bytes); `--preset agg-evict` keeps its memory with whole 64-bit words, 128-bit
+//! bitmaps in `cm_width = 49152` (3.4 MB).
 //! With 2 Rev rows and r = 0 the reversal leaves about 2^8·t^2 candidates for t heavy buckets per
 //! row (32 key bits, 24 constrained) which the CM then filters; rev_rows = 4 (r = 1) leaves
 //! about t^3/4.

@@ -222,6 +222,9 @@ fn count_min_batch_equals_single_and_seeds_matter() {
         (3, 1000),
         (5, 65536),
         (6, 64),
+        // Matrices beyond L2 (4 MiB), as the reeval preset's count array.
+        (1, 1 << 20),
+        (2, 1 << 19),
     ] {
         let mut d = cm(rows, width, 16);
         let mut e = cm(rows, width, 16);
@@ -231,7 +234,14 @@ fn count_min_batch_equals_single_and_seeds_matter() {
     }
     // The u32 key path (4-byte keys as big-endian u32) leaves the state of the FlowKey path,
     // for every kernel, batch sizes below, at and above the chunk, and weighted updates.
-    for (rows, width) in [(4, 1024), (3, 2048), (1, 4096), (3, 1000), (6, 64)] {
+    for (rows, width) in [
+        (4, 1024),
+        (3, 2048),
+        (1, 4096),
+        (3, 1000),
+        (6, 64),
+        (2, 1 << 19),
+    ] {
         for batch in [1, 7, 32, 100] {
             let mut d = cm(rows, width, 16);
             let mut e = cm(rows, width, 16);
@@ -244,19 +254,27 @@ fn count_min_batch_equals_single_and_seeds_matter() {
     // first (the batch kernels' unchecked adds, exact while the total fits u32), then weights
     // that push the total and some counters past u32::MAX (the checked adds), then weights
     // beyond u32 (clamped).
-    for candidates in [0, 16] {
+    // A small matrix and one beyond L2.
+    for (candidates, (rows, width)) in [0, 16]
+        .into_iter()
+        .flat_map(|c| [(c, (4, 1024)), (c, (2, 1 << 19))])
+    {
         let mut ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
         ws[5000] = u64::from(u32::MAX) - 7;
         ws[5001] = 1 << 40;
         ws[7000] = u64::from(u32::MAX);
-        let (mut batch, mut single) = (cm(4, 1024, candidates), cm(4, 1024, candidates));
+        let (mut batch, mut single) = (cm(rows, width, candidates), cm(rows, width, candidates));
         for (k, w) in stream.chunks(32).zip(ws.chunks(32)) {
             batch.update_batch(k, w);
         }
         for (k, &w) in stream.iter().zip(&ws) {
             single.update(k, w);
         }
-        assert_eq!(json(&batch), json(&single), "candidates {candidates}");
+        assert_eq!(
+            json(&batch),
+            json(&single),
+            "candidates {candidates}, {rows} x {width}"
+        );
         assert_eq!(batch.flow_size(&stream[5001]), Some(u64::from(u32::MAX)));
         assert!(batch.matrix().counters().contains(&u32::MAX));
     }

@@ -34,6 +34,7 @@ mod count_heap;
 mod exact;
 mod filled;
 mod packed;
+mod stream_summary;
 
 pub use cuckoo::{Cuckoo, CuckooConfig};
 pub use ewma_change::{EwmaChange, EwmaChangeConfig};

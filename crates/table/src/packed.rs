@@ -18,7 +18,13 @@ pub(crate) fn words(key_len: usize) -> usize {
 /// True when `key` fits in `kw` words.
 #[inline]
 pub(crate) fn fits(key: &FlowKey, kw: usize) -> bool {
-    key.len() < kw * 8
+    fits_len(key.len(), kw)
+}
+
+/// True when a key of `len` bytes fits in `kw` words (its length byte and its bytes).
+#[inline]
+pub(crate) fn fits_len(len: usize, kw: usize) -> bool {
+    len < kw * 8
 }
 
 /// The packed form of `key` (all `MAX_WORDS` words; a structure uses the first `kw`, the others

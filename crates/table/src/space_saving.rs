@@ -1,7 +1,8 @@
-//! Space-Saving (Metwally et al., ICDT'05; ALGORITHMS.md section 10) with k counters kept in a
-//! binary min-heap plus a key -> index map (Agg-Evict's "Space-Saving top 128", section 4.1).
+//! Space-Saving (Metwally et al., ICDT'05; ALGORITHMS.md section 10) with k counters kept in the
+//! paper's Stream-Summary (`stream_summary`: buckets of equal counts in count order, O(1) unit
+//! increments) plus a key -> slot map (Agg-Evict's "Space-Saving top 128", section 4.1).
 //!
-//! Update: a monitored key adds `w` and sifts down. A new key takes a free slot with
+//! Update: a monitored key adds `w` (moving to the bucket of its new count). A new key takes a free slot with
 //! `(c, ε) = (w, 0)`, or else replaces the minimum: `c = c_min + w`, `ε = c_min`.
 //! Invariants (tested): `sum c = N` (`sum c <= N` once merged); `c_min <= N/k`; `c - ε <= f <= c`
 //! and `ε <= c_min` for every monitored key; every key with `f > c_min` (so every `f > N/k`) is
@@ -19,8 +20,8 @@ use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
 
-use crate::count_heap::CountHeap;
 use crate::exact;
+use crate::stream_summary::{StreamSummary, MAX_CAP};
 
 const NAME: &str = "space_saving";
 
@@ -41,7 +42,7 @@ impl Default for SpaceSavingConfig {
 
 impl SpaceSavingConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.k == 0 || self.k > 1 << 24 {
+        if self.k == 0 || self.k > MAX_CAP {
             return Err(crate::invalid(NAME, "k", "must be in 1..=2^24"));
         }
         Ok(())
@@ -50,8 +51,8 @@ impl SpaceSavingConfig {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpaceSaving {
-    /// Entries carry ε (the over-estimation bound) as their extra field.
-    heap: CountHeap<u64>,
+    /// Monitored keys with their count and ε (the over-estimation bound).
+    summary: StreamSummary,
     total: u64,
 }
 
@@ -59,13 +60,13 @@ impl SpaceSaving {
     pub fn new(cfg: SpaceSavingConfig) -> Result<SpaceSaving, ConfigError> {
         cfg.validate()?;
         Ok(SpaceSaving {
-            heap: CountHeap::new(cfg.k),
+            summary: StreamSummary::new(cfg.k),
             total: 0,
         })
     }
 
     pub fn k(&self) -> usize {
-        self.heap.cap()
+        self.summary.cap()
     }
 
     /// N, the total weight seen.
@@ -76,20 +77,17 @@ impl SpaceSaving {
     /// Smallest count when all k counters are in use (else 0): an upper bound on the size of
     /// every unmonitored key, and at most N/k.
     pub fn min_count(&self) -> u64 {
-        self.heap.floor()
+        self.summary.floor()
     }
 
     /// `(c, ε)` of a monitored key: its size is in `[c - ε, c]`.
     pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
-        self.heap.get(key).map(|e| (e.count, e.extra))
+        self.summary.get(key)
     }
 
-    /// Monitored `(key, c, ε)` triples in heap order.
+    /// Monitored `(key, c, ε)` triples, in no particular order.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64)> + '_ {
-        self.heap
-            .entries()
-            .iter()
-            .map(|e| (e.key, e.count, e.extra))
+        self.summary.entries()
     }
 }
 
@@ -111,17 +109,16 @@ impl Algorithm for SpaceSaving {
             return;
         }
         self.total = self.total.saturating_add(weight);
-        // ε of a new entry: the count it inherits from the evicted minimum.
-        self.heap.offer(key, weight, |min| min);
+        self.summary.offer(key, weight);
     }
 
     fn reset(&mut self) {
-        self.heap.clear();
+        self.summary.clear();
         self.total = 0;
     }
 
     fn memory_bytes(&self) -> usize {
-        self.heap.memory_bytes()
+        self.summary.memory_bytes()
     }
 
     /// Monitored keys with `c >= threshold`. Recall is 1 for `threshold > min_count()`; a key
@@ -149,8 +146,7 @@ impl Algorithm for SpaceSaving {
     /// hold for the union with `N = N1 + N2` (`sum c <= N`). Requires the same k.
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o| o.k() == self.k())?;
-        self.heap
-            .merge(&o.heap, |min| min, |a, b| a.saturating_add(b));
+        self.summary.merge(&o.summary);
         self.total = self.total.saturating_add(o.total);
         Ok(())
     }
@@ -158,8 +154,8 @@ impl Algorithm for SpaceSaving {
 
 /// This algorithm's facts, listed in the `catalog` crate.
 ///
-/// `memory`: at capacity, the `k` entries and the key index for `k` keys, allocated at
-/// construction (see `CountHeap::bytes_for`; replacements can make hashbrown double the index).
+/// `memory`: exact, the `k` slots and buckets and the key index, allocated at construction and
+/// never grown (`StreamSummary::bytes_for`).
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
@@ -168,7 +164,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     memory: |p, _ctx| {
         algo::Entry::memory_with(NAME, p, |c: SpaceSavingConfig| {
             c.validate()?;
-            Ok(CountHeap::<u64>::bytes_for(c.k))
+            Ok(StreamSummary::bytes_for(c.k))
         })
     },
     defaults: algo::defaults_of::<SpaceSavingConfig>,
@@ -188,7 +184,7 @@ mod tests {
     /// The module's invariants against exact counts `t` of total `n`: `sum c = n`, or `<= n` for
     /// a `merged` summary.
     fn check_invariants(s: &SpaceSaving, t: &KeyMap<u64>, n: u64, merged: bool) {
-        s.heap.check();
+        s.summary.check();
         assert_eq!(s.total(), n);
         let sum = s.entries().map(|e| e.1).sum::<u64>();
         if merged {
@@ -328,11 +324,11 @@ mod tests {
             let empty = summary(k, &[]);
             let mut a = s.clone();
             a.merge(&empty).unwrap();
-            a.heap.check();
+            a.summary.check();
             assert_eq!(answers(&a), answers(&s));
             let mut b = empty.clone();
             b.merge(&s).unwrap();
-            b.heap.check();
+            b.summary.check();
             assert_eq!(answers(&b), answers(&s));
             let before = a.clone();
             let other_k = summary(k / 2, &keys);
@@ -341,5 +337,46 @@ mod tests {
             assert_eq!(a.merge(&heap), Err(MergeError::Mismatch(NAME)));
             assert_eq!(a, before);
         }
+    }
+
+    /// A snapshot (the entry's `save`/`load`, postcard of the serde form) restores a summary
+    /// with the same contents and answers, which goes on updating as the original did (counts
+    /// and the invariants); a merged summary round-trips too.
+    #[test]
+    fn snapshot_round_trip() {
+        let keys = zipf_keys(60_000, 20_000, 1.1, 37);
+        let more = zipf_keys(20_000, 20_000, 1.1, 38);
+        let mut all = keys.clone();
+        all.extend_from_slice(&more);
+        let (t, n) = (truth(&all), all.len() as u64);
+        let mut m = summary(128, &keys[..30_000]);
+        m.merge(&summary(128, &keys[30_000..])).unwrap();
+        for (s, merged) in [
+            (summary(128, &keys), false),
+            (summary(8192, &keys), false),
+            (m, true),
+        ] {
+            let bytes = (ENTRY.save)(&s).unwrap().unwrap();
+            let back = (ENTRY.load)(&bytes).unwrap();
+            let mut back = algo::downcast::<SpaceSaving>(back.as_ref())
+                .unwrap()
+                .clone();
+            back.summary.check();
+            assert_eq!(back, s);
+            assert_eq!(back.heavy_hitters(100), s.heavy_hitters(100));
+            let mut s = s;
+            more.iter().for_each(|x| {
+                s.update(x, 1);
+                back.update(x, 1);
+            });
+            let counts = |s: &SpaceSaving| {
+                let mut v: Vec<u64> = s.entries().map(|e| e.1).collect();
+                v.sort_unstable();
+                v
+            };
+            assert_eq!(counts(&back), counts(&s));
+            check_invariants(&back, &t, n, merged);
+        }
+        assert!((ENTRY.load)(&[1, 2, 3]).is_err());
     }
 }

@@ -138,6 +138,22 @@ pub fn zipf_keys(n: usize, flows: usize, skew: f64, seed: u64) -> Vec<FlowKey> {
 }
 
 /// Exact count of every key of a stream of unit updates.
+/// `0..n` cut into consecutive ranges of the given sizes, repeated (the last one shorter): the
+/// uneven batches the batch-path equality tests feed.
+pub fn uneven(n: usize, sizes: &[usize]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    for &s in sizes.iter().cycle() {
+        if i >= n || s == 0 {
+            break;
+        }
+        let e = (i + s).min(n);
+        out.push(i..e);
+        i = e;
+    }
+    out
+}
+
 pub fn truth(keys: &[FlowKey]) -> KeyMap<u64> {
     let mut m = KeyMap::default();
     for k in keys {
