@@ -506,7 +506,10 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
         closed.push(rep.idle(open_epoch, true));
     }
     rep.report(&runner, closed, 0, &sources, &mut printer, out)?;
-    printer.finish(runner.try_finish()?, out)?;
+    let mut report = runner.try_finish()?;
+    // The epochs reported, idle ones included (the runner counts those with packets).
+    report.totals.epochs = rep.next;
+    printer.finish(report, out)?;
     match stopped {
         Some(sig) => tracing::info!(signal = sig, "stopped"),
         None if !failed => tracing::error!("every capture ended"),

@@ -923,6 +923,10 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
     if let Some(p) = &e.paths {
         print_paths(out, e, p)?;
     }
+    // A live capture's idle epoch answers nothing.
+    if e.tasks.is_empty() {
+        return Ok(());
+    }
     writeln!(
         out,
         "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",

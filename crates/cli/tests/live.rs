@@ -237,6 +237,18 @@ fn veth_ready(test: &str) -> bool {
     false
 }
 
+/// What a veth test replays: a temporary directory and in it ndpi_synscan.pcap (2011 packets,
+/// 2002 flows) rewritten into 198.18.0.0/15; `None` after a skip line.
+fn replayable(test: &str, tag: &str) -> Option<(PathBuf, PathBuf)> {
+    if !veth_ready(test) {
+        return None;
+    }
+    let trace = testkit::trace("ndpi_synscan.pcap")?;
+    let dir = tempfile_dir(tag);
+    let file = rewritten(&trace, &dir);
+    Some((dir, file))
+}
+
 /// `trace` rewritten into 198.18.0.0/15 (every IPv4 address), in a temporary directory.
 fn rewritten(trace: &Path, dir: &Path) -> PathBuf {
     let out = dir.join("replay.pcap");
@@ -365,14 +377,9 @@ fn comparable(e: &Value) -> Value {
 
 #[test]
 fn live_on_veth_counts_what_run_counts() {
-    if !veth_ready("live_on_veth_counts_what_run_counts") {
-        return;
-    }
-    let Some(trace) = testkit::trace("ndpi_synscan.pcap") else {
+    let Some((dir, file)) = replayable("live_on_veth_counts_what_run_counts", "veth") else {
         return;
     };
-    let dir = tempfile_dir("veth");
-    let file = rewritten(&trace, &dir);
     let opts = [
         "--json-lines",
         "--truth",
@@ -444,10 +451,7 @@ fn rss_kb(pid: u32) -> Option<u64> {
 /// (structures allocated, the first epochs answered), it grows by less than 8 MB.
 #[test]
 fn live_soak_memory_flat_and_no_missed_epoch() {
-    if !veth_ready("live_soak_memory_flat_and_no_missed_epoch") {
-        return;
-    }
-    let Some(trace) = testkit::trace("ndpi_synscan.pcap") else {
+    let Some((dir, file)) = replayable("live_soak_memory_flat_and_no_missed_epoch", "soak") else {
         return;
     };
     let secs: u32 = std::env::var("NETSIFT_SOAK_SECS")
@@ -455,8 +459,6 @@ fn live_soak_memory_flat_and_no_missed_epoch() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(4)
         .max(2);
-    let dir = tempfile_dir("soak");
-    let file = rewritten(&trace, &dir);
     let ns = Netns::new();
     let live = start_live(
         &ns,
@@ -523,14 +525,12 @@ fn tempfile_dir(what: &str) -> PathBuf {
 /// changes an algorithm is refused (logged) and the old threshold stays; no epoch is lost.
 #[test]
 fn live_sighup_reloads_thresholds_and_refuses_other_changes() {
-    if !veth_ready("live_sighup_reloads_thresholds_and_refuses_other_changes") {
-        return;
-    }
-    let Some(trace) = testkit::trace("ndpi_synscan.pcap") else {
+    let Some((dir, file)) = replayable(
+        "live_sighup_reloads_thresholds_and_refuses_other_changes",
+        "hup",
+    ) else {
         return;
     };
-    let dir = tempfile_dir("hup");
-    let file = rewritten(&trace, &dir);
     let cfg = dir.join("run.toml");
     let write = |threshold: f64, algo: &str| {
         std::fs::write(

@@ -451,3 +451,42 @@ fn memory_of_a_growing_structure_is_its_largest() {
     // 20,000 flows over 5,000 sources: thousands of hosts of a few hundred bytes each.
     assert!(c.memory_bytes > 100_000, "{}", c.memory_bytes);
 }
+
+/// `netsift live`'s clock: `advance_to` closes a time epoch without a packet (answered inline,
+/// it is reported at once; an epoch without packets is not), and `retune` gives the open epoch
+/// its new threshold.
+#[test]
+fn advance_to_closes_due_time_epochs_and_retune_applies_to_the_open_one() {
+    let ms = 1_000_000u64;
+    let mut measures = vec![spec(Task::HeavyHitters, "count_min")];
+    measures[0].threshold = Some(3.0);
+    let c = RunConfig {
+        epoch_ms: Some(100),
+        workers: 1,
+        measures: measures.clone(),
+        ..RunConfig::default()
+    };
+    let mut r = Runner::new(c, "test").unwrap();
+    r.answer_inline();
+    let t0 = 1_000_000 * ms;
+    assert_eq!(r.advance_to(t0), 0);
+    let tuple = key::Tuple::v4([198, 18, 0, 1], [198, 19, 0, 1], 1000, 80, 6);
+    for i in 0..10 {
+        r.push(t0 + i * ms, &tuple, 64);
+    }
+    assert_eq!(r.advance_to(t0 + 99 * ms), 0);
+    assert!(r.completed_epochs().is_empty());
+    assert_eq!(r.advance_to(t0 + 250 * ms), 2);
+    let e = r.take_completed();
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].index, e[0].packets), (0, 10));
+    assert_eq!(e[0].tasks[0].threshold, Some(3.0));
+    // Epoch 1 had no packet: not reported. Epoch 2 gets the new threshold.
+    measures[0].threshold = Some(5.0);
+    assert_eq!(r.retune(&measures), 1);
+    r.push(t0 + 260 * ms, &tuple, 64);
+    assert_eq!(r.advance_to(t0 + 300 * ms), 3);
+    let e = r.take_completed();
+    assert_eq!((e.len(), e[0].index, e[0].packets), (1, 2, 1));
+    assert_eq!(e[0].tasks[0].threshold, Some(5.0));
+}
