@@ -114,6 +114,8 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
             rt.block_on(broker.connect(timeout, true))?
         }
     };
+    // The JetStream context spawns its acknowledgement task on the runtime.
+    let _enter = rt.enter();
     let js = async_nats::jetstream::new(client);
     let opts = netwide::publish::Options {
         ack_timeout: timeout,

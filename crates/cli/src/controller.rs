@@ -91,6 +91,8 @@ pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
         .context("controller: cannot start the async runtime")?;
     let broker = a.broker.broker("netsift-controller");
     let client = rt.block_on(broker.connect(Duration::from_secs(5), false))?;
+    // The JetStream context spawns its acknowledgement task on the runtime.
+    let _enter = rt.enter();
     let js = async_nats::jetstream::new(client);
     let recover = visor::Method::from(a.recover);
     let mut merge = |e: u64, prev: &[(PathBuf, Snapshot)], cur: &[(PathBuf, Snapshot)]| {

@@ -220,6 +220,8 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         tls_ca: None,
         name: "netsift-demo".into(),
     };
+    // The JetStream context spawns its acknowledgement task on the runtime.
+    let _enter = rt.enter();
     let js = async_nats::jetstream::new(rt.block_on(reader.connect(Duration::from_secs(5), false))?);
     let stored = rt.block_on(netwide::stored_snapshots(&js, Duration::from_secs(5)))?;
     let mut names = vec![];
@@ -235,6 +237,9 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     let end = Instant::now() + Duration::from_secs(60);
     while reported.len() < epochs.len() && Instant::now() < end {
         let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) else {
+            if let Some(st) = controller.0.try_wait()? {
+                bail!("the controller stopped ({st})");
+            }
             continue;
         };
         let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();

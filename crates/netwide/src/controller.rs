@@ -125,19 +125,26 @@ pub async fn setup(
         )
         .await
         .map_err(|e| broker("consumer", e))?;
-    let kv = match js.get_key_value(crate::REPORTS_BUCKET).await {
-        Ok(kv) => kv,
-        Err(_) => js
-            .create_key_value(jetstream::kv::Config {
-                bucket: crate::REPORTS_BUCKET.into(),
-                history: 8,
-                storage: jetstream::stream::StorageType::File,
-                max_value_size: crate::MAX_PAYLOAD as i32,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| broker("reports bucket", e))?,
-    };
+    // The bucket's stream made directly with the key-value layout (async-nats's
+    // `create_key_value` first asks `$JS.API.INFO` in a form nats-server 2.9 does not answer).
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: format!("KV_{}", crate::REPORTS_BUCKET),
+        subjects: vec![format!("$KV.{}.>", crate::REPORTS_BUCKET)],
+        max_messages_per_subject: 8,
+        storage: jetstream::stream::StorageType::File,
+        max_message_size: crate::MAX_PAYLOAD as i32,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: jetstream::stream::DiscardPolicy::New,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| broker("reports bucket", e))?;
+    let kv = js
+        .get_key_value(crate::REPORTS_BUCKET)
+        .await
+        .map_err(|e| broker("reports bucket", e))?;
     Ok((consumer, kv))
 }
 
