@@ -90,8 +90,36 @@ pub fn partition_pcap(bytes: &[u8], n: usize, seed: u64) -> Result<Vec<Vec<u8>>>
     Ok(parts)
 }
 
+/// A local `nats-server` with JetStream storing in `dir/jetstream`, a user per host
+/// (`agent-H`, publishing `netsift.snapshots.H` only) and `controller`, their credentials files
+/// in `dir` (`agent-H.creds`, `controller.creds`): the demo's and `bench netwide`'s.
+pub fn local_server(bin: &std::path::Path, dir: &std::path::Path, hosts: &[String]) -> Result<Server> {
+    // Passwords differ per run and per user; they only guard the demo's temporary server.
+    let password = |i: usize| format!("{:016x}", key::mix64(std::process::id() as u64 ^ i as u64));
+    let mut users: Vec<User> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, h)| User {
+            name: format!("agent-{h}"),
+            password: password(i),
+            role: Role::Agent { host: h.clone() },
+        })
+        .collect();
+    users.push(User {
+        name: "controller".into(),
+        password: password(usize::MAX),
+        role: Role::Controller,
+    });
+    for u in &users {
+        u.write_creds(dir)?;
+    }
+    let port = netwide::server::free_port()?;
+    let config = netwide::server::config(port, &dir.join("jetstream"), &users);
+    Server::start(bin, dir, port, &config, Duration::from_secs(5)).map_err(anyhow::Error::msg)
+}
+
 /// A temporary directory removed when dropped.
-struct TempDir(PathBuf);
+pub struct TempDir(pub PathBuf);
 
 impl Drop for TempDir {
     fn drop(&mut self) {
@@ -138,30 +166,8 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         std::fs::write(&f, part).with_context(|| format!("{}", f.display()))?;
     }
     drop(trace);
-    // One user per agent, allowed to publish its own subject only, and the controller.
-    let password = |i: usize| format!("{:016x}", key::mix64(std::process::id() as u64 ^ i as u64));
-    let mut users: Vec<User> = hosts
-        .iter()
-        .enumerate()
-        .map(|(i, h)| User {
-            name: format!("agent-{h}"),
-            password: password(i),
-            role: Role::Agent { host: h.clone() },
-        })
-        .collect();
-    users.push(User {
-        name: "controller".into(),
-        password: password(usize::MAX),
-        role: Role::Controller,
-    });
-    for u in &users {
-        u.write_creds(d)?;
-    }
+    let server = local_server(&bin, d, &hosts)?;
     let store = d.join("jetstream");
-    let port = netwide::server::free_port()?;
-    let config = netwide::server::config(port, &store, &users);
-    let server = Server::start(&bin, d, port, &config, Duration::from_secs(5))
-        .map_err(anyhow::Error::msg)?;
     crate::say!(
         "netsift: demo: nats-server on {} (JetStream in {}), {} agents, one controller",
         server.url(),
@@ -271,4 +277,175 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         bail!("{e}");
     }
     Ok(true)
+}
+
+#[derive(Args)]
+pub struct BenchNetwideArgs {
+    /// A snapshot (`netsift run --snapshots DIR --host ID`) every simulated agent sends a copy
+    /// of, as its own host, epoch after epoch.
+    pub snapshot: PathBuf,
+    /// Numbers of simulated agents, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "3,32",
+          value_parser = flags::whole::<usize>(1..=256))]
+    pub agents: Vec<usize>,
+    /// Epochs per agent count (the costs are their means).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=1000))]
+    pub epochs: usize,
+}
+
+/// `netsift bench netwide`: what the network-wide path costs per epoch for N simulated agents
+/// sending copies of one snapshot: encoding and decoding, the controller's merge and answers
+/// (`controller::epoch_report`, in process), and with `nats-server` on the PATH, through a local
+/// broker: each agent's publication until acknowledged, and the delay from the last agent's
+/// acknowledgement to the controller's report.
+pub fn cmd_bench_netwide(a: BenchNetwideArgs, out: &mut Out) -> Result<bool> {
+    let base = snapshot::read(&a.snapshot)?;
+    let bytes = snapshot::encode(&base);
+    let rounds = a.epochs;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(snapshot::encode(std::hint::black_box(&base)));
+    }
+    let enc = t.elapsed().as_secs_f64() * 1e3 / rounds as f64;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        std::hint::black_box(snapshot::decode(std::hint::black_box(&bytes)).map_err(anyhow::Error::msg)?);
+    }
+    let dec = t.elapsed().as_secs_f64() * 1e3 / rounds as f64;
+    let algos: Vec<String> = base.instances.iter().map(|i| i.algorithm.clone()).collect();
+    writeln!(
+        out,
+        "snapshot {}: {} bytes, instances {}; encode {enc:.2} ms, decode {dec:.2} ms",
+        a.snapshot.display(),
+        bytes.len(),
+        algos.join(",")
+    )?;
+    writeln!(
+        out,
+        "{:>6} {:>16} {:>18} {:>22}",
+        "agents", "merge ms/epoch", "publish ms/agent", "ack-to-report ms"
+    )?;
+    let bin = netwide::server::binary();
+    if bin.is_none() {
+        crate::say!("netsift: bench netwide: nats-server not on PATH: broker columns skipped");
+    }
+    for &n in &a.agents {
+        let hosts: Vec<String> = (0..n).map(|i| format!("h{i}")).collect();
+        let parts: Vec<(PathBuf, snapshot::Snapshot)> = hosts
+            .iter()
+            .map(|h| {
+                let mut s = base.clone();
+                s.host = h.clone();
+                (PathBuf::from(h), s)
+            })
+            .collect();
+        let method = visor::Method::Sketchvisor;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            crate::controller::epoch_report(base.epoch.index, &[], &parts, method)
+                .map_err(anyhow::Error::msg)?;
+        }
+        let merge = t.elapsed().as_secs_f64() * 1e3 / rounds as f64;
+        let (publish, delay) = match &bin {
+            Some(bin) => {
+                let (p, d) = broker_costs(bin, &hosts, &base, rounds)?;
+                (format!("{p:.2}"), format!("{d:.1}"))
+            }
+            None => ("-".into(), "-".into()),
+        };
+        writeln!(out, "{n:>6} {merge:>16.1} {publish:>18} {delay:>22}")?;
+    }
+    Ok(true)
+}
+
+/// Through a local broker, `rounds` epochs of every host's copy of `base`: mean ms per
+/// acknowledged publication, and mean ms from an epoch's last acknowledgement to its report.
+fn broker_costs(
+    bin: &std::path::Path,
+    hosts: &[String],
+    base: &snapshot::Snapshot,
+    rounds: usize,
+) -> Result<(f64, f64)> {
+    let dir = TempDir(std::env::temp_dir().join(format!("netsift-bench-nw-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&dir.0);
+    std::fs::create_dir_all(&dir.0)?;
+    let server = local_server(bin, &dir.0, hosts)?;
+    let url = server.url();
+    let broker = |user: &str| netwide::creds::Broker {
+        url: url.clone(),
+        creds: dir.0.join(format!("{user}.creds")),
+        tls_ca: None,
+        name: user.to_string(),
+    };
+    // The controller on its own thread and runtime, as its own process would be.
+    let (tx, rx) = mpsc::channel::<(u64, Instant)>();
+    let ctl = broker("controller");
+    let list = hosts.iter().cloned().collect();
+    let want = rounds as u64;
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let controller = std::thread::spawn(move || -> Result<()> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let _enter = rt.enter();
+        let js = async_nats::jetstream::new(rt.block_on(ctl.connect(Duration::from_secs(5), false))?);
+        rt.block_on(netwide::controller::setup(&js, Duration::from_secs(30)))?;
+        let _ = ready_tx.send(());
+        let opts = netwide::controller::Options {
+            hosts: netwide::controller::Hosts::List(list),
+            deadline: Duration::from_secs(30),
+            epochs: Some(want),
+            keep: 4,
+        };
+        let mut merge = |e: u64, p: &[(PathBuf, snapshot::Snapshot)], c: &[(PathBuf, snapshot::Snapshot)]| {
+            crate::controller::epoch_report(e, p, c, visor::Method::Sketchvisor)
+        };
+        let mut on_report = |r: &netwide::controller::NetReport| {
+            let _ = tx.send((r.epoch, Instant::now()));
+        };
+        rt.block_on(netwide::controller::run(&js, &opts, &mut merge, &mut on_report, &|| false))?;
+        Ok(())
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(10))
+        .context("the bench's controller did not start")?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let _enter = rt.enter();
+    let mut agents = vec![];
+    for h in hosts {
+        let c = rt.block_on(broker(&format!("agent-{h}")).connect(Duration::from_secs(5), false))?;
+        agents.push(async_nats::jetstream::new(c));
+    }
+    let (mut publish, mut delay) = (0.0, 0.0);
+    for e in 0..rounds as u64 {
+        let mut acked = Instant::now();
+        for (h, js) in hosts.iter().zip(&agents) {
+            let mut s = base.clone();
+            s.host = h.clone();
+            s.epoch.index = e;
+            let payload = snapshot::encode(&s);
+            let t = Instant::now();
+            let msg = async_nats::jetstream::message::PublishMessage::build()
+                .payload(payload.into())
+                .message_id(netwide::message_id(h, e));
+            rt.block_on(async {
+                js.send_publish(netwide::subject(h), msg).await?.await.map(|_| ())
+            })
+            .map_err(|e| anyhow::anyhow!("publishing: {e}"))?;
+            acked = Instant::now();
+            publish += (acked - t).as_secs_f64() * 1e3;
+        }
+        let (re, at) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .context("no report within 60 s")?;
+        if re != e {
+            bail!("report of epoch {re}, expected {e}");
+        }
+        delay += at.saturating_duration_since(acked).as_secs_f64() * 1e3;
+    }
+    controller
+        .join()
+        .map_err(|_| anyhow::anyhow!("the bench's controller panicked"))??;
+    drop(server);
+    let n = (rounds * hosts.len()) as f64;
+    Ok((publish / n, delay / rounds as f64))
 }

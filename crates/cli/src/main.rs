@@ -156,6 +156,10 @@ enum BenchCmd {
     /// What an epoch boundary costs each algorithm (reset, queries, exact truth, scoring): short
     /// epochs against one epoch over the same synthetic packets.
     Epochs(bench::EpochsArgs),
+    /// The network-wide path's costs per epoch for N simulated agents: snapshot encoding,
+    /// the controller's merge, publication through a local nats-server and the delay to the
+    /// report.
+    Netwide(netsift::demo::BenchNetwideArgs),
     /// Reproduce the Re-evaluating paper's figures (hashes, sketches and heaps by size, skew,
     /// value layout, shared vs separate, a co-runner), writing CSV, JSON, PNG and SVG.
     Reeval(bench::ReevalArgs),
@@ -190,6 +194,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Netwide(a)) => netsift::demo::cmd_bench_netwide(a, &mut out),
         Cmd::Bench(BenchCmd::Reeval(a)) => bench::cmd_reeval(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Instameasure(a)) => bench::cmd_instameasure(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Sketchvisor(a)) => bench::cmd_sketchvisor(a, &mut out).map(|_| true),
