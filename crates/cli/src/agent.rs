@@ -128,8 +128,12 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         (stats, spool)
     });
     let ok = crate::run::cmd_run(*Box::new(run), out)?;
-    let _ = drain.send(Some(Instant::now() + Duration::from_millis(a.drain_timeout_ms)));
-    let (stats, spool) = rt.block_on(publisher).context("agent: the publisher failed")?;
+    let _ = drain.send(Some(
+        Instant::now() + Duration::from_millis(a.drain_timeout_ms),
+    ));
+    let (stats, spool) = rt
+        .block_on(publisher)
+        .context("agent: the publisher failed")?;
     let stats = stats?;
     crate::say!(
         "netsift: agent {host}: {} snapshots published, {} duplicates, {} failed attempts, {} \

@@ -56,8 +56,7 @@ pub fn epoch_report(
     cur: &[(PathBuf, Snapshot)],
     recover: visor::Method,
 ) -> Result<serde_json::Value, String> {
-    let (files, snaps): (Vec<PathBuf>, Vec<Snapshot>) =
-        prev.iter().chain(cur).cloned().unzip();
+    let (files, snaps): (Vec<PathBuf>, Vec<Snapshot>) = prev.iter().chain(cur).cloned().unzip();
     let (mut report, _) = crate::merge::merged_report(files, snaps, recover, &[], false)
         .map_err(|e| format!("{e:#}"))?;
     report.epochs.retain(|e| e.index == epoch);

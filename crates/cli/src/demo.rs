@@ -93,7 +93,11 @@ pub fn partition_pcap(bytes: &[u8], n: usize, seed: u64) -> Result<Vec<Vec<u8>>>
 /// A local `nats-server` with JetStream storing in `dir/jetstream`, a user per host
 /// (`agent-H`, publishing `netsift.snapshots.H` only) and `controller`, their credentials files
 /// in `dir` (`agent-H.creds`, `controller.creds`): the demo's and `bench netwide`'s.
-pub fn local_server(bin: &std::path::Path, dir: &std::path::Path, hosts: &[String]) -> Result<Server> {
+pub fn local_server(
+    bin: &std::path::Path,
+    dir: &std::path::Path,
+    hosts: &[String],
+) -> Result<Server> {
     // Passwords differ per run and per user; they only guard the demo's temporary server.
     let password = |i: usize| format!("{:016x}", key::mix64(std::process::id() as u64 ^ i as u64));
     let mut users: Vec<User> = hosts
@@ -177,7 +181,14 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     let url = server.url();
     let started = Instant::now();
     let mut controller = Kid(Command::new(&exe)
-        .args(["controller", "--nats", &url, "--deadline-ms", "10000", "--hosts"])
+        .args([
+            "controller",
+            "--nats",
+            &url,
+            "--deadline-ms",
+            "10000",
+            "--hosts",
+        ])
         .arg(hosts.join(","))
         .arg("--creds")
         .arg(d.join("controller.creds"))
@@ -186,7 +197,11 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         .spawn()
         .context("starting the controller")?);
     let (tx, rx) = mpsc::channel::<String>();
-    let stdout = controller.0.stdout.take().context("the controller's output")?;
+    let stdout = controller
+        .0
+        .stdout
+        .take()
+        .context("the controller's output")?;
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
@@ -228,7 +243,8 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     };
     // The JetStream context spawns its acknowledgement task on the runtime.
     let _enter = rt.enter();
-    let js = async_nats::jetstream::new(rt.block_on(reader.connect(Duration::from_secs(5), false))?);
+    let js =
+        async_nats::jetstream::new(rt.block_on(reader.connect(Duration::from_secs(5), false))?);
     let stored = rt.block_on(netwide::stored_snapshots(&js, Duration::from_secs(5)))?;
     let mut names = vec![];
     let mut snaps = vec![];
@@ -269,8 +285,13 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     }
     // The same merge as the controller's, over every epoch, scored against the whole trace.
     let truth = [all.display().to_string()];
-    let (report, err) = crate::merge::merged_report(names, snaps, visor::Method::Sketchvisor, &truth, false)?;
-    writeln!(out, "\nnetwork-wide answers of {} hosts, scored against the whole trace:", a.hosts)?;
+    let (report, err) =
+        crate::merge::merged_report(names, snaps, visor::Method::Sketchvisor, &truth, false)?;
+    writeln!(
+        out,
+        "\nnetwork-wide answers of {} hosts, scored against the whole trace:",
+        a.hosts
+    )?;
     crate::run::print_report(&report, false, out)?;
     drop(server);
     if let Some(e) = err {
@@ -310,7 +331,9 @@ pub fn cmd_bench_netwide(a: BenchNetwideArgs, out: &mut Out) -> Result<bool> {
     let enc = t.elapsed().as_secs_f64() * 1e3 / rounds as f64;
     let t = Instant::now();
     for _ in 0..rounds {
-        std::hint::black_box(snapshot::decode(std::hint::black_box(&bytes)).map_err(anyhow::Error::msg)?);
+        std::hint::black_box(
+            snapshot::decode(std::hint::black_box(&bytes)).map_err(anyhow::Error::msg)?,
+        );
     }
     let dec = t.elapsed().as_secs_f64() * 1e3 / rounds as f64;
     let algos: Vec<String> = base.instances.iter().map(|i| i.algorithm.clone()).collect();
@@ -367,7 +390,8 @@ fn broker_costs(
     base: &snapshot::Snapshot,
     rounds: usize,
 ) -> Result<(f64, f64)> {
-    let dir = TempDir(std::env::temp_dir().join(format!("netsift-bench-nw-{}", std::process::id())));
+    let dir =
+        TempDir(std::env::temp_dir().join(format!("netsift-bench-nw-{}", std::process::id())));
     let _ = std::fs::remove_dir_all(&dir.0);
     std::fs::create_dir_all(&dir.0)?;
     let server = local_server(bin, &dir.0, hosts)?;
@@ -385,9 +409,12 @@ fn broker_costs(
     let want = rounds as u64;
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let controller = std::thread::spawn(move || -> Result<()> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let _enter = rt.enter();
-        let js = async_nats::jetstream::new(rt.block_on(ctl.connect(Duration::from_secs(5), false))?);
+        let js =
+            async_nats::jetstream::new(rt.block_on(ctl.connect(Duration::from_secs(5), false))?);
         rt.block_on(netwide::controller::setup(&js, Duration::from_secs(30)))?;
         let _ = ready_tx.send(());
         let opts = netwide::controller::Options {
@@ -396,23 +423,33 @@ fn broker_costs(
             epochs: Some(want),
             keep: 4,
         };
-        let mut merge = |e: u64, p: &[(PathBuf, snapshot::Snapshot)], c: &[(PathBuf, snapshot::Snapshot)]| {
-            crate::controller::epoch_report(e, p, c, visor::Method::Sketchvisor)
-        };
+        let mut merge =
+            |e: u64, p: &[(PathBuf, snapshot::Snapshot)], c: &[(PathBuf, snapshot::Snapshot)]| {
+                crate::controller::epoch_report(e, p, c, visor::Method::Sketchvisor)
+            };
         let mut on_report = |r: &netwide::controller::NetReport| {
             let _ = tx.send((r.epoch, Instant::now()));
         };
-        rt.block_on(netwide::controller::run(&js, &opts, &mut merge, &mut on_report, &|| false))?;
+        rt.block_on(netwide::controller::run(
+            &js,
+            &opts,
+            &mut merge,
+            &mut on_report,
+            &|| false,
+        ))?;
         Ok(())
     });
     ready_rx
         .recv_timeout(Duration::from_secs(10))
         .context("the bench's controller did not start")?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let _enter = rt.enter();
     let mut agents = vec![];
     for h in hosts {
-        let c = rt.block_on(broker(&format!("agent-{h}")).connect(Duration::from_secs(5), false))?;
+        let c =
+            rt.block_on(broker(&format!("agent-{h}")).connect(Duration::from_secs(5), false))?;
         agents.push(async_nats::jetstream::new(c));
     }
     let (mut publish, mut delay) = (0.0, 0.0);
@@ -428,7 +465,10 @@ fn broker_costs(
                 .payload(payload.into())
                 .message_id(netwide::message_id(h, e));
             rt.block_on(async {
-                js.send_publish(netwide::subject(h), msg).await?.await.map(|_| ())
+                js.send_publish(netwide::subject(h), msg)
+                    .await?
+                    .await
+                    .map(|_| ())
             })
             .map_err(|e| anyhow::anyhow!("publishing: {e}"))?;
             acked = Instant::now();

@@ -80,11 +80,7 @@ pub struct Stats {
 
 /// The merge of one epoch: `(name, snapshot)` of the previous epoch when held (heavy changers
 /// answer against it) and of this one; returns the report as JSON.
-pub type Merger<'a> = dyn FnMut(
-        u64,
-        &[(PathBuf, Snapshot)],
-        &[(PathBuf, Snapshot)],
-    ) -> Result<serde_json::Value, String>
+pub type Merger<'a> = dyn FnMut(u64, &[(PathBuf, Snapshot)], &[(PathBuf, Snapshot)]) -> Result<serde_json::Value, String>
     + 'a;
 
 struct Held {
@@ -100,7 +96,13 @@ struct Held {
 pub async fn setup(
     js: &jetstream::Context,
     ack_wait: Duration,
-) -> Result<(jetstream::consumer::Consumer<pull::Config>, jetstream::kv::Store), Error> {
+) -> Result<
+    (
+        jetstream::consumer::Consumer<pull::Config>,
+        jetstream::kv::Store,
+    ),
+    Error,
+> {
     let stream = js
         .get_or_create_stream(jetstream::stream::Config {
             name: crate::STREAM.into(),
@@ -154,7 +156,9 @@ async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, (u64, Vec<Str
     let mut keys = kv.keys().await.map_err(|e| broker("reports bucket", e))?;
     while let Some(k) = keys.next().await {
         let k = k.map_err(|e| broker("reports bucket", e))?;
-        let Ok(epoch) = k.parse::<u64>() else { continue };
+        let Ok(epoch) = k.parse::<u64>() else {
+            continue;
+        };
         let Some(v) = kv.get(&k).await.map_err(|e| broker("reports bucket", e))? else {
             continue;
         };
@@ -164,7 +168,11 @@ async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, (u64, Vec<Str
         let rev = v["revision"].as_u64().unwrap_or(1);
         let hosts = v["hosts"]
             .as_array()
-            .map(|a| a.iter().filter_map(|h| h.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|h| h.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         out.insert(epoch, (rev, hosts));
     }
@@ -245,15 +253,18 @@ pub async fn run(
             .iter()
             .filter(|(_, h)| match &h.reported {
                 None => {
-                    known.iter().all(|k| h.parts.contains_key(k)) || h.first.elapsed() >= opts.deadline
+                    known.iter().all(|k| h.parts.contains_key(k))
+                        || h.first.elapsed() >= opts.deadline
                 }
                 Some((_, hosts)) => hosts.len() != h.parts.len(),
             })
             .map(|(&e, _)| e)
             .collect();
         for e in ready {
-            report(e, &mut held, &mut done, &known, merge, &kv, &client, &mut stats, on_report)
-                .await;
+            report(
+                e, &mut held, &mut done, &known, merge, &kv, &client, &mut stats, on_report,
+            )
+            .await;
         }
         // Keep the unreported and the last `keep` reported epochs.
         let reported: Vec<u64> = held
@@ -261,7 +272,10 @@ pub async fn run(
             .filter(|(_, h)| h.reported.is_some())
             .map(|(&e, _)| e)
             .collect();
-        for e in reported.iter().take(reported.len().saturating_sub(opts.keep.max(1))) {
+        for e in reported
+            .iter()
+            .take(reported.len().saturating_sub(opts.keep.max(1)))
+        {
             held.remove(e);
         }
         if last_progress.elapsed() > ack_wait / 3 {
@@ -394,7 +408,9 @@ async fn report(
         .and_then(|p| held.get(&p))
         .map(|h| h.parts.values().cloned().collect())
         .unwrap_or_default();
-    let Some(h) = held.get_mut(&epoch) else { return };
+    let Some(h) = held.get_mut(&epoch) else {
+        return;
+    };
     let hosts: Vec<String> = h.parts.keys().cloned().collect();
     let last = h.reported.clone().or_else(|| done.get(&epoch).cloned());
     let revision = match &last {
@@ -421,7 +437,11 @@ async fn report(
     let r = NetReport {
         epoch,
         revision,
-        missing: known.iter().filter(|k| !h.parts.contains_key(*k)).cloned().collect(),
+        missing: known
+            .iter()
+            .filter(|k| !h.parts.contains_key(*k))
+            .cloned()
+            .collect(),
         hosts: hosts.clone(),
         report: value,
     };

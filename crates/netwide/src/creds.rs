@@ -49,7 +49,9 @@ impl Creds {
             (Some(_), None, None) => Err(err("`user` without `password`".into())),
             (None, Some(_), None) => Err(err("`password` without `user`".into())),
             (None, None, None) => Err(err("give `user` and `password`, or `nkey_seed`".into())),
-            _ => Err(err("give `user` and `password` or `nkey_seed`, not both".into())),
+            _ => Err(err(
+                "give `user` and `password` or `nkey_seed`, not both".into()
+            )),
         }
     }
 }
@@ -73,7 +75,11 @@ impl Broker {
     /// reached is not an error: the client keeps trying in the background (an agent spools
     /// meanwhile). Once connected the client reconnects by itself; every operation has its
     /// own timeout.
-    pub async fn connect(&self, timeout: Duration, retry: bool) -> Result<async_nats::Client, Error> {
+    pub async fn connect(
+        &self,
+        timeout: Duration,
+        retry: bool,
+    ) -> Result<async_nats::Client, Error> {
         let mut opts = match Creds::read(&self.creds)? {
             Creds::User { user, password } => {
                 async_nats::ConnectOptions::with_user_and_password(user, password)

@@ -95,7 +95,10 @@ pub async fn stored_snapshots(
         };
         let seq = m.info().map(|i| i.stream_sequence).unwrap_or(0);
         let name = format!("{}/{seq}", m.subject);
-        out.push((name, snapshot::decode(&m.payload).map_err(|e| e.to_string())));
+        out.push((
+            name,
+            snapshot::decode(&m.payload).map_err(|e| e.to_string()),
+        ));
     }
     Ok(out)
 }

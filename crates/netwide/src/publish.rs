@@ -141,6 +141,8 @@ async fn publish_one(
     match tokio::time::timeout(timeout, attempt).await {
         Ok(Ok(ack)) => Ok(ack.duplicate),
         Ok(Err(e)) => Err(e),
-        Err(_) => Err(Failure::Retry(format!("no acknowledgement within {timeout:?}"))),
+        Err(_) => Err(Failure::Retry(format!(
+            "no acknowledgement within {timeout:?}"
+        ))),
     }
 }

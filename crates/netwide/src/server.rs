@@ -163,7 +163,9 @@ impl Server {
                 ));
             }
             if Instant::now() >= end {
-                return Err(format!("nats-server not listening on port {port} after {timeout:?}"));
+                return Err(format!(
+                    "nats-server not listening on port {port} after {timeout:?}"
+                ));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -76,8 +76,7 @@ impl Spool {
         list.sort_by(|a, b| (a.epoch, &a.host).cmp(&(b.epoch, &b.host)));
         let mut bytes: u64 = list.iter().map(|e| e.bytes).sum();
         let mut over = 0;
-        while list.len() - over > self.max_files || (bytes > self.max_bytes && list.len() > over)
-        {
+        while list.len() - over > self.max_files || (bytes > self.max_bytes && list.len() > over) {
             let old = &list[over];
             let _ = std::fs::remove_file(&old.path);
             bytes -= old.bytes;
