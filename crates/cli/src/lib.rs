@@ -4,7 +4,10 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agent;
 pub mod bench;
+pub mod controller;
+pub mod demo;
 pub mod flags;
 pub mod live;
 pub mod merge;

@@ -377,7 +377,7 @@ impl Reporter {
 }
 
 /// Logs on stderr (`tracing`): `--log`, else `RUST_LOG`, else info.
-fn init_logs(level: Option<&str>) -> Result<()> {
+pub(crate) fn init_logs(level: Option<&str>) -> Result<()> {
     use tracing_subscriber::EnvFilter;
     let filter = match level {
         Some(l) => EnvFilter::try_new(l).map_err(|e| anyhow::anyhow!("--log {l}: {e}"))?,

@@ -54,6 +54,15 @@ enum Cmd {
     /// Merge hosts' epoch snapshots (`run --snapshots DIR --host ID`) into the network-wide
     /// answers, scored against the exact truth of `--truth` traces.
     Merge(netsift::merge::MergeArgs),
+    /// A `run` whose epoch snapshots are published to NATS JetStream (`netsift.snapshots.HOST`),
+    /// spooled on disk until acknowledged.
+    Agent(Box<netsift::agent::AgentArgs>),
+    /// The control plane over NATS JetStream: merges each epoch's snapshots from every host
+    /// (as `merge`), publishes and stores the network-wide report.
+    Controller(netsift::controller::ControllerArgs),
+    /// Demonstrations.
+    #[command(subcommand)]
+    Demo(netsift::demo::DemoCmd),
 }
 
 #[derive(Args)]
@@ -151,6 +160,10 @@ enum BenchCmd {
     /// What an epoch boundary costs each algorithm (reset, queries, exact truth, scoring): short
     /// epochs against one epoch over the same synthetic packets.
     Epochs(bench::EpochsArgs),
+    /// The network-wide path's costs per epoch for N simulated agents: snapshot encoding,
+    /// the controller's merge, publication through a local nats-server and the delay to the
+    /// report.
+    Netwide(netsift::demo::BenchNetwideArgs),
     /// Reproduce the Re-evaluating paper's figures (hashes, sketches and heaps by size, skew,
     /// value layout, shared vs separate, a co-runner), writing CSV, JSON, PNG and SVG.
     Reeval(bench::ReevalArgs),
@@ -180,9 +193,13 @@ fn main() -> ExitCode {
         Cmd::Algorithms { json } => netsift::algorithms(json, &mut out).map(|_| true),
         Cmd::Gen(a) => cmd_gen(a, &mut out).map(|_| true),
         Cmd::Merge(a) => netsift::merge::cmd_merge(a, &mut out),
+        Cmd::Agent(a) => netsift::agent::cmd_agent(*a, &mut out),
+        Cmd::Controller(a) => netsift::controller::cmd_controller(a, &mut out),
+        Cmd::Demo(netsift::demo::DemoCmd::Network(a)) => netsift::demo::cmd_network(a, &mut out),
         Cmd::Bench(BenchCmd::Parse(a)) => bench::cmd_parse(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::AggEvict(a)) => bench::cmd_agg_evict(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Epochs(a)) => bench::cmd_epochs(a, &mut out).map(|_| true),
+        Cmd::Bench(BenchCmd::Netwide(a)) => netsift::demo::cmd_bench_netwide(a, &mut out),
         Cmd::Bench(BenchCmd::Reeval(a)) => bench::cmd_reeval(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Instameasure(a)) => bench::cmd_instameasure(a, &mut out).map(|_| true),
         Cmd::Bench(BenchCmd::Sketchvisor(a)) => bench::cmd_sketchvisor(a, &mut out).map(|_| true),

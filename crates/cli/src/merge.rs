@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use measure::{RunConfig, Runner};
+use measure::{Report, RunConfig, Runner};
 use snapshot::Snapshot;
 use trace::Capture;
 use wire::Class;
@@ -51,6 +51,35 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         .map(|f| snapshot::read(f))
         .collect::<Result<_, _>>()?;
     snapshot::check_agree(&files, &snaps).map_err(anyhow::Error::msg)?;
+    let (report, read_error) =
+        merged_report(files, snaps, visor::Method::from(a.recover), &a.truth, true)?;
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        crate::run::print_report(&report, false, out)?;
+    }
+    if let Some(e) = read_error {
+        bail!("{e}");
+    }
+    Ok(true)
+}
+
+/// The network-wide report of hosts' snapshots (checked by `snapshot::check_agree`, or one by one
+/// by `snapshot::check_compatible`: `netsift controller`): the runner built from the first
+/// snapshot's configuration answers each epoch's merged states (fast-path parts recovered by
+/// `recover` on its answer thread), scored against the exact truth of `truth` traces when given.
+/// `files` name the snapshots in errors. `say_notes`: the notes and warnings on stderr. Returns
+/// the report and the error that stopped reading a `truth` trace, if one did.
+pub fn merged_report(
+    files: Vec<PathBuf>,
+    snaps: Vec<Snapshot>,
+    recover: visor::Method,
+    truth: &[String],
+    say_notes: bool,
+) -> Result<(Report, Option<String>)> {
+    if snaps.is_empty() {
+        bail!("no snapshot given");
+    }
     // Epoch index to the snapshots of it, in the order given.
     let mut epochs: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
     for (i, s) in snaps.iter().enumerate() {
@@ -66,11 +95,11 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
     cfg.host = None;
     cfg.trace = None;
     cfg.max_memory = None;
-    cfg.truth = !a.truth.is_empty();
+    cfg.truth = !truth.is_empty();
     // The hosts' fast paths measured their overload; this process only answers (the merged
     // part is recovered by `--recover` on its answer thread): no FIFO model of its own.
     cfg.sketchvisor.normal_capacity = None;
-    cfg.sketchvisor.recover = visor::Method::from(a.recover);
+    cfg.sketchvisor.recover = recover;
     let tunnel = cfg.tunnel;
     let hosts: Vec<&str> = {
         let mut h: Vec<&str> = snaps.iter().map(|s| s.host.as_str()).collect();
@@ -78,10 +107,10 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         h.dedup();
         h
     };
-    let name = if a.truth.is_empty() {
+    let name = if truth.is_empty() {
         format!("merge of {} hosts ({})", hosts.len(), hosts.join(", "))
     } else {
-        a.truth.join(" + ")
+        truth.join(" + ")
     };
     let mut runner = Runner::new(cfg, &name)?;
     runner.add_note(format!(
@@ -90,7 +119,7 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         hosts.len(),
         hosts.join(", "),
         epochs.keys().collect::<Vec<_>>(),
-        visor::Method::from(a.recover).name()
+        recover.name()
     ));
     for (index, list) in &epochs {
         let fast: u64 = list
@@ -104,7 +133,7 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
             ));
         }
     }
-    if a.truth.is_empty() {
+    if truth.is_empty() {
         let spreads = runner.config().measures.iter().any(|m| {
             matches!(m.task, algo::Task::Superspreaders | algo::Task::Ddos)
                 && m.threshold.unwrap_or(measure::DEFAULT_SPREAD) < 1.0
@@ -122,8 +151,10 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
                 .into(),
         );
     }
-    for n in runner.notes() {
-        crate::say!("netsift: {n}");
+    if say_notes {
+        for n in runner.notes() {
+            crate::say!("netsift: {n}");
+        }
     }
     let spans: Vec<(u64, snapshot::EpochSpan)> = epochs
         .iter()
@@ -182,7 +213,7 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         Ok((m.states, fast_part(&m.fast)))
     }));
     let mut read_error = None;
-    if a.truth.is_empty() {
+    if truth.is_empty() {
         for (e, s) in &spans {
             let first = if s.first_ns == u64::MAX {
                 0
@@ -192,7 +223,7 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
             runner.close_replayed(*e, s.packets, s.bytes, (first, s.last_ns));
         }
     } else {
-        for path in &a.truth {
+        for path in truth {
             let cap = Capture::open(path, None)?;
             let res = each_packet(&cap, tunnel, |p| match p.class {
                 Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
@@ -211,21 +242,13 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         .map(|s| s.0)
         .filter(|e| !answered.contains(e))
         .collect();
-    if !missed.is_empty() {
+    if say_notes && !missed.is_empty() {
         crate::say!(
             "netsift: warning: the snapshots of epochs {missed:?} were not answered: the --truth \
              traces have no packets there"
         );
     }
-    if a.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
-    } else {
-        crate::run::print_report(&report, false, out)?;
-    }
-    if let Some(e) = read_error {
-        bail!("{e}");
-    }
-    Ok(true)
+    Ok((report, read_error))
 }
 
 /// The merged fast-path part of an epoch as the answer thread takes it (`None` when no host had a

@@ -23,9 +23,9 @@ use crate::source::{each_packet, Packet};
 pub struct RunCmd {
     /// Capture or key trace (`-` for standard input). Without it: the built-in synthetic trace
     /// (4 M packets, two epochs of 2 M).
-    trace: Option<String>,
+    pub(crate) trace: Option<String>,
     #[arg(long)]
-    format: Option<Format>,
+    pub(crate) format: Option<Format>,
     #[command(flatten)]
     pub args: RunArgs,
 }
@@ -148,10 +148,11 @@ pub struct RunArgs {
     /// Write each epoch's snapshot (docs/snapshot-format.md) into DIR as HOST-epochNNNNNN.nss:
     /// what `netsift merge` combines.
     #[arg(long, value_name = "DIR", requires = "host")]
-    snapshots: Option<String>,
-    /// This host's id in snapshot file names (letters, digits, '.', '_', '-').
-    #[arg(long, requires = "snapshots", value_parser = crate::merge::host_id)]
-    host: Option<String>,
+    pub(crate) snapshots: Option<String>,
+    /// This host's id in snapshot file names (letters, digits, '.', '_', '-'); with `run`, only
+    /// with --snapshots (`agent` requires it: its snapshots go to --spool).
+    #[arg(long, value_parser = crate::merge::host_id)]
+    pub(crate) host: Option<String>,
     /// Heavy hitters detected on the packet path (instameasure, rcc): each detection printed as
     /// it happens (a line, or `"type": "detection"` with --json-lines), and the report gives
     /// the detection delay against exact detection (capture time and packets).
@@ -462,6 +463,9 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
         if a.k.is_some() {
             m.k = a.k;
         }
+    }
+    if a.host.is_some() && a.snapshots.is_none() {
+        bail!("--host names this host's snapshots: give --snapshots DIR too");
     }
     if a.snapshots.is_some() {
         (cfg.snapshots, cfg.host) = (a.snapshots.clone(), a.host.clone());

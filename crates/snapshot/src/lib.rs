@@ -418,6 +418,53 @@ fn lookup(params: &str, path: &str) -> Option<String> {
     })
 }
 
+/// Check that snapshot `s` (named `f` in messages) can be merged with `s0` (named `f0`): same
+/// seed, parameters (the message names what differs), key kinds and instances. The pairwise
+/// part of [`check_agree`], and what a controller checks of each snapshot as it arrives.
+pub fn check_compatible(f0: &Path, s0: &Snapshot, f: &Path, s: &Snapshot) -> Result<(), String> {
+    let name = |p: &Path| p.display().to_string();
+    if s.seed != s0.seed {
+        return Err(format!(
+            "{} has seed {}, {} has seed {}: snapshots of other seeds do not merge",
+            name(f),
+            s.seed,
+            name(f0),
+            s0.seed
+        ));
+    }
+    if s.params_hash != s0.params_hash {
+        return Err(format!(
+            "{} was measured with other parameters than {}: {}",
+            name(f),
+            name(f0),
+            params_diff(s0, s)
+        ));
+    }
+    if s.kinds != s0.kinds {
+        return Err(format!(
+            "{} has key kinds {:?}, {} has {:?}",
+            name(f),
+            s.kinds,
+            name(f0),
+            s0.kinds
+        ));
+    }
+    let shape = |s: &Snapshot| -> Vec<(String, String, String)> {
+        s.instances
+            .iter()
+            .map(|i| (i.algorithm.clone(), i.kind.clone(), i.side.clone()))
+            .collect()
+    };
+    if shape(s) != shape(s0) {
+        return Err(format!(
+            "{} holds other instances than {}",
+            name(f),
+            name(f0)
+        ));
+    }
+    Ok(())
+}
+
 /// Check that snapshots can be merged: same parameters (hash; the message names what differs
 /// and the two files), same seed, same key kinds and instances, no host twice in an epoch, and
 /// every host has the same epochs. `files` and `snaps` are parallel.
@@ -426,46 +473,7 @@ pub fn check_agree(files: &[PathBuf], snaps: &[Snapshot]) -> Result<(), String> 
         return Err("no snapshot given".into());
     };
     for (f, s) in files.iter().zip(snaps).skip(1) {
-        let name = |p: &PathBuf| p.display().to_string();
-        if s.seed != s0.seed {
-            return Err(format!(
-                "{} has seed {}, {} has seed {}: snapshots of other seeds do not merge",
-                name(f),
-                s.seed,
-                name(f0),
-                s0.seed
-            ));
-        }
-        if s.params_hash != s0.params_hash {
-            return Err(format!(
-                "{} was measured with other parameters than {}: {}",
-                name(f),
-                name(f0),
-                params_diff(s0, s)
-            ));
-        }
-        if s.kinds != s0.kinds {
-            return Err(format!(
-                "{} has key kinds {:?}, {} has {:?}",
-                name(f),
-                s.kinds,
-                name(f0),
-                s0.kinds
-            ));
-        }
-        let shape = |s: &Snapshot| -> Vec<(String, String, String)> {
-            s.instances
-                .iter()
-                .map(|i| (i.algorithm.clone(), i.kind.clone(), i.side.clone()))
-                .collect()
-        };
-        if shape(s) != shape(s0) {
-            return Err(format!(
-                "{} holds other instances than {}",
-                name(f),
-                name(f0)
-            ));
-        }
+        check_compatible(f0, s0, f, s)?;
     }
     // (host, epoch) once; every host the same epochs.
     let mut by_host: std::collections::BTreeMap<&str, Vec<(u64, &PathBuf)>> = Default::default();

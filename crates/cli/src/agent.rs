@@ -1,0 +1,149 @@
+//! `netsift agent`: a `run` whose epoch snapshots are published to NATS JetStream (crate
+//! `netwide`): the run writes each answered epoch's snapshot into the spool (`--spool`, as
+//! `run --snapshots` does), and a publisher on its own thread sends every spooled file to
+//! `netsift.snapshots.<host>`, removing it when JetStream acknowledges it. At the end of the
+//! trace the agent waits (at most `--drain-timeout-ms`) for its spool to empty; what is left is
+//! sent first by the next start. The run's input is `run`'s (every `run` flag applies); a live
+//! source added to `run` comes with it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use netwide::creds::Broker;
+
+use crate::flags;
+use crate::out::Out;
+use crate::run::RunCmd;
+
+/// Where a broker is and how to log in: shared by `agent` and `controller`.
+#[derive(Args, Clone)]
+pub struct BrokerArgs {
+    /// NATS server URL (`nats://host:4222`; `tls://` or --tls-ca for TLS).
+    #[arg(long, value_name = "URL")]
+    pub nats: String,
+    /// Credentials file (TOML: `user` and `password`, or `nkey_seed`; never on the command
+    /// line). See docs/netwide.md.
+    #[arg(long, value_name = "FILE")]
+    pub creds: PathBuf,
+    /// CA certificate (PEM) to check the server's TLS certificate: TLS is then required.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+}
+
+impl BrokerArgs {
+    pub fn broker(&self, name: &str) -> Broker {
+        Broker {
+            url: self.nats.clone(),
+            creds: self.creds.clone(),
+            tls_ca: self.tls_ca.clone(),
+            name: name.to_string(),
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub run: RunCmd,
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// Directory of the snapshots waiting for the broker's acknowledgement (created if
+    /// missing; a restarted agent sends what it holds first).
+    #[arg(long, value_name = "DIR")]
+    pub spool: PathBuf,
+    /// Most snapshots the spool holds; past it the oldest are dropped (counted, reported).
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=u64::MAX))]
+    pub spool_max_files: usize,
+    /// Most bytes the spool holds (`500M`, `2G`); past it the oldest are dropped.
+    #[arg(long, default_value = "1G", value_parser = flags::bytes)]
+    pub spool_max_bytes: u64,
+    /// At the end of the trace, how long to wait for the spool to empty (ms).
+    #[arg(long, default_value_t = 30_000, allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(0..=86_400_000))]
+    pub drain_timeout_ms: u64,
+    /// How long one publication waits for JetStream's acknowledgement before it is retried (ms).
+    #[arg(long, default_value_t = 5_000, allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=600_000))]
+    pub ack_timeout_ms: u64,
+}
+
+pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
+    // Rejections and retries are logged (RUST_LOG, default warn), as `live` logs.
+    crate::live::init_logs(Some(
+        &std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+    ))?;
+    let mut run = a.run;
+    let Some(host) = run.args.host.clone() else {
+        bail!("agent: --host ID is required (the subject netsift.snapshots.ID)");
+    };
+    if run.args.snapshots.is_some() {
+        bail!("agent: snapshots go to --spool DIR, not --snapshots");
+    }
+    let mut spool = netwide::spool::Spool::open(&a.spool, a.spool_max_files, a.spool_max_bytes)?;
+    run.args.snapshots = Some(a.spool.display().to_string());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("agent: cannot start the async runtime")?;
+    let broker = a.broker.broker(&format!("netsift-agent-{host}"));
+    let timeout = Duration::from_millis(a.ack_timeout_ms);
+    // Refused credentials end the agent at once; a broker that is away is waited for while
+    // the run spools.
+    let client = match rt.block_on(broker.connect(timeout, false)) {
+        Ok(c) => c,
+        Err(e @ (netwide::Error::Refused { .. } | netwide::Error::Creds(_))) => bail!("{e}"),
+        Err(e) => {
+            crate::say!("netsift: agent: {e}; spooling and retrying");
+            rt.block_on(broker.connect(timeout, true))?
+        }
+    };
+    // The JetStream context spawns its acknowledgement task on the runtime.
+    let _enter = rt.enter();
+    let js = async_nats::jetstream::new(client);
+    let opts = netwide::publish::Options {
+        ack_timeout: timeout,
+        ..Default::default()
+    };
+    let (drain, drain_rx) = tokio::sync::watch::channel(None);
+    let publisher = rt.spawn(async move {
+        let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
+        (stats, spool)
+    });
+    let ok = crate::run::cmd_run(*Box::new(run), out)?;
+    let _ = drain.send(Some(
+        Instant::now() + Duration::from_millis(a.drain_timeout_ms),
+    ));
+    let (stats, spool) = rt
+        .block_on(publisher)
+        .context("agent: the publisher failed")?;
+    let stats = stats?;
+    crate::say!(
+        "netsift: agent {host}: {} snapshots published, {} duplicates, {} failed attempts, {} \
+         dropped (spool full{}), {} too large, {} left in {}",
+        stats.published,
+        stats.duplicates,
+        stats.failures,
+        spool.dropped,
+        if spool.dropped_epochs.is_empty() {
+            String::new()
+        } else {
+            format!(": epochs {:?}", spool.dropped_epochs)
+        },
+        stats.too_large,
+        stats.left,
+        spool.dir().display()
+    );
+    if stats.left > 0 {
+        crate::say!(
+            "netsift: agent {host}: the spool did not empty within --drain-timeout-ms {}: it is \
+             sent first by the next start",
+            a.drain_timeout_ms
+        );
+        return Ok(false);
+    }
+    Ok(ok)
+}

@@ -1,0 +1,125 @@
+//! `netsift controller`: the control plane over NATS JetStream (crate `netwide`). Consumes every
+//! host's snapshots through a durable consumer, merges each epoch with `netsift merge`'s code
+//! (`merge::merged_report`: the same runner, recovery and report), prints each network-wide
+//! report as one JSON line, publishes it on `netsift.reports` and stores it in the key-value
+//! bucket `netsift-reports` by epoch.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use netwide::controller::{Hosts, NetReport, Options};
+use snapshot::Snapshot;
+
+use crate::agent::BrokerArgs;
+use crate::flags;
+use crate::out::Out;
+use crate::run::RecoverArg;
+
+#[derive(Args)]
+pub struct ControllerArgs {
+    #[command(flatten)]
+    pub broker: BrokerArgs,
+    /// The hosts each epoch waits for, comma-separated; a snapshot of any other is rejected.
+    #[arg(long, value_delimiter = ',', required_unless_present = "hosts_from_stream",
+          conflicts_with = "hosts_from_stream", value_parser = crate::merge::host_id)]
+    pub hosts: Vec<String>,
+    /// Wait for every host that has published to the stream (any host is accepted).
+    #[arg(long)]
+    pub hosts_from_stream: bool,
+    /// How long an epoch waits for missing hosts after its first snapshot (ms); then it is
+    /// reported without them, and corrected when they arrive.
+    #[arg(long, default_value_t = 5_000, allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=86_400_000))]
+    pub deadline_ms: u64,
+    /// How the fast path's part is recovered (as `netsift merge --recover`).
+    #[arg(long, value_enum, default_value_t = RecoverArg::Sketchvisor)]
+    pub recover: RecoverArg,
+    /// Stop once this many epochs have a report in the bucket (this controller's or an
+    /// earlier one's); default: until SIGINT/SIGTERM.
+    #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<u64>(0..=u64::MAX))]
+    pub epochs: Option<u64>,
+    /// Reported epochs kept in memory for late snapshots (1..=4096).
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(1..=4096))]
+    pub keep: usize,
+}
+
+/// The network-wide report of `epoch` from its hosts' snapshots (`cur`) and, when held, the
+/// previous epoch's (`prev`: heavy changers answer against it, as in `netsift merge`): the
+/// `Report` of `netsift merge --json` with this epoch alone in `epochs` and `warnings`.
+pub fn epoch_report(
+    epoch: u64,
+    prev: &[(PathBuf, Snapshot)],
+    cur: &[(PathBuf, Snapshot)],
+    recover: visor::Method,
+) -> Result<serde_json::Value, String> {
+    let (files, snaps): (Vec<PathBuf>, Vec<Snapshot>) = prev.iter().chain(cur).cloned().unzip();
+    let (mut report, _) = crate::merge::merged_report(files, snaps, recover, &[], false)
+        .map_err(|e| format!("{e:#}"))?;
+    report.epochs.retain(|e| e.index == epoch);
+    report.warnings.retain(|w| w.epoch == epoch);
+    if !prev.is_empty() {
+        report.notes.push(format!(
+            "epoch {} merged too, as heavy changers' previous epoch: totals and costs cover both",
+            epoch.saturating_sub(1)
+        ));
+    }
+    serde_json::to_value(&report).map_err(|e| e.to_string())
+}
+
+pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
+    crate::live::init_logs(Some(
+        &std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
+    ))?;
+    crate::signals::install();
+    let hosts = if a.hosts_from_stream {
+        Hosts::FromStream
+    } else {
+        Hosts::List(a.hosts.iter().cloned().collect::<BTreeSet<_>>())
+    };
+    let opts = Options {
+        hosts,
+        deadline: Duration::from_millis(a.deadline_ms),
+        epochs: a.epochs,
+        keep: a.keep,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("controller: cannot start the async runtime")?;
+    let broker = a.broker.broker("netsift-controller");
+    let client = rt.block_on(broker.connect(Duration::from_secs(5), false))?;
+    // The JetStream context spawns its acknowledgement task on the runtime.
+    let _enter = rt.enter();
+    let js = async_nats::jetstream::new(client);
+    let recover = visor::Method::from(a.recover);
+    let mut merge = |e: u64, prev: &[(PathBuf, Snapshot)], cur: &[(PathBuf, Snapshot)]| {
+        epoch_report(e, prev, cur, recover)
+    };
+    let mut write_error = None;
+    let mut on_report = |r: &NetReport| {
+        let line = serde_json::to_string(r).unwrap_or_default();
+        if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+            write_error.get_or_insert(e.to_string());
+        }
+    };
+    let stop = || crate::signals::caught().is_some();
+    let stats = rt.block_on(netwide::controller::run(
+        &js,
+        &opts,
+        &mut merge,
+        &mut on_report,
+        &stop,
+    ))?;
+    if let Some(e) = write_error {
+        anyhow::bail!("{e}");
+    }
+    crate::say!(
+        "netsift: controller: {}",
+        serde_json::to_string(&stats).unwrap_or_default()
+    );
+    Ok(true)
+}

@@ -1,0 +1,480 @@
+//! The controller: one durable JetStream pull consumer on every host's snapshots. Snapshots are
+//! grouped by epoch; an epoch is reported when every expected host has sent it or when its
+//! deadline (from its first snapshot's arrival) has passed, the missing hosts named. The merge
+//! itself is the caller's ([`Merger`]: `netsift merge`'s code). Each report is published on
+//! `netsift.reports` and stored in the key-value bucket `netsift-reports` under the epoch's
+//! index; a snapshot that arrives after its epoch was reported gives a corrected report with
+//! the next revision.
+//!
+//! A message is acknowledged once its epoch's report is stored (or once it is rejected), so a
+//! controller that dies loses nothing: its successor is handed what was not acknowledged. An
+//! epoch whose report the bucket already holds with the same hosts is not reported again (a
+//! controller that died between storing and acknowledging).
+//!
+//! Rejected, counted and logged, the controller going on: a snapshot that does not decode, one
+//! whose host is not the subject's or not allowed (`--hosts`), one whose parameters differ from
+//! the first accepted snapshot's (`snapshot::check_compatible`), one arriving after its epoch
+//! has left memory (`Options::keep`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer::pull, AckKind};
+use futures_util::StreamExt;
+use serde::Serialize;
+use snapshot::Snapshot;
+
+use crate::{broker, Error};
+
+/// Which hosts an epoch waits for.
+#[derive(Clone, Debug)]
+pub enum Hosts {
+    /// These, and only these are accepted.
+    List(BTreeSet<String>),
+    /// Every host that has a subject in the stream (any host is accepted).
+    FromStream,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub hosts: Hosts,
+    /// How long an epoch waits for its missing hosts after its first snapshot arrived.
+    pub deadline: Duration,
+    /// Stop once this many epochs have a report in the bucket (this controller's or an
+    /// earlier one's) and none is waiting; `None`: until stopped.
+    pub epochs: Option<u64>,
+    /// Reported epochs kept in memory for late snapshots (and as the previous epoch of the
+    /// next, for heavy changers).
+    pub keep: usize,
+}
+
+/// One epoch's network-wide report as published and stored.
+#[derive(Serialize)]
+pub struct NetReport {
+    pub epoch: u64,
+    /// 1 for the first report of the epoch, then one more per correction.
+    pub revision: u64,
+    /// The hosts merged.
+    pub hosts: Vec<String>,
+    /// Expected hosts whose snapshot had not arrived.
+    pub missing: Vec<String>,
+    /// The merged answers: `netsift merge --json`'s `Report` (the caller's [`Merger`]).
+    pub report: serde_json::Value,
+}
+
+/// What the controller did.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Stats {
+    pub accepted: u64,
+    pub reports: u64,
+    pub corrections: u64,
+    /// Snapshots of (host, epoch) already held or reported: not counted again.
+    pub duplicates: u64,
+    pub rejected_malformed: u64,
+    pub rejected_host: u64,
+    pub rejected_incompatible: u64,
+    pub rejected_late: u64,
+    pub merge_failures: u64,
+}
+
+/// The merge of one epoch: `(name, snapshot)` of the previous epoch when held (heavy changers
+/// answer against it) and of this one; returns the report as JSON.
+pub type Merger<'a> = dyn FnMut(u64, &[(PathBuf, Snapshot)], &[(PathBuf, Snapshot)]) -> Result<serde_json::Value, String>
+    + 'a;
+
+struct Held {
+    parts: BTreeMap<String, (PathBuf, Snapshot)>,
+    /// Messages not yet acknowledged.
+    unacked: Vec<jetstream::Message>,
+    first: Instant,
+    /// (revision, hosts) of the last report.
+    reported: Option<(u64, Vec<String>)>,
+}
+
+/// Create (or find) the stream, the durable consumer and the reports bucket.
+pub async fn setup(
+    js: &jetstream::Context,
+    ack_wait: Duration,
+) -> Result<
+    (
+        jetstream::consumer::Consumer<pull::Config>,
+        jetstream::kv::Store,
+    ),
+    Error,
+> {
+    let stream = js
+        .get_or_create_stream(jetstream::stream::Config {
+            name: crate::STREAM.into(),
+            subjects: vec![format!("{}.*", crate::SUBJECT_PREFIX)],
+            storage: jetstream::stream::StorageType::File,
+            duplicate_window: crate::DEDUPE_WINDOW,
+            max_message_size: crate::MAX_PAYLOAD as i32,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| broker("stream", e))?;
+    let consumer = stream
+        .get_or_create_consumer(
+            crate::CONSUMER,
+            pull::Config {
+                durable_name: Some(crate::CONSUMER.into()),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait,
+                max_ack_pending: 100_000,
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| broker("consumer", e))?;
+    // The bucket's stream made directly with the key-value layout (async-nats's
+    // `create_key_value` first asks `$JS.API.INFO` in a form nats-server 2.9 does not answer).
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: format!("KV_{}", crate::REPORTS_BUCKET),
+        subjects: vec![format!("$KV.{}.>", crate::REPORTS_BUCKET)],
+        max_messages_per_subject: 8,
+        storage: jetstream::stream::StorageType::File,
+        max_message_size: crate::MAX_PAYLOAD as i32,
+        allow_rollup: true,
+        deny_delete: true,
+        allow_direct: true,
+        discard: jetstream::stream::DiscardPolicy::New,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| broker("reports bucket", e))?;
+    let kv = js
+        .get_key_value(crate::REPORTS_BUCKET)
+        .await
+        .map_err(|e| broker("reports bucket", e))?;
+    Ok((consumer, kv))
+}
+
+/// The reports the bucket holds: epoch to (revision, hosts).
+async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, (u64, Vec<String>)>, Error> {
+    let mut out = BTreeMap::new();
+    let mut keys = kv.keys().await.map_err(|e| broker("reports bucket", e))?;
+    while let Some(k) = keys.next().await {
+        let k = k.map_err(|e| broker("reports bucket", e))?;
+        let Ok(epoch) = k.parse::<u64>() else {
+            continue;
+        };
+        let Some(v) = kv.get(&k).await.map_err(|e| broker("reports bucket", e))? else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&v) else {
+            continue;
+        };
+        let rev = v["revision"].as_u64().unwrap_or(1);
+        let hosts = v["hosts"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|h| h.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.insert(epoch, (rev, hosts));
+    }
+    Ok(out)
+}
+
+/// Consume, merge and report until `opts.epochs` are reported or `stop` is set. `on_report`
+/// sees every report published.
+pub async fn run(
+    js: &jetstream::Context,
+    opts: &Options,
+    merge: &mut Merger<'_>,
+    on_report: &mut dyn FnMut(&NetReport),
+    stop: &dyn Fn() -> bool,
+) -> Result<Stats, Error> {
+    // A held message is kept alive with progress acknowledgements; ack_wait only matters when
+    // this controller dies: then its successor gets the messages after ack_wait.
+    let ack_wait = opts.deadline + Duration::from_secs(2);
+    let (consumer, kv) = setup(js, ack_wait).await?;
+    let client = js.client();
+    let mut done = stored(&kv).await?;
+    let mut stats = Stats::default();
+    let mut held: BTreeMap<u64, Held> = BTreeMap::new();
+    let mut reference: Option<(PathBuf, Snapshot)> = None;
+    let mut known: BTreeSet<String> = match &opts.hosts {
+        Hosts::List(l) => l.clone(),
+        Hosts::FromStream => BTreeSet::new(),
+    };
+    let mut last_progress = Instant::now();
+    let mut last_known = None::<Instant>;
+    loop {
+        if stop() {
+            break;
+        }
+        if let Some(n) = opts.epochs {
+            if done.len() as u64 >= n && held.values().all(|h| h.reported.is_some()) {
+                break;
+            }
+        }
+        if matches!(opts.hosts, Hosts::FromStream)
+            && last_known.is_none_or(|t: Instant| t.elapsed() > Duration::from_secs(1))
+        {
+            known.extend(stream_hosts(js).await);
+            last_known = Some(Instant::now());
+        }
+        let batch = consumer
+            .batch()
+            .max_messages(64)
+            .expires(Duration::from_millis(100))
+            .messages()
+            .await;
+        match batch {
+            Ok(mut msgs) => {
+                while let Some(m) = msgs.next().await {
+                    match m {
+                        Ok(m) => {
+                            accept(m, opts, &mut held, &done, &mut reference, &mut stats).await
+                        }
+                        Err(e) => {
+                            tracing::warn!("fetching snapshots: {e}");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!("fetching snapshots: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        if matches!(opts.hosts, Hosts::FromStream) {
+            for h in held.values() {
+                known.extend(h.parts.keys().cloned());
+            }
+        }
+        // Report what is complete, past its deadline, or corrected.
+        let ready: Vec<u64> = held
+            .iter()
+            .filter(|(_, h)| match &h.reported {
+                None => {
+                    known.iter().all(|k| h.parts.contains_key(k))
+                        || h.first.elapsed() >= opts.deadline
+                }
+                Some((_, hosts)) => hosts.len() != h.parts.len(),
+            })
+            .map(|(&e, _)| e)
+            .collect();
+        for e in ready {
+            report(
+                e, &mut held, &mut done, &known, merge, &kv, &client, &mut stats, on_report,
+            )
+            .await;
+        }
+        // Keep the unreported and the last `keep` reported epochs.
+        let reported: Vec<u64> = held
+            .iter()
+            .filter(|(_, h)| h.reported.is_some())
+            .map(|(&e, _)| e)
+            .collect();
+        for e in reported
+            .iter()
+            .take(reported.len().saturating_sub(opts.keep.max(1)))
+        {
+            held.remove(e);
+        }
+        if last_progress.elapsed() > ack_wait / 3 {
+            for h in held.values() {
+                for m in &h.unacked {
+                    let _ = m.ack_with(AckKind::Progress).await;
+                }
+            }
+            last_progress = Instant::now();
+        }
+    }
+    Ok(stats)
+}
+
+/// The hosts with a subject in the stream.
+async fn stream_hosts(js: &jetstream::Context) -> Vec<String> {
+    let Ok(stream) = js.get_stream(crate::STREAM).await else {
+        return vec![];
+    };
+    let Ok(mut subjects) = stream
+        .info_with_subjects(format!("{}.*", crate::SUBJECT_PREFIX))
+        .await
+    else {
+        return vec![];
+    };
+    let mut out = vec![];
+    while let Some(Ok((s, _))) = subjects.next().await {
+        if let Some(h) = s.strip_prefix(&format!("{}.", crate::SUBJECT_PREFIX)) {
+            out.push(h.to_string());
+        }
+    }
+    out
+}
+
+async fn reject(m: &jetstream::Message, counter: &mut u64, why: String) {
+    tracing::warn!("rejected snapshot on {}: {why}", m.subject);
+    *counter += 1;
+    // Term: never deliver it again.
+    let _ = m.ack_with(AckKind::Term).await;
+}
+
+async fn accept(
+    m: jetstream::Message,
+    opts: &Options,
+    held: &mut BTreeMap<u64, Held>,
+    done: &BTreeMap<u64, (u64, Vec<String>)>,
+    reference: &mut Option<(PathBuf, Snapshot)>,
+    stats: &mut Stats,
+) {
+    let subject_host = m
+        .subject
+        .strip_prefix(&format!("{}.", crate::SUBJECT_PREFIX))
+        .unwrap_or("")
+        .to_string();
+    let s = match snapshot::decode(&m.payload) {
+        Ok(s) => s,
+        Err(e) => return reject(&m, &mut stats.rejected_malformed, e.to_string()).await,
+    };
+    if s.host != subject_host {
+        let why = format!("it names host {:?}, its subject {subject_host:?}", s.host);
+        return reject(&m, &mut stats.rejected_host, why).await;
+    }
+    if let Hosts::List(l) = &opts.hosts {
+        if !l.contains(&s.host) {
+            let why = format!("host {:?} is not in --hosts", s.host);
+            return reject(&m, &mut stats.rejected_host, why).await;
+        }
+    }
+    let name = PathBuf::from(format!("{}/{}", m.subject, s.epoch.index));
+    match reference {
+        None => *reference = Some((name.clone(), s.clone())),
+        Some((rn, r)) => {
+            if let Err(e) = snapshot::check_compatible(rn, r, &name, &s) {
+                return reject(&m, &mut stats.rejected_incompatible, e).await;
+            }
+        }
+    }
+    let epoch = s.epoch.index;
+    if !held.contains_key(&epoch) {
+        if let Some((_, hosts)) = done.get(&epoch) {
+            if hosts.contains(&s.host) {
+                stats.duplicates += 1;
+                let _ = m.ack().await;
+            } else {
+                let why = format!(
+                    "epoch {epoch} was reported and is no longer held (late by more than the \
+                     last {} epochs)",
+                    opts.keep
+                );
+                reject(&m, &mut stats.rejected_late, why).await;
+            }
+            return;
+        }
+    }
+    let h = held.entry(epoch).or_insert_with(|| Held {
+        parts: BTreeMap::new(),
+        unacked: vec![],
+        first: Instant::now(),
+        reported: None,
+    });
+    if h.parts.contains_key(&s.host) {
+        stats.duplicates += 1;
+        if h.reported.is_some() {
+            let _ = m.ack().await;
+        } else {
+            // A redelivery of a held part: keep the newest handle to acknowledge.
+            h.unacked.push(m);
+        }
+        return;
+    }
+    stats.accepted += 1;
+    h.parts.insert(s.host.clone(), (name, s));
+    h.unacked.push(m);
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn report(
+    epoch: u64,
+    held: &mut BTreeMap<u64, Held>,
+    done: &mut BTreeMap<u64, (u64, Vec<String>)>,
+    known: &BTreeSet<String>,
+    merge: &mut Merger<'_>,
+    kv: &jetstream::kv::Store,
+    client: &async_nats::Client,
+    stats: &mut Stats,
+    on_report: &mut dyn FnMut(&NetReport),
+) {
+    let prev: Vec<(PathBuf, Snapshot)> = epoch
+        .checked_sub(1)
+        .and_then(|p| held.get(&p))
+        .map(|h| h.parts.values().cloned().collect())
+        .unwrap_or_default();
+    let Some(h) = held.get_mut(&epoch) else {
+        return;
+    };
+    let hosts: Vec<String> = h.parts.keys().cloned().collect();
+    let last = h.reported.clone().or_else(|| done.get(&epoch).cloned());
+    let revision = match &last {
+        // Stored already with these hosts by a controller that died before acknowledging.
+        Some((r, stored)) if *stored == hosts => {
+            h.reported = Some((*r, hosts));
+            ack_all(h).await;
+            return;
+        }
+        Some((r, _)) => r + 1,
+        None => 1,
+    };
+    let cur: Vec<(PathBuf, Snapshot)> = h.parts.values().cloned().collect();
+    let value = match merge(epoch, &prev, &cur) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!("epoch {epoch}: {e}");
+            stats.merge_failures += 1;
+            h.reported = Some((revision, hosts));
+            ack_all(h).await;
+            return;
+        }
+    };
+    let r = NetReport {
+        epoch,
+        revision,
+        missing: known
+            .iter()
+            .filter(|k| !h.parts.contains_key(*k))
+            .cloned()
+            .collect(),
+        hosts: hosts.clone(),
+        report: value,
+    };
+    let bytes = match serde_json::to_vec(&r) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::error!("epoch {epoch}: report: {e}");
+            return;
+        }
+    };
+    if let Err(e) = kv.put(epoch.to_string(), bytes.clone().into()).await {
+        // Not acknowledged: reported again (to the bucket) on the next round.
+        tracing::error!("epoch {epoch}: storing the report: {e}");
+        return;
+    }
+    if let Err(e) = client.publish(crate::REPORTS_SUBJECT, bytes.into()).await {
+        tracing::warn!("epoch {epoch}: publishing the report: {e}");
+    }
+    if revision == 1 {
+        stats.reports += 1;
+    } else {
+        stats.corrections += 1;
+    }
+    on_report(&r);
+    done.insert(epoch, (revision, hosts.clone()));
+    h.reported = Some((revision, hosts));
+    ack_all(h).await;
+}
+
+async fn ack_all(h: &mut Held) {
+    for m in h.unacked.drain(..) {
+        if let Err(e) = m.ack().await {
+            tracing::warn!("acknowledging {}: {e}", m.subject);
+        }
+    }
+}

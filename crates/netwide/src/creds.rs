@@ -1,0 +1,122 @@
+//! Credentials come from a file, never from the command line (a flag's value is visible to every
+//! user in `ps`). The file is TOML with exactly one of two forms:
+//!
+//! ```toml
+//! user = "agent-h1"
+//! password = "..."
+//! ```
+//!
+//! or an NKEY seed (the user's private key; the server knows its public key `U...`):
+//!
+//! ```toml
+//! nkey_seed = "SUA..."
+//! ```
+//!
+//! Unknown fields are refused. Keep the file readable by its user only (`chmod 600`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::Error;
+
+/// The contents of a credentials file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    user: Option<String>,
+    password: Option<String>,
+    nkey_seed: Option<String>,
+}
+
+/// A checked credentials file.
+pub enum Creds {
+    User { user: String, password: String },
+    Nkey { seed: String },
+}
+
+impl Creds {
+    /// Read and check `path`: user with password, or an NKEY seed, not both.
+    pub fn read(path: &Path) -> Result<Creds, Error> {
+        let err = |r: String| Error::Creds(format!("credentials file {}: {r}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let c: File = toml::from_str(&text)
+            .map_err(|e| err(e.message().lines().next().unwrap_or("bad TOML").to_string()))?;
+        match (c.user, c.password, c.nkey_seed) {
+            (Some(user), Some(password), None) => Ok(Creds::User { user, password }),
+            (None, None, Some(seed)) => Ok(Creds::Nkey { seed }),
+            (Some(_), None, None) => Err(err("`user` without `password`".into())),
+            (None, Some(_), None) => Err(err("`password` without `user`".into())),
+            (None, None, None) => Err(err("give `user` and `password`, or `nkey_seed`".into())),
+            _ => Err(err(
+                "give `user` and `password` or `nkey_seed`, not both".into()
+            )),
+        }
+    }
+}
+
+/// How to reach the broker.
+#[derive(Clone, Debug)]
+pub struct Broker {
+    /// `nats://host:port` (or `tls://`).
+    pub url: String,
+    pub creds: PathBuf,
+    /// A CA certificate (PEM): TLS is then required and the server's certificate checked
+    /// against it.
+    pub tls_ca: Option<PathBuf>,
+    /// Name the connection carries (shows in the server's monitoring).
+    pub name: String,
+}
+
+impl Broker {
+    /// Connect, failing after `timeout` when the server cannot be reached, or at once with
+    /// [`Error::Refused`] when it refuses the credentials. With `retry` a server that cannot be
+    /// reached is not an error: the client keeps trying in the background (an agent spools
+    /// meanwhile). Once connected the client reconnects by itself; every operation has its
+    /// own timeout.
+    pub async fn connect(
+        &self,
+        timeout: Duration,
+        retry: bool,
+    ) -> Result<async_nats::Client, Error> {
+        let mut opts = match Creds::read(&self.creds)? {
+            Creds::User { user, password } => {
+                async_nats::ConnectOptions::with_user_and_password(user, password)
+            }
+            Creds::Nkey { seed } => async_nats::ConnectOptions::with_nkey(seed),
+        };
+        if let Some(ca) = &self.tls_ca {
+            if !ca.is_file() {
+                return Err(Error::Creds(format!(
+                    "--tls-ca {}: no such file",
+                    ca.display()
+                )));
+            }
+            opts = opts.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        if retry {
+            opts = opts.retry_on_initial_connect();
+        }
+        let opts = opts
+            .name(&self.name)
+            .connection_timeout(timeout)
+            .request_timeout(Some(timeout));
+        let conn = tokio::time::timeout(timeout, opts.connect(self.url.as_str()));
+        let err = |reason: String| Error::Connect {
+            url: self.url.clone(),
+            reason,
+        };
+        match conn.await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) if e.kind() == async_nats::ConnectErrorKind::AuthorizationViolation => {
+                Err(Error::Refused {
+                    url: self.url.clone(),
+                    creds: self.creds.display().to_string(),
+                })
+            }
+            Ok(Err(e)) => Err(err(e.to_string())),
+            Err(_) => Err(err(format!("no answer within {timeout:?}"))),
+        }
+    }
+}

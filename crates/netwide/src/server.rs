@@ -1,0 +1,189 @@
+//! A `nats-server` for the demo and the tests: its configuration (JetStream with file storage,
+//! one user per agent allowed to publish only its host's subject, a controller that may consume
+//! and report but not publish snapshots), and a child process killed when dropped.
+//!
+//! Permissions (nats-server's `authorization.users[].permissions`): an agent publishes
+//! `netsift.snapshots.<host>` and subscribes to `_INBOX.>` (JetStream's acknowledgements are
+//! replies to its inbox), nothing else; the controller may use the JetStream API except deleting
+//! or purging streams and messages, publish `netsift.reports` and its key-value bucket's
+//! subjects, and acknowledge; it may not publish any `netsift.snapshots.*`.
+
+use std::fmt::Write as _;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Who a user of the server is.
+#[derive(Clone, Debug)]
+pub enum Role {
+    Agent { host: String },
+    Controller,
+}
+
+#[derive(Clone, Debug)]
+pub struct User {
+    pub name: String,
+    pub password: String,
+    pub role: Role,
+}
+
+impl User {
+    /// The credentials file of this user (`crate::creds`), written into `dir` as
+    /// `<name>.creds` with mode 600.
+    pub fn write_creds(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let path = dir.join(format!("{}.creds", self.name));
+        std::fs::write(
+            &path,
+            format!(
+                "user = {}\npassword = {}\n",
+                toml_str(&self.name),
+                toml_str(&self.password)
+            ),
+        )?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(path)
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// nats-server's configuration: listen on 127.0.0.1:`port`, JetStream storing under
+/// `store_dir`, messages up to [`crate::MAX_PAYLOAD`], and `users` with their permissions.
+pub fn config(port: u16, store_dir: &Path, users: &[User]) -> String {
+    let q = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    let mut c = String::new();
+    let _ = writeln!(c, "listen: \"127.0.0.1:{port}\"");
+    let _ = writeln!(c, "max_payload: {}", crate::MAX_PAYLOAD);
+    let _ = writeln!(c, "max_pending: {}", 2 * crate::MAX_PAYLOAD);
+    let _ = writeln!(
+        c,
+        "jetstream {{ store_dir: {} }}",
+        q(&store_dir.display().to_string())
+    );
+    let _ = writeln!(c, "authorization {{ users = [");
+    for u in users {
+        let (publish, deny, subscribe) = match &u.role {
+            Role::Agent { host } => (vec![crate::subject(host)], vec![], vec!["_INBOX.>".into()]),
+            Role::Controller => (
+                vec![
+                    "$JS.API.>".into(),
+                    "$JS.ACK.>".into(),
+                    format!("$KV.{}.>", crate::REPORTS_BUCKET),
+                    crate::REPORTS_SUBJECT.into(),
+                ],
+                vec![
+                    format!("{}.>", crate::SUBJECT_PREFIX),
+                    "$JS.API.STREAM.DELETE.>".into(),
+                    "$JS.API.STREAM.PURGE.>".into(),
+                    "$JS.API.STREAM.MSG.DELETE.>".into(),
+                ],
+                vec!["_INBOX.>".into()],
+            ),
+        };
+        let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            c,
+            "  {{ user: {}, password: {}, permissions: {{ publish: {{ allow: [{}], deny: [{}] }}, \
+             subscribe: {{ allow: [{}] }} }} }}",
+            q(&u.name),
+            q(&u.password),
+            list(&publish),
+            list(&deny),
+            list(&subscribe)
+        );
+    }
+    let _ = writeln!(c, "] }}");
+    c
+}
+
+/// A port free on 127.0.0.1 now (the OS's choice; another process may take it before the
+/// server does, which the server's start then reports).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// `nats-server` on the PATH, if any.
+pub fn binary() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file())
+}
+
+/// A running `nats-server`, killed (and waited for) when dropped.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub config: PathBuf,
+}
+
+impl Server {
+    /// Start `nats-server -c <dir>/nats.conf` with `config`'s text (its log in
+    /// `<dir>/nats.log`) and wait, at most `timeout`, until it accepts connections.
+    pub fn start(
+        bin: &Path,
+        dir: &Path,
+        port: u16,
+        config: &str,
+        timeout: Duration,
+    ) -> Result<Server, String> {
+        let conf = dir.join("nats.conf");
+        std::fs::write(&conf, config).map_err(|e| format!("{}: {e}", conf.display()))?;
+        let log = std::fs::File::create(dir.join("nats.log"))
+            .map_err(|e| format!("{}: {e}", dir.join("nats.log").display()))?;
+        let child = Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        let mut s = Server {
+            child,
+            port,
+            config: conf,
+        };
+        let end = Instant::now() + timeout;
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(s);
+            }
+            if let Ok(Some(st)) = s.child.try_wait() {
+                return Err(format!(
+                    "nats-server exited ({st}) at start; see {}",
+                    dir.join("nats.log").display()
+                ));
+            }
+            if Instant::now() >= end {
+                return Err(format!(
+                    "nats-server not listening on port {port} after {timeout:?}"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Stop the server now (SIGKILL: no clean shutdown, as a crash).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
