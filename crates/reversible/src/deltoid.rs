@@ -436,6 +436,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Deltoid>,
     load: |b| algo::load_state::<Deltoid>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost { u32_ns: 51.46, wide_ns: 130.63 },
 };
 
 #[cfg(test)]

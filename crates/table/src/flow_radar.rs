@@ -591,6 +591,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<FlowRadar>,
     load: |b| algo::load_state::<FlowRadar>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost { u32_ns: 50.96, wide_ns: 63.33 },
 };
 
 #[cfg(test)]

@@ -160,6 +160,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Heap>,
     load: |b| algo::load_state::<Heap>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost { u32_ns: 114.57, wide_ns: 142.25 },
 };
 
 #[cfg(test)]

@@ -249,6 +249,8 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<MisraGries>,
     load: |b| algo::load_state::<MisraGries>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost { u32_ns: 121.65, wide_ns: 150.43 },
 };
 
 #[cfg(test)]
