@@ -13,11 +13,7 @@
 //!
 //! `-- --profile [SIMD]`: only the bursty trace through the u32 GRR aggregator (default
 //! `avx512`), timed repeatedly, for `perf record`; `-- --only-agg`: only the aggregator-alone
-//! GRR u32 lines of both streams (the quick A/B of the hot path); `-- --costs`: the
-//! constants of `aggevict::COST_U32` / `COST_WIDE` (the adaptive front's cost model): the
-//! aggregator alone (best SIMD kernel, GRR) on both streams as u32 keys and as 13-byte keys
-//! (the u32 in a five-tuple), ns/packet and runs/packet, and the two constants each path's two
-//! points solve for.
+//! GRR u32 lines of both streams (the quick A/B of the hot path).
 
 use aggevict::{AggConfig, Aggregator, KeyBatch, Policy, Simd};
 use algo::{Algorithm, BuildCtx};
@@ -221,68 +217,8 @@ fn only_agg(reps: usize) {
     }
 }
 
-/// `--costs`: ns/packet = packet_ns + run_ns * runs/packet, solved from the bursty and the
-/// shuffled stream, per path (u32 keys; 13-byte keys through the fingerprint path).
-fn costs(reps: usize) {
-    let streams = [
-        ("bursty", bursty(20_000_000)),
-        ("shuffled", shuffled(4_000_000)),
-    ];
-    let ones = vec![1u64; BATCH];
-    for wide in [false, true] {
-        let mut pts = Vec::new();
-        for (name, keys) in &streams {
-            let n = keys.len().min(if wide { 4_000_000 } else { usize::MAX });
-            let fk: Vec<FlowKey> = if wide {
-                keys[..n]
-                    .iter()
-                    .map(|&k| FlowKey::v4(KeyKind::FiveTuple, k.to_be_bytes(), [10, 0, 0, 1], 80, 443, 6))
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let len = if wide { fk[0].len() } else { 4 };
-            let mut agg = Aggregator::new(&AggConfig::default(), len).expect("aggregator");
-            let mut none = |_: KeyBatch<'_>, _: &[u64]| {};
-            let ns = time(n, reps, &mut || {
-                agg.reset_stats();
-                if wide {
-                    for (k, w) in fk.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
-                        agg.update_batch(k, w, &mut none);
-                    }
-                } else {
-                    for (k, w) in keys.chunks(BATCH).map(|k| (k, &ones[..k.len()])) {
-                        agg.update_batch_u32(k, w, &mut none);
-                    }
-                }
-                agg.flush(&mut none);
-            });
-            let st = agg.stats();
-            let r = st.runs as f64 / st.packets.max(1) as f64;
-            let path = if wide { "wide" } else { "u32" };
-            println!(
-                "{path} {name}: {ns:.2} ns/packet, runs/packet {r:.3}, evicted share {:.3} ({})",
-                st.evicted_share(),
-                agg.simd()
-            );
-            pts.push((r, ns));
-        }
-        let ((r0, t0), (r1, t1)) = (pts[0], pts[1]);
-        let run_ns = (t1 - t0) / (r1 - r0);
-        let packet_ns = t0 - run_ns * r0;
-        println!(
-            "{} path: packet_ns {packet_ns:.2}, run_ns {run_ns:.2}",
-            if wide { "wide" } else { "u32" }
-        );
-    }
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.iter().any(|a| a == "--costs") {
-        costs(3);
-        return;
-    }
     if let Some(i) = args.iter().position(|a| a == "--profile") {
         let simd = args
             .get(i + 1)

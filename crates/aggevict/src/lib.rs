@@ -139,11 +139,11 @@ pub struct AggStats {
 /// deterministic).
 ///
 /// Measured on the 2-core Zen 4 VM (release, AVX-512 kernel, GRR, k = 2000, batches of 32) by
-/// `cargo run --release -p aggevict --example throughput`: the aggregator alone over Zipf(1.1),
-/// 500 k flows, bursty (runs/packet 0.21) and shuffled (0.98), u32 and five-tuple keys, thread
-/// CPU time, best of 3; the two orders' ns/packet solve for the two constants of each path
-/// (2026-11-24, the machine shared with other builds: u32 2.42 and 7.94 ns/packet, wide 7.62
-/// and 18.46).
+/// `cargo run --release -p catalog --example update_costs`, in the same process and rounds as
+/// the algorithms' `algo::UpdateCost` (so machine load weighs on both alike): the aggregator
+/// alone over Zipf(1.1), 500 k flows, bursty (runs/packet about 0.2) and shuffled (about 1.0),
+/// u32 and five-tuple keys, thread CPU time, least of 3 rounds; the two orders' ns/packet
+/// solve for the two constants of each path.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AggCost {
     pub packet_ns: f64,
@@ -152,14 +152,14 @@ pub struct AggCost {
 
 /// [`AggCost`] of the u32 path (narrow mode).
 pub const COST_U32: AggCost = AggCost {
-    packet_ns: 0.93,
-    run_ns: 7.17,
+    packet_ns: 1.18,
+    run_ns: 7.02,
 };
 
 /// [`AggCost`] of the fingerprint path (keys wider than 4 bytes).
 pub const COST_WIDE: AggCost = AggCost {
-    packet_ns: 4.92,
-    run_ns: 13.86,
+    packet_ns: 6.09,
+    run_ns: 13.44,
 };
 
 impl AggCost {

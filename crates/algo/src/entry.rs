@@ -100,7 +100,8 @@ pub struct Entry {
 /// builds: thread CPU time keeps the load's time out, not its cache pollution) by
 /// `cargo run --release -p catalog --example update_costs`: each algorithm alone with its
 /// defaults, 1 M packets of shuffled Zipf(1.1) over 500 k flows in batches of 32, u32 keys and
-/// five-tuple `FlowKey`s (pair keys where only those fit), best of 3 passes.
+/// five-tuple `FlowKey`s (pair keys where only those fit), least of 3 rounds, in the same
+/// process and rounds as the aggregator's constants.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UpdateCost {
     /// ns per update of a 4-byte key given as u32.

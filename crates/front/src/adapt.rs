@@ -13,6 +13,8 @@
 //! without = sink_ns
 //! ```
 //!
+//! and aggregates while `with < without * (1 - MARGIN)`.
+//!
 //! `updates` are the updates the window's packets cause: misses (a pair inserted, now or by
 //! eviction of another) plus pass-throughs, counted as the growth of `evicted + held` (a flush
 //! moves pairs from held to evicted and changes nothing), so a window that fills an empty table
@@ -22,7 +24,9 @@
 //! spends at most one window in [`MAX_GAP`] + 1 in the aggregator.
 //!
 //! Deterministic: windows are counted in packets offered (a batch is split at a window's end),
-//! the costs are constants, so the decisions depend only on the packets. Bypass keeps what the
+//! the costs are constants, so the decisions depend only on the packets and their batches (the
+//! run merge works within a batch's chunks of 32, so batching moves the lookups counted a
+//! little), both fixed by the trace and the configuration: no clock. Bypass keeps what the
 //! aggregator holds (it is flushed at the epoch's end as always, or evicted by a later probe):
 //! every packet reaches the sink exactly once, aggregated or not, so the order-independent
 //! algorithms end in the same state either way (ALGORITHMS.md section 0).
@@ -36,6 +40,13 @@ pub const WINDOW: u64 = 1 << 16;
 
 /// Most windows of bypass between two probes.
 pub const MAX_GAP: u32 = 64;
+
+/// Aggregation must save at least this share of the algorithms' cost: the model leaves out
+/// that the aggregator's table (258 KB at k = 2000) competes with the algorithm's state for
+/// the cache and that evictions reach the algorithm in bursts, so a tie is a loss (measured:
+/// Count-Min on shuffled Zipf 1.1, a tie by the constants, ran at 0.70x through the
+/// aggregator).
+pub const MARGIN: f64 = 0.1;
 
 /// Whether Agg-Evict may step aside (`--agg-mode`, `agg_mode` in a run configuration).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,7 +105,7 @@ impl Model {
         let with = self.agg.packet_ns
             + self.agg.run_ns * lookups as f64 / p
             + self.sink_ns * updates as f64 / p;
-        with < self.sink_ns
+        with < self.sink_ns * (1.0 - MARGIN)
     }
 }
 

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 mod adapt;
 use adapt::{Adapt, Mark};
-pub use adapt::{AggMode, Model, UnknownMode, MAX_GAP, WINDOW};
+pub use adapt::{AggMode, Model, UnknownMode, MARGIN, MAX_GAP, WINDOW};
 
 /// Which front end a run puts in front of its algorithms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,7 +182,7 @@ impl Front {
             a.update(keys, weights, &mut |k, w| sink.feed(k, w));
             return;
         };
-        // Split at window ends, so decisions fall on the same packets whatever the batching.
+        // Split at window ends: a window is `window` packets whatever the batch sizes.
         let (mut keys, mut weights) = (keys, weights);
         while !keys.is_empty() {
             let n = (ad.left.min(keys.len() as u64) as usize).min(weights.len());

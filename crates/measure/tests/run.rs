@@ -175,7 +175,10 @@ fn adaptive_agg_evict_switching_changes_no_answer() {
     assert!(acc.switches >= 4, "{acc:?}");
     assert_eq!(acc.switches_per_epoch, acc.switches as f64 / 3.0);
     let all = &always.accelerators[0];
-    assert_eq!((all.mode, all.through_share, all.switches), ("always", 1.0, 0));
+    assert_eq!(
+        (all.mode, all.through_share, all.switches),
+        ("always", 1.0, 0)
+    );
     let epochs = serde_json::to_value(&a.epochs).unwrap();
     assert_eq!(epochs, serde_json::to_value(&auto.epochs).unwrap());
     assert_eq!(epochs, serde_json::to_value(&always.epochs).unwrap());
