@@ -89,22 +89,6 @@ fn five_tuple(x: u32) -> FlowKey {
     FlowKey::v4(KeyKind::FiveTuple, x.to_be_bytes(), dst(x), 1234, 443, 6)
 }
 
-/// The bursty stream of `netsift bench agg-evict` (Zipf 1.1, 500 k sources), as u32 keys.
-fn bursty() -> Vec<u32> {
-    let spec = gen::Spec {
-        packets: AGG_PACKETS as u64,
-        flows: 500_000,
-        sources: Some(500_000),
-        skew: 1.1,
-        order: gen::Order::Bursty,
-        seed: 1,
-        ..gen::Spec::default()
-    };
-    let mut v = Vec::with_capacity(AGG_PACKETS);
-    gen::generate(&spec, |p| v.push(p.tuple.key(KeyKind::Src).prefix_u32())).expect("spec");
-    v
-}
-
 const ROUNDS: usize = 3;
 
 fn build(name: &str, key_len: usize) -> Option<Box<dyn Algorithm>> {
@@ -122,7 +106,7 @@ fn main() {
         .iter()
         .map(|&r| key::mix64(u64::from(r)) as u32)
         .collect();
-    let bursty = bursty();
+    let bursty = testkit::bursty_src_u32(AGG_PACKETS as u64);
     let shuffled: Vec<u32> = testkit::zipf_ranks(AGG_PACKETS, 500_000, 1.1, 0x5eed)
         .iter()
         .map(|&r| key::mix64(u64::from(r)) as u32)
