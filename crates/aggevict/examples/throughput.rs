@@ -17,7 +17,7 @@
 
 use aggevict::{AggConfig, Aggregator, KeyBatch, Policy, Simd};
 use algo::{Algorithm, BuildCtx};
-use key::{FlowKey, KeyKind};
+use key::FlowKey;
 
 const BATCH: usize = 32;
 
@@ -60,18 +60,7 @@ fn shuffled(packets: usize) -> Vec<u32> {
 }
 
 fn bursty(packets: u64) -> Vec<u32> {
-    let spec = gen::Spec {
-        packets,
-        flows: 500_000,
-        sources: Some(500_000),
-        skew: 1.1,
-        order: gen::Order::Bursty,
-        seed: 1,
-        ..gen::Spec::default()
-    };
-    let mut v = Vec::with_capacity(packets as usize);
-    gen::generate(&spec, |p| v.push(p.tuple.key(KeyKind::Src).prefix_u32())).expect("spec");
-    v
+    testkit::bursty_src_u32(packets)
 }
 
 fn stream(name: &str, keys: &[u32], reps: usize) {

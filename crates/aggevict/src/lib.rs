@@ -123,6 +123,54 @@ pub struct AggStats {
     /// Of `evicted`: packets passed through unaggregated (other key length in narrow mode, or a
     /// weight that does not fit u32).
     pub bypassed: u64,
+    /// Table lookups: runs of equal back-to-back keys within a chunk, one lookup each (the run
+    /// merge of the hot path). `runs / packets` is 1 on shuffled traffic, about 0.2 on the
+    /// bursty trace; the aggregator's cost per packet follows it ([`COST`]).
+    #[serde(default)]
+    pub runs: u64,
+}
+
+/// What the aggregator costs, per packet offered and per table lookup (run), on the u32 path
+/// (4-byte keys) and the fingerprint path (wider keys): the model the adaptive front
+/// (`front::AggMode::Auto`) weighs against the algorithms' [`algo::UpdateCost`]. A packet
+/// costs `packet_ns + run_ns * runs / packets`: the run merge touches every packet, the table
+/// only once per run, so bursty traffic (few runs) is cheap and shuffled traffic (a run per
+/// packet) dear. Constants from benchmarks, not timed at run time (decisions must be
+/// deterministic).
+///
+/// Measured on the 2-core Zen 4 VM (release, AVX-512 kernel, GRR, k = 2000, batches of 32) by
+/// `cargo run --release -p catalog --example update_costs`, in the same process and rounds as
+/// the algorithms' `algo::UpdateCost` (so machine load weighs on both alike): the aggregator
+/// alone over Zipf(1.1), 500 k flows, bursty (runs/packet about 0.2) and shuffled (about 1.0),
+/// u32 and five-tuple keys, thread CPU time, least of 3 rounds; the two orders' ns/packet
+/// solve for the two constants of each path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AggCost {
+    pub packet_ns: f64,
+    pub run_ns: f64,
+}
+
+/// [`AggCost`] of the u32 path (narrow mode).
+pub const COST_U32: AggCost = AggCost {
+    packet_ns: 1.18,
+    run_ns: 7.02,
+};
+
+/// [`AggCost`] of the fingerprint path (keys wider than 4 bytes).
+pub const COST_WIDE: AggCost = AggCost {
+    packet_ns: 6.09,
+    run_ns: 13.44,
+};
+
+impl AggCost {
+    /// The cost of the path a key of `key_len` bytes takes.
+    pub fn for_key_len(key_len: usize) -> AggCost {
+        if key_len == 4 {
+            COST_U32
+        } else {
+            COST_WIDE
+        }
+    }
 }
 
 impl AggStats {
@@ -352,6 +400,13 @@ impl Aggregator {
 
     pub fn stats(&self) -> AggStats {
         self.stats
+    }
+
+    /// Pairs in the table (not buffered evictions, which `stats().evicted` already counts).
+    /// `evicted + held` grows by one per miss, whatever the table held before and across a
+    /// flush: the updates the packets so far will have caused once flushed.
+    pub fn held(&self) -> u64 {
+        self.occ.iter().map(|o| u64::from(o.count_ones())).sum()
     }
 
     pub fn reset_stats(&mut self) {

@@ -106,6 +106,8 @@ impl Aggregator {
             u32::MAX
         };
         starts &= u32::MAX >> (CHUNK - n);
+        // One table lookup per run: what the adaptive front's cost model charges (`COST`).
+        self.stats.runs += u64::from(starts.count_ones());
         if unit {
             // Nothing of the weighted path runs here (no prefix sums, no table).
             self.chunk_runs::<K, LRU>(ks, n, starts, Unit);

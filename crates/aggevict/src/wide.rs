@@ -338,6 +338,7 @@ impl Aggregator {
             }
         }
         let runs = runs.min(CHUNK);
+        self.stats.runs += runs as u64;
         // Pass 1: flow ID, fingerprint and array of every run; prefetch the array's key,
         // value and flow-ID lines, so the chunk's cache misses overlap.
         let mut idx = [0u32; CHUNK];

@@ -83,6 +83,42 @@ pub struct Entry {
     /// The inverse of `save`: an instance from its bytes, checked as the type's deserializer
     /// checks (a malformed state is an error, never a panic). Always [`load_state`] of the type, named.
     pub load: LoadFn,
+    /// What one update of the default configuration costs, measured (see [`UpdateCost`]): the
+    /// adaptive front's cost model (`front::AggMode::Auto`) weighs it against the aggregator's.
+    pub cost: UpdateCost,
+}
+
+/// Nanoseconds one update of an algorithm's default configuration costs, on the u32 path
+/// (4-byte keys, `update_batch_u32`) and the `FlowKey` path (wider keys; measured with
+/// five-tuple keys), each the mean over a shuffled trace (random keys, so no cache luck).
+/// Constants, not timed at run time: a run's decisions must not depend on the machine's load
+/// (the adaptive front, `crates/front`, is deterministic given trace, configuration and seed).
+/// They matter only relative to the aggregator's own cost (`aggevict::COST`) measured on the
+/// same machine the same way.
+///
+/// Measured on the 2-core Zen 4 VM (release build, 2026-11-24, the machine shared with other
+/// builds: thread CPU time keeps the load's time out, not its cache pollution) by
+/// `cargo run --release -p catalog --example update_costs`: each algorithm alone with its
+/// defaults, 1 M packets of shuffled Zipf(1.1) over 500 k flows in batches of 32, u32 keys and
+/// five-tuple `FlowKey`s (pair keys where only those fit), least of 3 rounds, in the same
+/// process and rounds as the aggregator's constants.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UpdateCost {
+    /// ns per update of a 4-byte key given as u32.
+    pub u32_ns: f64,
+    /// ns per update of a wider `FlowKey`.
+    pub wide_ns: f64,
+}
+
+impl UpdateCost {
+    /// The cost on the path a key of `key_len` bytes takes.
+    pub fn ns(&self, key_len: usize) -> f64 {
+        if key_len == 4 {
+            self.u32_ns
+        } else {
+            self.wide_ns
+        }
+    }
 }
 
 /// A state that cannot be written or read back (`Entry::save`, `Entry::load`).

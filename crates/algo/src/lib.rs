@@ -19,7 +19,7 @@ mod instant;
 pub use dirty::Dirty;
 pub use entry::{
     build_with, defaults_of, load_state, save_state, BuildFn, Entry, KeyFit, LoadFn, SaveFn,
-    StateError,
+    StateError, UpdateCost,
 };
 pub use instant::Crossing;
 
@@ -108,7 +108,7 @@ pub enum KeyBatch<'a> {
     U32(&'a [u32]),
 }
 
-impl KeyBatch<'_> {
+impl<'a> KeyBatch<'a> {
     pub fn len(&self) -> usize {
         match self {
             KeyBatch::Keys(k) => k.len(),
@@ -125,6 +125,21 @@ impl KeyBatch<'_> {
         match self {
             KeyBatch::Keys(k) => k.get(i).copied(),
             KeyBatch::U32(k) => k.get(i).map(|&v| FlowKey::from_u32(v)),
+        }
+    }
+
+    /// The first `n` keys and the rest (`n` clamped to the length), in the same representation.
+    #[inline]
+    pub fn split_at(self, n: usize) -> (Self, Self) {
+        match self {
+            KeyBatch::Keys(k) => {
+                let (a, b) = k.split_at(n.min(k.len()));
+                (KeyBatch::Keys(a), KeyBatch::Keys(b))
+            }
+            KeyBatch::U32(k) => {
+                let (a, b) = k.split_at(n.min(k.len()));
+                (KeyBatch::U32(a), KeyBatch::U32(b))
+            }
         }
     }
 

@@ -48,6 +48,18 @@ pub struct AggEvictArgs {
     /// Packets of the synthetic trace.
     #[arg(long, default_value_t = lab::DEFAULT_PACKETS)]
     packets: u64,
+    /// Packet order of the synthetic trace: `bursty` (the paper's) or `shuffled` (flows fully
+    /// interleaved, where aggregation gains least). Figure 7 varies it itself.
+    #[arg(long, default_value = "bursty")]
+    order: gen::Order,
+    /// Zipf skew of the synthetic trace (0..=10). Figure 7 varies it itself.
+    #[arg(long, default_value_t = 1.1, allow_negative_numbers = true)]
+    skew: f64,
+    /// Agg-Evict's mode in figure 5: auto (it steps aside where it does not pay, as `run`
+    /// does by default) or always (the paper's). Every other figure measures `always`.
+    #[arg(long, default_value = "auto", value_parser = PossibleValuesParser::new(measure::AggMode::NAMES)
+          .try_map(|s| s.parse::<measure::AggMode>()))]
+    agg_mode: measure::AggMode,
     /// Small sizes and fewer points (seconds instead of minutes).
     #[arg(long)]
     quick: bool,
@@ -70,6 +82,9 @@ pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
         packets: a.packets,
         quick: a.quick,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        skew: a.skew,
+        order: a.order,
+        agg_mode: a.agg_mode,
     };
     let points = lab::run_agg_evict(&args)?;
     if a.json {
@@ -77,7 +92,7 @@ pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
     } else {
         writeln!(
             out,
-            "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9} {:>9} {:>9} {:>8}  params",
+            "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9} {:>9} {:>9} {:>8} {:>8}  params",
             "figure",
             "algorithm",
             "accel",
@@ -87,12 +102,13 @@ pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
             "Mpps",
             "ns_avg",
             "ns_p99",
-            "evicted"
+            "evicted",
+            "through"
         )?;
         for p in &points {
             writeln!(
                 out,
-                "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8}  {}",
+                "{:<8} {:<16} {:<10} {:<11} {:<12} {:>6} {:>9.1} {:>9.2} {:>9.2} {:>8} {:>8}  {}",
                 p.figure,
                 p.algorithm,
                 p.accel,
@@ -103,6 +119,8 @@ pub fn cmd_agg_evict(a: AggEvictArgs, out: &mut Out) -> Result<()> {
                 p.ns_avg,
                 p.ns_p99,
                 p.evicted_share
+                    .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
+                p.through_share
                     .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
                 p.params
             )?;

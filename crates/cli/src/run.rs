@@ -82,6 +82,13 @@ pub struct RunArgs {
     /// Agg-Evict eviction policy: grr or lru. Only with `--accel agg-evict`.
     #[arg(long)]
     agg_policy: Option<aggevict::Policy>,
+    /// Agg-Evict mode: auto (default: per key kind and window of packets, the aggregator
+    /// steps aside when a cost model of it and of the algorithms says it does not pay, and
+    /// probes again periodically; answers are unchanged) or always. Only with `--accel
+    /// agg-evict`.
+    #[arg(long, value_parser = PossibleValuesParser::new(measure::AggMode::NAMES)
+          .try_map(|s| s.parse::<measure::AggMode>()))]
+    agg_mode: Option<measure::AggMode>,
     /// Largest memory the run's structures may take (`800M`, `8G`); a run needing more is
     /// refused before allocating, naming the largest parts. Default: 3/4 of physical memory.
     #[arg(long, value_parser = flags::bytes)]
@@ -431,6 +438,9 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
     if let Some(p) = a.agg_policy {
         cfg.agg_evict.policy = p;
     }
+    if let Some(m) = a.agg_mode {
+        cfg.agg_mode = m;
+    }
     if let Some(b) = a.batch {
         cfg.batch = b;
     }
@@ -477,6 +487,7 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
             (a.simd.is_some(), "--simd"),
             (a.agg_arrays.is_some(), "--agg-arrays"),
             (a.agg_policy.is_some(), "--agg-policy"),
+            (a.agg_mode.is_some(), "--agg-mode"),
         ]
         .into_iter()
         .filter_map(|(given, flag)| given.then_some(flag))
@@ -1050,7 +1061,8 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
     for a in &r.accelerators {
         writeln!(
         out,
-            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}  ({} kernel; {:.1}% of packets reach the algorithms)",
+            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}  ({} kernel; {:.1}% of packets reach the algorithms; \
+             mode {}: {:.1}% of packets through the aggregator, {:.1} switches per epoch)",
             a.accel,
             a.key.name(),
             measure::report::human_bytes(a.memory_bytes as u64),
@@ -1058,7 +1070,10 @@ fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
             a.ns_per_packet,
             if a.ns_per_packet > 0.0 { 1e3 / a.ns_per_packet } else { 0.0 },
             a.simd,
-            100.0 * a.evicted_share
+            100.0 * a.evicted_share,
+            a.mode,
+            100.0 * a.through_share,
+            a.switches_per_epoch
         )?;
     }
     let t = &r.totals;

@@ -825,8 +825,39 @@ fn aggregator_flags_without_the_aggregator_warn() {
     }
     let e = run(&["--agg-arrays", "64"]);
     assert!(e.contains("--agg-arrays") && !e.contains("--simd"), "{e}");
+    assert!(run(&["--agg-mode", "always"]).contains("--agg-mode"));
     assert_eq!(run(&["--accel", "agg-evict", "--agg-arrays", "64"]), "");
     assert_eq!(run(&[]), "");
+}
+
+/// `--agg-mode` takes auto or always; any other value is refused, listing both; the report
+/// says which mode ran and how much went through the aggregator.
+#[test]
+fn agg_mode_is_checked_and_reported() {
+    let f = gen("agg-mode.pcap", 2_000, 50, 8, &[]);
+    let out = netsift()
+        .args(["run", "--accel", "agg-evict", "--agg-mode", "sometimes"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("sometimes") && e.contains("auto") && e.contains("always"),
+        "{e}"
+    );
+    let out = netsift()
+        .args(["run", "--task", "cardinality", "--algo", "hyperloglog"])
+        .args(["--accel", "agg-evict", "--agg-mode", "always", "--json"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a = &r["accelerators"][0];
+    assert_eq!(a["mode"], "always", "{a}");
+    assert_eq!(a["through"], a["packets"], "{a}");
+    assert_eq!(a["switches"], 0, "{a}");
 }
 
 /// Resident memory of process `pid` in KiB (Linux `/proc/PID/status`, VmRSS).

@@ -533,6 +533,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<BloomSpreader>,
     load: |b| algo::load_state::<BloomSpreader>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 11.37,
+        wide_ns: 187.27,
+    },
 };
 
 #[cfg(test)]

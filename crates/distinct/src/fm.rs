@@ -197,6 +197,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Fm>,
     load: |b| algo::load_state::<Fm>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 2.75,
+        wide_ns: 3.50,
+    },
 };
 
 #[cfg(test)]

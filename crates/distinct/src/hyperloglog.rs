@@ -245,6 +245,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<HyperLogLog>,
     load: |b| algo::load_state::<HyperLogLog>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 2.89,
+        wide_ns: 4.89,
+    },
 };
 
 #[cfg(test)]

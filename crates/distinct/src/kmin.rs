@@ -219,6 +219,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<KMin>,
     load: |b| algo::load_state::<KMin>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 6.75,
+        wide_ns: 9.75,
+    },
 };
 
 #[cfg(test)]

@@ -291,6 +291,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<LinearCounting>,
     load: |b| algo::load_state::<LinearCounting>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 9.44,
+        wide_ns: 15.51,
+    },
 };
 
 #[cfg(test)]

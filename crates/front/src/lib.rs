@@ -8,7 +8,9 @@
 //! ([`Front::timed`]) to charge a front its own time without the algorithms' time inside it.
 //!
 //! Invariant: a front never loses weight. Every packet offered reaches the sink, aggregated or
-//! not, by the end of the epoch's [`Front::flush`].
+//! not, by the end of the epoch's [`Front::flush`]. With [`AggMode::Auto`] (the default) an
+//! Agg-Evict front steps aside, window by window, when a cost model says aggregation does not
+//! pay (module `adapt`); it never changes what the sink's order-independent algorithms end with.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +19,10 @@ use std::time::Instant;
 use aggevict::{AggConfig, AggError, Aggregator};
 use algo::{Algorithm, KeyBatch};
 use serde::{Deserialize, Serialize};
+
+mod adapt;
+use adapt::{Adapt, Mark};
+pub use adapt::{AggMode, Model, UnknownMode, MARGIN, MAX_GAP, WINDOW};
 
 /// Which front end a run puts in front of its algorithms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +81,12 @@ pub struct Front {
     kind: Kind,
     /// Time charged by [`Front::timed`].
     nanos: u128,
+    /// [`AggMode::Auto`] on an Agg-Evict front: the per-window decision.
+    adapt: Option<Adapt>,
+    /// Packets offered (Agg-Evict fronts; the aggregator counts only those it was given).
+    packets: u64,
+    /// Packets handed to the sink directly while the aggregator stood aside.
+    stepped: u64,
 }
 
 /// What a front did over a run (none for [`Accel::None`]).
@@ -86,12 +98,18 @@ pub struct FrontStats {
     pub memory_bytes: usize,
     /// Packets offered.
     pub packets: u64,
-    /// Updates handed to the algorithms (evictions, epoch-end flushes, bypasses).
+    /// Updates handed to the algorithms (evictions, epoch-end flushes, bypasses, and the
+    /// packets handed on directly while the aggregator stood aside).
     pub passed: u64,
     /// `passed / packets`: the share of the per-packet work the algorithms still do.
     pub passed_share: f64,
     /// Time charged by [`Front::timed`].
     pub nanos: u128,
+    pub mode: AggMode,
+    /// Packets that went through the aggregator (all of them with [`AggMode::Always`]).
+    pub through: u64,
+    /// Decisions that switched between aggregating and standing aside ([`AggMode::Auto`]).
+    pub switches: u64,
 }
 
 impl Front {
@@ -99,6 +117,9 @@ impl Front {
         Front {
             kind: Kind::None,
             nanos: 0,
+            adapt: None,
+            packets: 0,
+            stepped: 0,
         }
     }
 
@@ -108,7 +129,41 @@ impl Front {
             Accel::None => Kind::None,
             Accel::AggEvict => Kind::AggEvict(Box::new(Aggregator::new(agg, key_len)?)),
         };
-        Ok(Front { kind, nanos: 0 })
+        Ok(Front {
+            kind,
+            nanos: 0,
+            adapt: None,
+            packets: 0,
+            stepped: 0,
+        })
+    }
+
+    /// Set the Agg-Evict mode: with [`AggMode::Auto`] the front decides per window of `window`
+    /// packets ([`WINDOW`] in runs) whether to aggregate, weighing the aggregator's cost on
+    /// its key path against `sink_ns`, the summed ns per update of the algorithms it feeds
+    /// (their `algo::Entry::cost`). No effect on a front without an aggregator.
+    pub fn with_mode(mut self, mode: AggMode, sink_ns: f64, window: u64) -> Front {
+        self.adapt = match (&self.kind, mode) {
+            (Kind::AggEvict(a), AggMode::Auto) => {
+                let agg = if a.is_narrow() {
+                    aggevict::COST_U32
+                } else {
+                    aggevict::COST_WIDE
+                };
+                Some(Adapt::new(Model { agg, sink_ns }, window))
+            }
+            _ => None,
+        };
+        self
+    }
+
+    /// The aggregator's counters a window is judged by.
+    fn mark(a: &Aggregator) -> Mark {
+        let st = a.stats();
+        Mark {
+            runs: st.runs,
+            updates: st.evicted + a.held(),
+        }
     }
 
     /// Offer one batch of packets, as full keys or (4-byte kinds) as u32 keys; the sink gets
@@ -118,9 +173,35 @@ impl Front {
         if keys.is_empty() {
             return;
         }
-        match &mut self.kind {
-            Kind::None => sink.feed(keys, weights),
-            Kind::AggEvict(a) => a.update(keys, weights, &mut |k, w| sink.feed(k, w)),
+        let Kind::AggEvict(a) = &mut self.kind else {
+            sink.feed(keys, weights);
+            return;
+        };
+        self.packets += keys.len() as u64;
+        let Some(ad) = &mut self.adapt else {
+            a.update(keys, weights, &mut |k, w| sink.feed(k, w));
+            return;
+        };
+        // Split at window ends: a window is `window` packets whatever the batch sizes.
+        let (mut keys, mut weights) = (keys, weights);
+        while !keys.is_empty() {
+            let n = (ad.left.min(keys.len() as u64) as usize).min(weights.len());
+            if n == 0 {
+                break;
+            }
+            let (k, rest) = keys.split_at(n);
+            let (w, wrest) = weights.split_at(n);
+            if ad.on {
+                a.update(k, w, &mut |k, w| sink.feed(k, w));
+            } else {
+                self.stepped += n as u64;
+                sink.feed(k, w);
+            }
+            ad.left -= n as u64;
+            if ad.left == 0 {
+                ad.end_window(Self::mark(a));
+            }
+            (keys, weights) = (rest, wrest);
         }
     }
 
@@ -152,8 +233,13 @@ impl Front {
     pub fn clear_stats(&mut self) {
         if let Kind::AggEvict(a) = &mut self.kind {
             a.reset_stats();
+            if let Some(ad) = &mut self.adapt {
+                ad.restart(Self::mark(a));
+            }
         }
         self.nanos = 0;
+        self.packets = 0;
+        self.stepped = 0;
     }
 
     pub fn stats(&self) -> Option<FrontStats> {
@@ -161,14 +247,22 @@ impl Front {
             Kind::None => None,
             Kind::AggEvict(a) => {
                 let st = a.stats();
+                let passed = st.evicted + self.stepped;
                 Some(FrontStats {
                     accel: Accel::AggEvict,
                     simd: a.simd().to_string(),
                     memory_bytes: a.memory_bytes(),
-                    packets: st.packets,
-                    passed: st.evicted,
-                    passed_share: st.evicted_share(),
+                    packets: self.packets,
+                    passed,
+                    passed_share: passed as f64 / self.packets.max(1) as f64,
                     nanos: self.nanos,
+                    mode: if self.adapt.is_some() {
+                        AggMode::Auto
+                    } else {
+                        AggMode::Always
+                    },
+                    through: st.packets,
+                    switches: self.adapt.as_ref().map_or(0, |ad| ad.switches),
                 })
             }
         }

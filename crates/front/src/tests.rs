@@ -150,3 +150,141 @@ fn a_bad_aggregator_config_is_an_error() {
     // Without an accelerator the aggregator's settings are not used.
     assert!(Front::new(Accel::None, &bad, 4).is_ok());
 }
+
+/// `parts` parts of `len` packets, alternately bursty (trains of 16 packets of one of 64 keys:
+/// aggregation removes most updates) and shuffled (a new pseudo-random key per packet: it
+/// removes none).
+fn alternating(parts: usize, len: usize) -> Vec<u32> {
+    let mut keys = Vec::with_capacity(parts * len);
+    let mut x = 0x9e37_79b9_u32;
+    for part in 0..parts {
+        for i in 0..len {
+            if part % 2 == 0 {
+                keys.push(((i / 16) % 64) as u32);
+            } else {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                keys.push(x);
+            }
+        }
+    }
+    keys
+}
+
+/// Feed `keys` in batches of `batch` through `f` into a fresh tally, flushed.
+fn feed_all(f: &mut Front, keys: &[u32], weights: &[u64], batch: usize) -> Tally {
+    let mut t = Tally::default();
+    for (k, w) in keys.chunks(batch).zip(weights.chunks(batch)) {
+        f.update(KeyBatch::U32(k), w, &mut t);
+    }
+    f.flush(&mut t);
+    t
+}
+
+fn auto_front(sink_ns: f64, window: u64) -> Front {
+    Front::new(Accel::AggEvict, &AggConfig::default(), 4)
+        .unwrap()
+        .with_mode(AggMode::Auto, sink_ns, window)
+}
+
+#[test]
+fn auto_steps_aside_where_aggregation_does_not_pay_and_loses_no_weight() {
+    let keys = alternating(6, 4096);
+    let weights: Vec<u64> = (0..keys.len() as u64).map(|i| 1 + i % 3).collect();
+    let want = exact(&keys, &weights);
+    // A cheap algorithm behind the front (3 ns an update): the shuffled parts do not pay.
+    let mut f = auto_front(3.0, 256);
+    let t = feed_all(&mut f, &keys, &weights, 100);
+    assert_eq!(t.weight, want);
+    let st = f.stats().unwrap();
+    assert_eq!(st.mode, AggMode::Auto);
+    assert_eq!(st.packets, keys.len() as u64);
+    assert_eq!(st.passed, t.updates);
+    // It aggregated the bursty parts and stood aside in the shuffled ones: it switched at
+    // least twice per shuffled part (off, and on again in the next bursty part).
+    assert!(st.through > 0 && st.through < st.packets, "{st:?}");
+    assert!(st.switches >= 6, "{st:?}");
+    // Half the packets are shuffled (about one update each), the bursty half collapses.
+    assert!(t.updates < keys.len() as u64 * 6 / 10, "{}", t.updates);
+
+    // Deterministic: the same packets in the same batches give the same decisions. Other
+    // batchings decide alike in substance (the run merge works within a batch's chunks, so
+    // the lookups counted, and marginal windows, may differ) and lose no weight either.
+    for batch in [7, 100, 5000] {
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                let mut g = auto_front(3.0, 256);
+                let u = feed_all(&mut g, &keys, &weights, batch);
+                assert_eq!(u.weight, want);
+                let sg = g.stats().unwrap();
+                assert!(sg.through > 0 && sg.through < sg.packets, "{sg:?}");
+                assert!(sg.switches >= 6, "batch {batch}: {sg:?}");
+                (sg.through, sg.switches, sg.passed)
+            })
+            .collect();
+        assert_eq!(runs[0], runs[1], "batch {batch}");
+    }
+
+    // Where nearly every packet is a new key, nothing pays, however dear the algorithm; where
+    // packets aggregate, every window pays and the front never steps aside.
+    let mut dear = auto_front(1000.0, 256);
+    feed_all(&mut dear, &keys[..4096], &weights[..4096], 100);
+    let sd = dear.stats().unwrap();
+    assert_eq!((sd.through, sd.switches), (sd.packets, 0));
+
+    // `always` is the paper's aggregator: every packet through it, no decision.
+    let mut always = Front::new(Accel::AggEvict, &AggConfig::default(), 4)
+        .unwrap()
+        .with_mode(AggMode::Always, 3.0, 256);
+    let t = feed_all(&mut always, &keys, &weights, 100);
+    assert_eq!(t.weight, want);
+    let sa = always.stats().unwrap();
+    assert_eq!(
+        (sa.mode, sa.through, sa.switches),
+        (AggMode::Always, sa.packets, 0)
+    );
+}
+
+#[test]
+fn probes_back_off_while_aggregation_does_not_pay() {
+    // Shuffled only: after the first window every probe fails, and the gaps between probes
+    // double up to MAX_GAP windows.
+    let keys = alternating(2, 300 * 256);
+    let keys = &keys[300 * 256..];
+    let ones = vec![1u64; keys.len()];
+    let mut f = auto_front(3.0, 256);
+    feed_all(&mut f, keys, &ones, 256);
+    let st = f.stats().unwrap();
+    // Probes at windows 0, 2, 5, 10, 19, 36, 69, 134, 199, 264: ten windows of 300.
+    assert_eq!(st.through, 10 * 256, "{st:?}");
+    assert_eq!(st.switches, 19, "{st:?}");
+}
+
+#[test]
+fn the_model_weighs_the_aggregator_against_the_updates_it_saves() {
+    let m = Model {
+        agg: aggevict::AggCost {
+            packet_ns: 1.0,
+            run_ns: 4.0,
+        },
+        sink_ns: 10.0,
+    };
+    // Bursty: a lookup per 5 packets, an update per 10: 1 + 0.8 + 1 < 10.
+    assert!(m.pays(1000, 200, 100));
+    // Shuffled: a lookup per packet, 60% of packets an update: 1 + 4 + 6 > 10.
+    assert!(!m.pays(1000, 1000, 600));
+}
+
+#[test]
+fn agg_modes_parse_and_an_unknown_one_lists_the_choices() {
+    for name in AggMode::NAMES {
+        assert_eq!(name.parse::<AggMode>().unwrap().name(), name);
+    }
+    let e = "sometimes".parse::<AggMode>().unwrap_err().to_string();
+    assert!(
+        e.contains("sometimes") && e.contains("auto") && e.contains("always"),
+        "{e}"
+    );
+    assert_eq!(AggMode::default(), AggMode::Auto);
+}

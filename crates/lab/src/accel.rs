@@ -3,7 +3,7 @@
 
 use aggevict::{AggConfig, Aggregator, Policy, Simd};
 use algo::KeyBatch;
-use front::{Accel, Front};
+use front::{Accel, AggMode, Front};
 use key::{FlowKey, KeyKind};
 
 use crate::workload::Workload;
@@ -16,6 +16,8 @@ pub struct AggSpec {
     pub arrays: usize,
     pub policy: Policy,
     pub simd: Simd,
+    /// `Always` (the paper's Agg-Evict) in every figure but 5, which takes `--agg-mode`.
+    pub mode: AggMode,
 }
 
 impl Default for AggSpec {
@@ -25,6 +27,7 @@ impl Default for AggSpec {
             arrays: 2000,
             policy: Policy::Grr,
             simd: Simd::Auto,
+            mode: AggMode::Always,
         }
     }
 }
@@ -40,10 +43,22 @@ impl AggSpec {
     }
 }
 
-/// The front end of a run: none, or an aggregator with these settings.
-pub(crate) fn front(spec: Option<&AggSpec>, key_len: usize) -> Result<Front, LabError> {
+/// The front end of a run of `algorithm`: none, or an aggregator with these settings (in
+/// `Auto` mode weighed against the algorithm's `algo::Entry::cost`, as a run does).
+pub(crate) fn front(
+    spec: Option<&AggSpec>,
+    key_len: usize,
+    algorithm: &str,
+) -> Result<Front, LabError> {
     Ok(match spec {
-        Some(spec) => Front::new(Accel::AggEvict, &spec.config(), key_len)?,
+        Some(spec) => {
+            let sink_ns = catalog::get(algorithm).map_or(0.0, |e| e.cost.ns(key_len));
+            Front::new(Accel::AggEvict, &spec.config(), key_len)?.with_mode(
+                spec.mode,
+                sink_ns,
+                front::WINDOW,
+            )
+        }
         None => Front::none(),
     })
 }

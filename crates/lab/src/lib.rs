@@ -50,6 +50,13 @@ pub struct LabArgs {
     pub quick: bool,
     /// Show a progress bar on standard error (never drawn when it is not a terminal).
     pub progress: bool,
+    /// Skew and packet order of the synthetic trace (the paper's: Zipf 1.1, bursty; figure 7
+    /// varies both itself).
+    pub skew: f64,
+    pub order: gen::Order,
+    /// Agg-Evict's mode in figure 5 (`--agg-mode`; every other figure measures the paper's
+    /// aggregator, `always`).
+    pub agg_mode: front::AggMode,
 }
 
 impl LabArgs {
@@ -62,6 +69,9 @@ impl LabArgs {
             packets: DEFAULT_PACKETS,
             quick: false,
             progress: false,
+            skew: 1.1,
+            order: gen::Order::Bursty,
+            agg_mode: front::AggMode::Auto,
         }
     }
 }
@@ -259,6 +269,13 @@ pub struct Point {
     pub params: String,
     /// Packets measured.
     pub packets: u64,
+    /// Agg-Evict's mode: "always" (the paper's), "auto" (figure 5 with `--agg-mode auto`: it
+    /// steps aside where it does not pay), "" without Agg-Evict.
+    pub agg_mode: String,
+    /// Share of packets that went through the aggregator (1 with "always").
+    pub through_share: Option<f64>,
+    /// Switches between aggregating and standing aside over the measured epochs.
+    pub switches: Option<u64>,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -231,7 +231,7 @@ pub trait Row: serde::Serialize {
 }
 
 /// The CSV header: the same fields, in the same order, as [`Point`]'s JSON.
-pub const CSV_HEADER: &str = "figure,algorithm,accel,key,batch,arrays,policy,simd,skew,order,mpps,ns_avg,ns_p99,evicted_share,limit_mpps,unique_share,params,packets";
+pub const CSV_HEADER: &str = "figure,algorithm,accel,key,batch,arrays,policy,simd,skew,order,mpps,ns_avg,ns_p99,evicted_share,limit_mpps,unique_share,params,packets,agg_mode,through_share,switches";
 
 impl Row for Point {
     const HEADER: &'static str = CSV_HEADER;
@@ -256,6 +256,9 @@ impl Row for Point {
             opt(p.unique_share),
             csv_field(&p.params),
             p.packets.to_string(),
+            csv_field(&p.agg_mode),
+            opt(p.through_share),
+            p.switches.map_or(String::new(), |s| s.to_string()),
         ]
     }
 }

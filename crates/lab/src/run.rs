@@ -48,6 +48,9 @@ pub struct Measured {
     pub memory_bytes: usize,
     /// SIMD backend the aggregator used ("" without Agg-Evict).
     pub simd: String,
+    /// Share of packets through the aggregator, and its switches (Agg-Evict only).
+    pub through_share: Option<f64>,
+    pub switches: Option<u64>,
 }
 
 impl Measured {
@@ -72,6 +75,10 @@ impl Measured {
             evicted_share: front.stats().map(|s| s.passed_share),
             memory_bytes: algo.memory_bytes(),
             simd: front.stats().map(|s| s.simd).unwrap_or_default(),
+            through_share: front
+                .stats()
+                .map(|s| s.through as f64 / s.packets.max(1) as f64),
+            switches: front.stats().map(|s| s.switches),
         }
     }
 }
@@ -161,7 +168,7 @@ pub fn measure(w: &Workload, cfg: &RunCfg, clock: &Clock, seed: u64) -> Result<M
     let epoch = cfg.epoch.max(batch);
     let key_len = w.key_len(cfg.key);
     let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
-    let mut front = accel::front(cfg.agg.as_ref(), key_len)?;
+    let mut front = accel::front(cfg.agg.as_ref(), key_len, cfg.algorithm)?;
     let ones = vec![1u64; batch];
     // 4-byte kinds (IPv4 source or destination) go as u32 keys to both front ends (the
     // algorithm's `update_batch_u32` without Agg-Evict, the aggregator's with it), so neither
@@ -304,7 +311,7 @@ pub fn measure_e2e(
     let epoch = cfg.epoch.max(batch) as u64;
     let cap = trace::Capture::open(path, None)?;
     let mut algo = build_algorithm(cfg.algorithm, cfg.params, key_len, seed)?;
-    let mut front = accel::front(cfg.agg.as_ref(), key_len)?;
+    let mut front = accel::front(cfg.agg.as_ref(), key_len, cfg.algorithm)?;
     let ones = vec![1u64; batch];
 
     // Untimed warm-up pass: pages the file in and warms the structures.

@@ -96,6 +96,15 @@ pub struct RunConfig {
     /// The aggregator's parameters when `accel = "agg_evict"` (table `[agg_evict]`).
     #[serde(default)]
     pub agg_evict: aggevict::AggConfig,
+    /// `auto` (default): the aggregator steps aside, per key kind and window of packets, when
+    /// a cost model says it does not pay (`front::AggMode`); `always`: every packet goes
+    /// through it. Only with `accel = "agg_evict"`.
+    #[serde(default)]
+    pub agg_mode: front::AggMode,
+    /// Packets per decision window of `agg_mode = "auto"` (at least 1; default
+    /// `front::WINDOW`, 65536).
+    #[serde(default = "default_agg_window")]
+    pub agg_window: u64,
     /// Packets handed to the algorithms at once.
     #[serde(default = "default_batch")]
     pub batch: usize,
@@ -181,6 +190,9 @@ fn default_batch() -> usize {
 fn default_listed() -> usize {
     20
 }
+fn default_agg_window() -> u64 {
+    front::WINDOW
+}
 
 impl Default for RunConfig {
     fn default() -> Self {
@@ -196,6 +208,8 @@ impl Default for RunConfig {
             tunnel: wire::Tunnel::Outer,
             accel: Accel::None,
             agg_evict: aggevict::AggConfig::default(),
+            agg_mode: front::AggMode::Auto,
+            agg_window: front::WINDOW,
             batch: default_batch(),
             listed: default_listed(),
             max_memory: None,
@@ -275,6 +289,9 @@ impl RunConfig {
         }
         if !(1..=8192).contains(&self.batch) {
             return Err(field("batch", format!("{} is not in 1..=8192", self.batch)));
+        }
+        if self.agg_window == 0 {
+            return Err(field("agg_window", "0 is not at least 1 packet"));
         }
         if self.measures.is_empty() {
             return Err(field("measure", "no measurement asked for"));

@@ -168,6 +168,16 @@ pub struct AccelCost {
     /// Time in the aggregator itself (its time minus the algorithms' time on its evictions).
     pub seconds: f64,
     pub ns_per_packet: f64,
+    /// `auto` (the aggregator steps aside when it does not pay) or `always`.
+    pub mode: &'static str,
+    /// Packets that went through the aggregator (the rest went straight to the algorithms).
+    pub through: u64,
+    /// `through / packets`.
+    pub through_share: f64,
+    /// Decisions that switched between aggregating and standing aside (summed over workers).
+    pub switches: u64,
+    /// `switches` per epoch of the run.
+    pub switches_per_epoch: f64,
 }
 
 /// Packet accounting: every packet read is in exactly one class.

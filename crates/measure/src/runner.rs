@@ -41,6 +41,9 @@ pub(crate) struct Instance {
     /// Which key lengths the algorithm can store (its catalog entry's); keys it cannot are
     /// counted in `skipped`, never silently dropped.
     fit: KeyFit,
+    /// Its entry's ns per update on its key path (`algo::UpdateCost`): what the adaptive
+    /// front of its kind weighs against the aggregator's cost.
+    cost_ns: f64,
     skipped: u64,
     /// Wall time of its timed batches, clock reads included.
     nanos: u128,
@@ -61,6 +64,7 @@ impl Instance {
         algo: Box<dyn Algorithm>,
         fit: KeyFit,
         reusable: bool,
+        cost_ns: f64,
     ) -> Instance {
         Instance {
             name,
@@ -72,6 +76,7 @@ impl Instance {
             made: 1,
             budget: 2,
             fit,
+            cost_ns,
             skipped: 0,
             nanos: 0,
             timed: 0,
@@ -149,13 +154,21 @@ impl Plane {
     fn twin(&self, cfg: &RunConfig) -> Result<Plane, ConfigError> {
         Ok(Plane {
             kinds: self.kinds.clone(),
-            fronts: fronts_for(&self.kinds, cfg)?,
+            fronts: fronts_for(&self.kinds, cfg, &self.instances)?,
             instances: self
                 .instances
                 .iter()
                 .map(|i| {
                     let algo = i.algo.clone_box();
-                    Instance::new(i.name.clone(), i.kind, i.key_len, algo, i.fit, i.reusable)
+                    Instance::new(
+                        i.name.clone(),
+                        i.kind,
+                        i.key_len,
+                        algo,
+                        i.fit,
+                        i.reusable,
+                        i.cost_ns,
+                    )
                 })
                 .collect(),
             watch: self.watch.as_ref().map(crate::instant::Watch::twin),
@@ -163,10 +176,24 @@ impl Plane {
     }
 }
 
-fn fronts_for(kinds: &[KeyKind], cfg: &RunConfig) -> Result<Vec<Front>, ConfigError> {
+/// One front per key kind, in `cfg`'s accelerator and Agg-Evict mode; an adaptive front weighs
+/// its aggregator against the summed update cost of the instances of its kind.
+fn fronts_for(
+    kinds: &[KeyKind],
+    cfg: &RunConfig,
+    instances: &[Instance],
+) -> Result<Vec<Front>, ConfigError> {
     kinds
         .iter()
-        .map(|k| Front::new(cfg.accel, &cfg.agg_evict, k.len(cfg.ipv6)))
+        .map(|&k| {
+            let sink_ns = instances
+                .iter()
+                .filter(|i| i.kind == k)
+                .map(|i| i.cost_ns)
+                .sum();
+            Front::new(cfg.accel, &cfg.agg_evict, k.len(cfg.ipv6))
+                .map(|f| f.with_mode(cfg.agg_mode, sink_ns, cfg.agg_window))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ConfigError::Field {
             field: "agg_evict",
@@ -609,6 +636,7 @@ impl Runner {
                 algo,
                 p.entry.fit,
                 p.entry.resets_to_empty,
+                p.entry.cost.ns(p.ctx.key_len),
             ));
             wants_prev.push(false);
         }
@@ -662,7 +690,7 @@ impl Runner {
         .unzip();
         let mut plane = Plane {
             kinds: kinds.clone(),
-            fronts: fronts_for(&kinds, &cfg)?,
+            fronts: fronts_for(&kinds, &cfg, &instances)?,
             instances,
             watch,
         };
@@ -1357,6 +1385,7 @@ impl Runner {
                 let first = all.first()?;
                 let sum = |f: fn(&front::FrontStats) -> u64| all.iter().map(f).sum::<u64>();
                 let (packets, passed) = (sum(|s| s.packets), sum(|s| s.passed));
+                let (through, switches) = (sum(|s| s.through), sum(|s| s.switches));
                 let nanos = all.iter().map(|s| s.nanos).sum::<u128>();
                 Some(AccelCost {
                     accel: first.accel.name(),
@@ -1368,6 +1397,11 @@ impl Runner {
                     evicted_share: passed as f64 / packets.max(1) as f64,
                     seconds: nanos as f64 / 1e9,
                     ns_per_packet: nanos as f64 / packets.max(1) as f64,
+                    mode: first.mode.name(),
+                    through,
+                    through_share: through as f64 / packets.max(1) as f64,
+                    switches,
+                    switches_per_epoch: switches as f64 / self.totals.epochs.max(1) as f64,
                 })
             })
             .collect();

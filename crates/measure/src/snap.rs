@@ -12,9 +12,10 @@ use crate::runner::Measure;
 
 /// Fields of a run configuration that are this host's business and may differ between the
 /// snapshots of one merge: input, batching, report size, memory budget, threads, truth,
-/// the accelerator (the state of every order-independent algorithm is the same behind it:
-/// ARCHITECTURE.md, aggevict), where snapshots go and the alert rules. Every other field, present or added
-/// later, must match (a deny list, so a new parameter is checked unless named here).
+/// the accelerator and its mode (the state of every order-independent algorithm is the same
+/// behind it: ARCHITECTURE.md, aggevict), where snapshots go and the alert rules. Every other
+/// field, present or added later, must match (a deny list, so a new parameter is checked unless
+/// named here).
 const HOST_LOCAL: &[&str] = &[
     "trace",
     "format",
@@ -25,6 +26,8 @@ const HOST_LOCAL: &[&str] = &[
     "truth",
     "accel",
     "agg_evict",
+    "agg_mode",
+    "agg_window",
     "snapshots",
     "host",
     "alert",

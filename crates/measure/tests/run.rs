@@ -111,6 +111,91 @@ fn agg_evict_changes_no_answer_of_order_independent_algorithms() {
     );
 }
 
+/// A trace of four parts, bursty Zipf(1.1) and shuffled Zipf(0.6) in turn (each its own seed,
+/// its capture time after the previous part's), 240,000 packets over 20,000 flows: where an
+/// adaptive front aggregates the bursty parts and steps aside in the shuffled ones.
+fn run_alternating(cfg: &RunConfig) -> measure::Report {
+    let mut r = Runner::new(cfg.clone(), "test").unwrap();
+    let parts = [(gen::Order::Bursty, 1.1), (gen::Order::Shuffled, 0.6)];
+    for part in 0..4u64 {
+        let (order, skew) = parts[part as usize % 2];
+        let g = gen::Spec {
+            packets: 60_000,
+            flows: 20_000,
+            // Every flow its own source: the source keys are as many as the flows.
+            sources: Some(20_000),
+            order,
+            skew,
+            seed: 10 + part,
+            ..gen::Spec::default()
+        };
+        let base = part * 1_000_000_000_000;
+        gen::generate(&g, |p| r.push(base + p.ts_ns, &p.tuple, p.wire_len)).unwrap();
+    }
+    r.finish()
+}
+
+/// `agg_mode = "auto"` switching window by window (a tiny aggregator, windows of 1024
+/// packets, cheap algorithms: the shuffled parts do not pay) changes no answer of the
+/// order-independent algorithms, epoch by epoch, against no aggregator and against `always`;
+/// Space-Saving (order-dependent) keeps its guarantee: every heavy hitter found.
+#[test]
+fn adaptive_agg_evict_switching_changes_no_answer() {
+    let measures = vec![
+        spec(Task::FlowSize, "count_min"),
+        spec(Task::Cardinality, "hyperloglog"),
+        spec(Task::Cardinality, "linear_counting"),
+        spec(Task::Cardinality, "fm"),
+        spec(Task::Cardinality, "kmin"),
+        spec(Task::FlowSizeDistribution, "mrac"),
+    ];
+    let plain = RunConfig {
+        key: key::KeyKind::Src,
+        ..cfg(measures.clone())
+    };
+    let with = |mode: measure::AggMode| {
+        let mut c = cfg(measures.clone());
+        // Source keys: the u32 path end to end.
+        c.key = key::KeyKind::Src;
+        c.accel = measure::Accel::AggEvict;
+        c.agg_evict.arrays = 16;
+        c.agg_mode = mode;
+        c.agg_window = 1024;
+        c
+    };
+    let a = run_alternating(&plain);
+    let auto = run_alternating(&with(measure::AggMode::Auto));
+    let always = run_alternating(&with(measure::AggMode::Always));
+    let acc = &auto.accelerators[0];
+    assert_eq!(acc.mode, "auto");
+    assert!(
+        acc.through_share > 0.1 && acc.through_share < 0.9,
+        "{acc:?}"
+    );
+    assert!(acc.switches >= 4, "{acc:?}");
+    assert_eq!(acc.switches_per_epoch, acc.switches as f64 / 3.0);
+    let all = &always.accelerators[0];
+    assert_eq!(
+        (all.mode, all.through_share, all.switches),
+        ("always", 1.0, 0)
+    );
+    let epochs = serde_json::to_value(&a.epochs).unwrap();
+    assert_eq!(epochs, serde_json::to_value(&auto.epochs).unwrap());
+    assert_eq!(epochs, serde_json::to_value(&always.epochs).unwrap());
+
+    // Space-Saving behind the switching front: its answers differ (order), its guarantee
+    // holds: every true heavy hitter reported.
+    let mut ss = with(measure::AggMode::Auto);
+    ss.measures = vec![spec(Task::HeavyHitters, "space_saving")];
+    let r = run_alternating(&ss);
+    assert!(r.accelerators[0].switches >= 4, "{:?}", r.accelerators[0]);
+    for e in &r.epochs {
+        for t in &e.tasks {
+            assert_eq!(t.accuracy.recall, Some(1.0), "{t:?}");
+        }
+    }
+}
+
 /// Source keys over a trace mixing IPv4 and IPv6: batches of only 4-byte keys take the u32 path
 /// (`update_batch_u32`), batches holding an IPv6 source take the FlowKey path. Both feed every
 /// key exactly once: the exact table still scores perfectly, with and without Agg-Evict.

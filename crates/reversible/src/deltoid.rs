@@ -436,6 +436,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Deltoid>,
     load: |b| algo::load_state::<Deltoid>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 51.71,
+        wide_ns: 157.27,
+    },
 };
 
 #[cfg(test)]

@@ -614,6 +614,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<RevSketch>,
     load: |b| algo::load_state::<RevSketch>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 47.27,
+        wide_ns: 60.67,
+    },
 };
 
 #[cfg(test)]

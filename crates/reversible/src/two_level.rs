@@ -535,6 +535,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<TwoLevel>,
     load: |b| algo::load_state::<TwoLevel>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 95.16,
+        wide_ns: 95.16,
+    },
 };
 
 #[cfg(test)]

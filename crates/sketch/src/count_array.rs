@@ -95,4 +95,9 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<CountArray>,
     load: |b| algo::load_state::<CountArray>("count_array", b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 13.29,
+        wide_ns: 15.77,
+    },
 };

@@ -843,6 +843,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<CountMin>,
     load: |b| algo::load_state::<CountMin>("count_min", b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 9.93,
+        wide_ns: 16.12,
+    },
 };
 
 #[cfg(test)]

@@ -356,4 +356,9 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<CountSketch>,
     load: |b| algo::load_state::<CountSketch>("count_sketch", b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 47.73,
+        wide_ns: 51.08,
+    },
 };

@@ -673,6 +673,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Mrac>,
     load: |b| algo::load_state::<Mrac>("mrac", b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 4.44,
+        wide_ns: 7.31,
+    },
 };
 
 #[cfg(test)]

@@ -625,4 +625,9 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<UnivMon>,
     load: |b| algo::load_state::<UnivMon>("univmon", b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 204.98,
+        wide_ns: 208.11,
+    },
 };

@@ -225,6 +225,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: false,
     save: algo::save_state::<EwmaChange>,
     load: |b| algo::load_state::<EwmaChange>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 69.67,
+        wide_ns: 60.43,
+    },
 };
 
 #[cfg(test)]

@@ -632,6 +632,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<FlowRadar>,
     load: |b| algo::load_state::<FlowRadar>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 55.79,
+        wide_ns: 47.40,
+    },
 };
 
 #[cfg(test)]

@@ -160,6 +160,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Heap>,
     load: |b| algo::load_state::<Heap>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 125.24,
+        wide_ns: 158.38,
+    },
 };
 
 #[cfg(test)]

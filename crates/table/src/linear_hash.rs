@@ -320,6 +320,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<LinearHash>,
     load: |b| algo::load_state::<LinearHash>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 29.66,
+        wide_ns: 28.72,
+    },
 };
 
 #[cfg(test)]

@@ -249,6 +249,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<MisraGries>,
     load: |b| algo::load_state::<MisraGries>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 128.14,
+        wide_ns: 159.93,
+    },
 };
 
 #[cfg(test)]

@@ -172,6 +172,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<SpaceSaving>,
     load: |b| algo::load_state::<SpaceSaving>(NAME, b),
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
+    cost: algo::UpdateCost {
+        u32_ns: 122.98,
+        wide_ns: 131.25,
+    },
 };
 
 #[cfg(test)]

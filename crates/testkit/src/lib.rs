@@ -131,6 +131,27 @@ pub fn zipf_u32(n: usize, flows: usize, skew: f64, seed: u64) -> Vec<u32> {
     gen::zipf_u32(n, flows, skew, seed)
 }
 
+/// The source addresses of `netsift bench agg-evict`'s bursty trace (the `gen` crate: Zipf
+/// 1.1 over 500 k flows, each its own source, bursty order, seed 1), `packets` of them as u32:
+/// the stream the aggregator's benchmarks and cost constants are measured on.
+pub fn bursty_src_u32(packets: u64) -> Vec<u32> {
+    let spec = gen::Spec {
+        packets,
+        flows: 500_000,
+        sources: Some(500_000),
+        skew: 1.1,
+        order: gen::Order::Bursty,
+        seed: 1,
+        ..gen::Spec::default()
+    };
+    let mut v = Vec::with_capacity(packets as usize);
+    gen::generate(&spec, |p| {
+        v.push(p.tuple.key(key::KeyKind::Src).prefix_u32())
+    })
+    .expect("spec");
+    v
+}
+
 /// [`zipf_u32`] as `FlowKey`s: `n` keys of Zipf(`skew`) over `flows` ranks, rank `r` being
 /// [`rank_key`]`(r)`.
 pub fn zipf_keys(n: usize, flows: usize, skew: f64, seed: u64) -> Vec<FlowKey> {

@@ -37,7 +37,11 @@ impl Lab<'_> {
                 continue;
             }
             let limit = self.limit_of(a, key)?;
-            for agg in [None, Some(AggSpec::default())] {
+            let auto = AggSpec {
+                mode: self.args.agg_mode,
+                ..AggSpec::default()
+            };
+            for agg in [None, Some(auto)] {
                 let mut p =
                     self.run_with(Figure::Fig5, &self.base, a, params, key, agg.clone(), 32)?;
                 p.limit_mpps = Some(limit);

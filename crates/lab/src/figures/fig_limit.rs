@@ -60,6 +60,9 @@ impl Lab<'_> {
                 unique_share: None,
                 params: String::new(),
                 packets: self.base.len() as u64,
+                agg_mode: String::new(),
+                through_share: None,
+                switches: None,
             });
         }
         let cats: Vec<String> = NINE.iter().map(|n| n.2.to_string()).collect();

@@ -55,6 +55,9 @@ impl Lab<'_> {
                         unique_share: None,
                         params: String::new(),
                         packets: w.len() as u64,
+                        agg_mode: spec.mode.name().into(),
+                        through_share: Some(1.0),
+                        switches: Some(0),
                     });
                 }
             }

@@ -99,7 +99,7 @@ impl<'a> Lab<'a> {
         bar.set_message("preparing the trace");
         let base = match &args.trace {
             Some(p) => Workload::capture(&p.to_string_lossy())?,
-            None => Workload::synthetic(&gen_spec(packets, flows, 1.1, gen::Order::Bursty))?,
+            None => Workload::synthetic(&gen_spec(packets, flows, args.skew, args.order))?,
         };
         if base.is_empty() {
             return Err(LabError::EmptyTrace);
@@ -263,6 +263,12 @@ fn point(fig: Figure, cfg: &RunCfg, w: &Workload, m: &Measured) -> Point {
         unique_share: None,
         params: cfg.params.to_string(),
         packets: m.packets,
+        agg_mode: cfg
+            .agg
+            .as_ref()
+            .map_or(String::new(), |s| s.mode.name().to_string()),
+        through_share: m.through_share,
+        switches: m.switches,
     }
 }
 

@@ -1,0 +1,185 @@
+//! Adaptive Agg-Evict ([`AggMode::Auto`]): the front steps aside when aggregation does not pay.
+//!
+//! Agg-Evict pays when the per-packet work it removes from the algorithms exceeds its own
+//! (Agg-Evict paper, section 4.3: with shuffled packets and low skew most packets are evicted
+//! and the aggregator is pure overhead). Per window of [`WINDOW`] packets the front counts what
+//! the aggregator achieved and, with a cost model of the aggregator (`aggevict::AggCost`:
+//! ns per packet and per table lookup) and of the algorithms behind it (`algo::UpdateCost`,
+//! ns per update, summed over the sink's algorithms), decides whether the next window goes
+//! through the aggregator or straight to the sink (bypass):
+//!
+//! ```text
+//! with    = packet_ns + run_ns * lookups/packets + sink_ns * updates/packets
+//! without = sink_ns
+//! ```
+//!
+//! and aggregates while `with < without * (1 - MARGIN)`.
+//!
+//! `updates` are the updates the window's packets cause: misses (a pair inserted, now or by
+//! eviction of another) plus pass-throughs, counted as the growth of `evicted + held` (a flush
+//! moves pairs from held to evicted and changes nothing), so a window that fills an empty table
+//! is charged for the pairs it leaves there. While bypassing, nothing is measured: a probe
+//! window goes through the aggregator after 1, 2, 4, ... [`MAX_GAP`] windows of bypass
+//! (doubling while probes fail, back to 1 when one succeeds), so steady unaggregatable traffic
+//! spends at most one window in [`MAX_GAP`] + 1 in the aggregator.
+//!
+//! Deterministic: windows are counted in packets offered (a batch is split at a window's end),
+//! the costs are constants, so the decisions depend only on the packets and their batches (the
+//! run merge works within a batch's chunks of 32, so batching moves the lookups counted a
+//! little), both fixed by the trace and the configuration: no clock. Bypass keeps what the
+//! aggregator holds (it is flushed at the epoch's end as always, or evicted by a later probe):
+//! every packet reaches the sink exactly once, aggregated or not, so the order-independent
+//! algorithms end in the same state either way (ALGORITHMS.md section 0).
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Packets per decision window (about 0.4 ms at 150 Mpps; 30 windows in an epoch of 2 M).
+pub const WINDOW: u64 = 1 << 16;
+
+/// Most windows of bypass between two probes.
+pub const MAX_GAP: u32 = 64;
+
+/// Aggregation must save at least this share of the algorithms' cost: the model leaves out
+/// that the aggregator's table (258 KB at k = 2000) competes with the algorithm's state for
+/// the cache and that evictions reach the algorithm in bursts, so a tie is a loss (measured:
+/// Count-Min on shuffled Zipf 1.1, a tie by the constants, ran at 0.70x through the
+/// aggregator).
+pub const MARGIN: f64 = 0.1;
+
+/// Whether Agg-Evict may step aside (`--agg-mode`, `agg_mode` in a run configuration).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggMode {
+    /// Aggregate while the cost model says it pays, bypass otherwise, probing periodically.
+    #[default]
+    Auto,
+    /// Every packet goes through the aggregator (the paper's Agg-Evict).
+    Always,
+}
+
+impl AggMode {
+    /// Every mode's name, as `--agg-mode` and the configuration take them.
+    pub const NAMES: [&'static str; 2] = ["auto", "always"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AggMode::Auto => "auto",
+            AggMode::Always => "always",
+        }
+    }
+}
+
+/// An unknown `--agg-mode` value; the message lists the choices.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("unknown agg mode `{0}` (expected one of: auto, always)")]
+pub struct UnknownMode(pub String);
+
+impl FromStr for AggMode {
+    type Err = UnknownMode;
+
+    fn from_str(s: &str) -> Result<AggMode, UnknownMode> {
+        match s {
+            "auto" => Ok(AggMode::Auto),
+            "always" => Ok(AggMode::Always),
+            _ => Err(UnknownMode(s.to_string())),
+        }
+    }
+}
+
+/// The cost model of one front: the aggregator's constants on its key path and the summed
+/// per-update cost of the algorithms it feeds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Model {
+    pub agg: aggevict::AggCost,
+    /// ns per update of every algorithm behind the front together.
+    pub sink_ns: f64,
+}
+
+impl Model {
+    /// Whether a window of `packets` that made `lookups` table lookups and caused `updates`
+    /// updates was cheaper through the aggregator than without it.
+    pub fn pays(&self, packets: u64, lookups: u64, updates: u64) -> bool {
+        let p = packets.max(1) as f64;
+        let with = self.agg.packet_ns
+            + self.agg.run_ns * lookups as f64 / p
+            + self.sink_ns * updates as f64 / p;
+        with < self.sink_ns * (1.0 - MARGIN)
+    }
+}
+
+/// Aggregator counters at a window's start.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Mark {
+    pub(crate) runs: u64,
+    /// `evicted + held`.
+    pub(crate) updates: u64,
+}
+
+/// The decision state of one front.
+#[derive(Clone, Debug)]
+pub(crate) struct Adapt {
+    model: Model,
+    window: u64,
+    /// Packets left in the current window.
+    pub(crate) left: u64,
+    /// The current window goes through the aggregator.
+    pub(crate) on: bool,
+    /// Windows of bypass after the next failed probe.
+    gap: u32,
+    /// Windows of bypass left before the next probe.
+    wait: u32,
+    mark: Mark,
+    /// Decisions that changed the path.
+    pub(crate) switches: u64,
+}
+
+impl Adapt {
+    pub(crate) fn new(model: Model, window: u64) -> Adapt {
+        let window = window.max(1);
+        Adapt {
+            model,
+            window,
+            left: window,
+            // The first window is a probe.
+            on: true,
+            gap: 1,
+            wait: 0,
+            mark: Mark::default(),
+            switches: 0,
+        }
+    }
+
+    /// The counters were cleared (after a lab's warm-up): a new window starts from `now` on
+    /// the current path, and switches count from zero.
+    pub(crate) fn restart(&mut self, now: Mark) {
+        self.mark = now;
+        self.left = self.window;
+        self.switches = 0;
+    }
+
+    /// The current window is over: decide the next one. `now` is the aggregator's counters.
+    pub(crate) fn end_window(&mut self, now: Mark) {
+        if self.on {
+            let lookups = now.runs.saturating_sub(self.mark.runs);
+            let updates = now.updates.saturating_sub(self.mark.updates);
+            if self.model.pays(self.window, lookups, updates) {
+                self.gap = 1;
+            } else {
+                self.on = false;
+                self.switches += 1;
+                self.wait = self.gap;
+                self.gap = (self.gap * 2).min(MAX_GAP);
+            }
+        } else {
+            self.wait = self.wait.saturating_sub(1);
+            if self.wait == 0 {
+                self.on = true;
+                self.switches += 1;
+            }
+        }
+        self.mark = now;
+        self.left = self.window;
+    }
+}
