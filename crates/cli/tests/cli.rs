@@ -1,12 +1,9 @@
 //! The `netsift` binary as a user runs it: exit codes, one-line errors, JSON shape.
 
 mod common;
+use common::{netsift, tmp};
 
 use std::process::Command;
-
-fn netsift() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_netsift"))
-}
 
 /// `netsift gen` into a temporary file `name` (pcap unless `extra` picks a format).
 fn gen(name: &str, packets: u32, flows: u32, seed: u32, extra: &[&str]) -> std::path::PathBuf {
@@ -30,12 +27,6 @@ fn assert_ok(out: &std::process::Output) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
 }
 
 #[test]

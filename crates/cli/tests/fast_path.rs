@@ -2,20 +2,12 @@
 //! packet on exactly one path, a reproducible split from `--normal-capacity`, answers recovered
 //! from both paths, clear errors for impossible settings.
 
+mod common;
+use common::{netsift, tmp};
+
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::Value;
-
-fn netsift() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_netsift"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-fast-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
 
 /// 400 k packets over 20 k flows (Zipf 1.1, bursty, 1 Mpps of capture time), in `format`.
 fn trace(format: &str) -> PathBuf {

@@ -4,6 +4,9 @@
 //! is first rewritten into the benchmarking range 198.18.0.0/15 and never leaves the namespace
 //! (no route out, IPv6 off there).
 
+mod common;
+use common::netsift;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -11,10 +14,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn netsift() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_netsift"))
-}
 
 fn skip(why: &str) {
     use std::io::Write;

@@ -3,14 +3,13 @@
 //! merged, equal bit for bit to one run on the whole capture for every linear and idempotent
 //! algorithm (ALGORITHMS.md classes A and B); bad snapshots refused naming the file.
 
+mod common;
+use common::netsift;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use key::{HashFn, KeyKind};
-
-fn netsift() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_netsift"))
-}
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("netsift-merge-{}-{name}", std::process::id()));

@@ -3,9 +3,11 @@
 //! report of the same run, and the alert file holds exactly the events the report's answers
 //! call for.
 
+mod common;
+use common::{netsift, tmp};
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -14,16 +16,6 @@ use serde_json::Value as Json;
 #[path = "../../monitor/tests/scrape/mod.rs"]
 mod scrape;
 use scrape::{one, scrape, values};
-
-fn netsift() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_netsift"))
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-monitor-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
 
 // `listed` large enough that every reported heavy hitter is listed (none is cut).
 const CONFIG: &str = r#"

@@ -1,8 +1,26 @@
-//! An independent implementation of "read a capture and key its packets", built only from
+//! What the CLI's test binaries share: the binary and a temporary directory, and an
+//! independent implementation of "read a capture and key its packets", built only from
 //! pcap-parser (reading) and etherparse (slicing), used to check netsift's own readers and parser.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The `netsift` binary of this build.
+pub fn netsift() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netsift"))
+}
+
+/// `name` in a temporary directory of this test binary and process (created).
+pub fn tmp(name: &str) -> PathBuf {
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let d = std::env::temp_dir().join(format!("netsift-{exe}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
 
 use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use key::Tuple;
