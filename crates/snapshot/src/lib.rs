@@ -35,8 +35,10 @@ pub use merge::{merge_epoch, Merged};
 /// First 8 bytes of every snapshot file.
 pub const MAGIC: [u8; 8] = *b"NSIFTSNP";
 /// The format version this build writes and the only one it reads.
-pub const VERSION: u16 = 1;
-/// Bytes before the body (version 1).
+/// 2: Space-Saving's state is a Stream-Summary (its counters with their errors), no longer a
+/// heap; version 1 files are refused naming their version.
+pub const VERSION: u16 = 2;
+/// Bytes before the body (versions 1 and 2).
 pub const HEADER_LEN: usize = 32;
 /// File name extension of a snapshot.
 pub const EXT: &str = "nss";

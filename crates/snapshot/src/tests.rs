@@ -205,12 +205,12 @@ fn every_flipped_byte_is_an_error() {
 #[test]
 fn another_version_is_refused_naming_it() {
     let mut bytes = encode(&small("h1", 1, 64));
-    bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+    bytes[8..10].copy_from_slice(&1u16.to_le_bytes());
     let e = decode(&bytes).unwrap_err();
-    assert_eq!(e, FormatError::Version { found: 2 });
+    assert_eq!(e, FormatError::Version { found: 1 });
     assert_eq!(
         e.to_string(),
-        "snapshot format version 2, this netsift reads version 1"
+        "snapshot format version 1, this netsift reads version 2"
     );
 }
 
@@ -288,14 +288,14 @@ fn host_ids_are_checked() {
     assert_eq!(file_name("h1", 3), "h1-epoch000003.nss");
 }
 
-/// The committed version-1 file: a 2 x 64 Count-Min (4 candidates) over 1000 Zipf keys, seed 1.
+/// The committed version-2 file: a 2 x 64 Count-Min (4 candidates) over 1000 Zipf keys, seed 1.
 /// Its bytes pin the format (header, postcard body) and Count-Min's serde form: a change that
 /// breaks it needs a new format version (docs/snapshot-format.md). `NETSIFT_BLESS=1` rewrites
 /// it (only with a version bump).
 #[test]
 fn golden_file_decodes_and_is_what_this_build_writes() {
     let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/count_min_v1.nss");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/count_min_v2.nss");
     let want = encode(&small("golden-1", 1, 64));
     if std::env::var_os("NETSIFT_BLESS").is_some() {
         std::fs::write(&path, &want).unwrap();
@@ -303,7 +303,7 @@ fn golden_file_decodes_and_is_what_this_build_writes() {
     let bytes = std::fs::read(&path).unwrap();
     let s = read(&path).unwrap();
     assert_eq!(&bytes[..8], b"NSIFTSNP");
-    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 1);
+    assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), VERSION);
     assert_eq!(s.host, "golden-1");
     assert_eq!(s.epoch.packets, 1000);
     assert_eq!(s.seed, 1);
