@@ -160,7 +160,7 @@ pub fn encode(s: &Snapshot) -> Vec<u8> {
     frame(&postcard::to_stdvec(s).expect("a snapshot serializes"))
 }
 
-/// A body behind a version-1 header with its lengths and checksum (what [`encode`] writes
+/// A body behind a current-version header with its lengths and checksum (what [`encode`] writes
 /// around the postcard body; the fuzz target frames arbitrary bodies with it, so the fuzzer
 /// reaches the body's decoder past the checksum).
 pub fn frame(body: &[u8]) -> Vec<u8> {
