@@ -3,8 +3,9 @@
 //! `run --snapshots` does), and a publisher on its own thread sends every spooled file to
 //! `netsift.snapshots.<host>`, removing it when JetStream acknowledges it. At the end of the
 //! trace the agent waits (at most `--drain-timeout-ms`) for its spool to empty; what is left is
-//! sent first by the next start. The run's input is `run`'s (every `run` flag applies); a live
-//! source added to `run` comes with it.
+//! sent first by the next start. The input is a trace, as `run`'s (every `run` flag applies),
+//! or live traffic with `--iface`, measured as `live` does (its capture options; time epochs
+//! on the Unix-time grid so that every host's epoch i is the same span).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -45,8 +46,11 @@ impl BrokerArgs {
 
 #[derive(Args)]
 pub struct AgentArgs {
+    /// The input: a trace (as `run`), or live traffic with `--iface` (as `live`).
     #[command(flatten)]
     pub run: RunCmd,
+    #[command(flatten)]
+    pub capture: crate::live::CaptureArgs,
     #[command(flatten)]
     pub broker: BrokerArgs,
     /// Directory of the snapshots waiting for the broker's acknowledgement (created if
@@ -113,7 +117,19 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
         (stats, spool)
     });
-    let ok = crate::run::cmd_run(*Box::new(run), out)?;
+    let ok = if a.capture.ifaces.is_empty() {
+        crate::run::cmd_run(run, out)?
+    } else {
+        if run.trace.is_some() || run.format.is_some() {
+            bail!("agent: a TRACE (and --format) or --iface, not both");
+        }
+        let live = crate::live::LiveArgs {
+            capture: a.capture,
+            log: None,
+            run: run.args,
+        };
+        crate::live::cmd_live(live, out)?
+    };
     let _ = drain.send(Some(
         Instant::now() + Duration::from_millis(a.drain_timeout_ms),
     ));

@@ -25,29 +25,37 @@ use crate::out::Out;
 use crate::run::{Printer, RunArgs};
 use crate::source::{packet, Packet};
 
-#[derive(Args)]
-pub struct LiveArgs {
+/// Where and how packets are captured: `live`'s and `agent --iface`'s options.
+#[derive(Args, Clone)]
+pub struct CaptureArgs {
     /// Interface to capture from; `any` captures on all of them (Linux cooked headers). Give
     /// it several times for several interfaces (one capture thread each).
-    #[arg(long = "iface", value_name = "IF", required = true)]
-    ifaces: Vec<String>,
+    #[arg(long = "iface", value_name = "IF")]
+    pub ifaces: Vec<String>,
     /// Capture filter in pcap-filter(7) syntax (`udp and net 198.18.0.0/15`), applied in the
     /// kernel on every interface.
-    #[arg(long, value_name = "FILTER")]
+    #[arg(long, value_name = "FILTER", requires = "ifaces")]
     bpf: Option<String>,
     /// Kernel capture buffer per interface (`64M`; at least 1M). Packets arriving while it is
     /// full are dropped by the kernel and counted in each epoch's `capture.dropped`.
-    #[arg(long, value_name = "SIZE", value_parser = flags::bytes)]
+    #[arg(long, value_name = "SIZE", value_parser = flags::bytes, requires = "ifaces")]
     buffer: Option<u64>,
     /// Bytes of each packet captured (64..=262144): the headers are what is measured, so the
     /// default holds deep tunnel stacks and copies little.
     #[arg(long, default_value_t = 256, allow_negative_numbers = true,
           value_parser = flags::whole::<u32>(64..=262_144))]
     snaplen: u32,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("interfaces").args(["ifaces"]).required(true)))]
+pub struct LiveArgs {
+    #[command(flatten)]
+    pub capture: CaptureArgs,
     /// Log level of the structured logs on stderr (error, warn, info, debug, trace, or a
     /// tracing filter such as `netsift=debug`); default `RUST_LOG`, else info.
     #[arg(long, value_name = "LEVEL")]
-    log: Option<String>,
+    pub log: Option<String>,
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -107,10 +115,10 @@ fn open(a: &LiveArgs, iface: &str) -> Result<pcap::Capture<pcap::Active>> {
         .with_context(|| format!("--iface {iface}"))?
         .immediate_mode(true)
         .promisc(false)
-        .snaplen(a.snaplen as i32)
+        .snaplen(a.capture.snaplen as i32)
         .timeout(READ_TIMEOUT_MS)
         .precision(pcap::Precision::Nano);
-    if let Some(b) = a.buffer {
+    if let Some(b) = a.capture.buffer {
         let b = i32::try_from(b).context("--buffer: at most 2047M")?;
         inactive = inactive.buffer_size(b);
     }
@@ -125,7 +133,7 @@ fn open(a: &LiveArgs, iface: &str) -> Result<pcap::Capture<pcap::Active>> {
             anyhow::anyhow!("--iface {iface}: cannot capture: {m}")
         }
     })?;
-    if let Some(f) = &a.bpf {
+    if let Some(f) = &a.capture.bpf {
         cap.filter(f, true)
             .map_err(|e| anyhow::anyhow!("--bpf '{f}': {e}"))?;
     }
@@ -405,7 +413,7 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     let time_epochs = cfg.epoch_ms.is_some();
     // Every interface is opened before anything is measured: a bad one is one error line.
     let mut caps = Vec::new();
-    for iface in &a.ifaces {
+    for iface in &a.capture.ifaces {
         let cap = open(&a, iface)?;
         tracing::info!(
             iface = iface.as_str(),
@@ -416,7 +424,7 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     }
     crate::signals::install();
     crate::signals::install_hangup();
-    let name = format!("live:{}", a.ifaces.join(","));
+    let name = format!("live:{}", a.capture.ifaces.join(","));
     let mut runner = Runner::new(cfg, &name)?;
     // The reads block: each epoch is answered on this thread as it closes.
     runner.answer_inline();
@@ -442,13 +450,22 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
         });
     }
     drop(tx);
+    // Snapshots for a network-wide merge (`agent --iface`, `--snapshots`): time epochs on the
+    // grid of Unix time, indexed from 1970, so that epoch i of every host covers the same span
+    // (the controller merges by index). Otherwise the axis starts now, index 0.
+    let aligned = time_epochs && runner.config().snapshots.is_some();
+    if aligned {
+        runner.advance_to(0);
+    }
+    // The epoch axis starts now at the latest, not at the first packet: an idle link still has
+    // epochs.
+    let mut open_epoch = runner.advance_to(now_ns());
+    let first = if aligned { open_epoch } else { 0 };
     let mut rep = Reporter {
-        next: 0,
+        next: first,
         counted: CaptureStats::default(),
         truth: runner.config().truth,
     };
-    // The epoch axis starts now, not at the first packet: an idle link still has epochs.
-    let mut open_epoch = runner.advance_to(now_ns());
     let signal = read_loop(
         &rx,
         &mut runner,
@@ -508,7 +525,7 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     rep.report(&runner, closed, 0, &sources, &mut printer, out)?;
     let mut report = runner.try_finish()?;
     // The epochs reported, idle ones included (the runner counts those with packets).
-    report.totals.epochs = rep.next;
+    report.totals.epochs = rep.next - first;
     printer.finish(report, out)?;
     match stopped {
         Some(sig) => tracing::info!(signal = sig, "stopped"),
