@@ -594,3 +594,58 @@ fn live_sighup_reloads_thresholds_and_refuses_other_changes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A live run that writes snapshots (`agent --iface`) puts its time epochs on the Unix-time
+/// grid: every epoch index is (capture time / epoch length), the same on every host, and each
+/// epoch with packets has its snapshot, holding that index and every packet of it.
+#[test]
+fn live_snapshots_are_indexed_on_the_unix_time_grid() {
+    let Some((dir, file)) = replayable("live_snapshots_are_indexed_on_the_unix_time_grid", "grid")
+    else {
+        return;
+    };
+    let snaps = tempfile_dir("grid-snaps");
+    let s = snaps.to_str().unwrap();
+    let ns = Netns::new();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let live = start_live(
+        &ns,
+        &[
+            "--json-lines",
+            "--epoch-ms",
+            "200",
+            "--snapshots",
+            s,
+            "--host",
+            "h1",
+        ],
+    );
+    replay(&ns, &file, 4000, 1);
+    std::thread::sleep(Duration::from_millis(300));
+    let docs = stop_live(live);
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let busy: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["type"] == "epoch" && d["packets"].as_u64().unwrap() > 0)
+        .collect();
+    assert!(!busy.is_empty());
+    let mut packets = 0;
+    for e in &busy {
+        let i = e["index"].as_u64().unwrap();
+        assert!((before / 200..=after / 200).contains(&i), "index {i}");
+        let f = snaps.join(format!("h1-epoch{i:06}.nss"));
+        let snap = snapshot::read(&f).unwrap_or_else(|err| panic!("{}: {err}", f.display()));
+        assert_eq!(snap.epoch.index, i);
+        assert_eq!(snap.epoch.packets, e["packets"].as_u64().unwrap());
+        packets += snap.epoch.packets;
+    }
+    assert_eq!(packets, 2011);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&snaps);
+}
