@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use lab::{run_agg_evict, LabArgs, LabError};
 
-const FIELDS: [&str; 18] = [
+const FIELDS: [&str; 21] = [
     "figure",
     "algorithm",
     "accel",
@@ -24,6 +24,9 @@ const FIELDS: [&str; 18] = [
     "unique_share",
     "params",
     "packets",
+    "agg_mode",
+    "through_share",
+    "switches",
 ];
 
 fn out_dir(name: &str) -> PathBuf {
