@@ -445,9 +445,10 @@ fn rss_kb(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Replaying in a loop for `NETSIFT_SOAK_SECS` seconds (default 60: a minute in CI, longer by hand): every epoch reported (the
-/// indexes consecutive, idle ones too), and resident memory flat: after the first second
-/// (structures allocated, the first epochs answered), it grows by less than 8 MB.
+/// Replaying in a loop for `NETSIFT_SOAK_SECS` seconds (default 60: a minute in CI, longer by
+/// hand): every epoch reported (the indexes consecutive, idle ones too), and resident memory
+/// flat: after the first second (structures allocated, the first epochs answered), it grows by
+/// less than 8 MB.
 #[test]
 fn live_soak_memory_flat_and_no_missed_epoch() {
     let Some((dir, file)) = replayable("live_soak_memory_flat_and_no_missed_epoch", "soak") else {
