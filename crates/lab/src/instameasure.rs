@@ -42,7 +42,7 @@ use insta::{InstaConfig, InstaMeasure};
 use key::{FlowKey, KeyKind};
 use serde::Serialize;
 
-use crate::output::{csv_field, write_figure, Panel, Row};
+use crate::output::{write_figure, Panel, Row};
 use crate::LabError;
 
 /// The paper's table: 2^20 entries (section IV-D), probe limit 16.
@@ -1029,23 +1029,7 @@ impl LoneFlow {
     }
 }
 
-impl crate::output::Plotted for InstaPoint {
-    fn panel(&self) -> &str {
-        &self.panel
-    }
-    fn series(&self) -> &str {
-        &self.series
-    }
-    fn x(&self) -> &str {
-        &self.x
-    }
-    fn x_value(&self) -> f64 {
-        self.x_value
-    }
-    fn value(&self) -> f64 {
-        self.value
-    }
-}
+crate::output::labeled_point!(InstaPoint);
 
 /// The charts of a figure: one panel per `panel` value, categories in order of first
 /// appearance, one line per series. Figure 9's signed delays and early detections are data only
@@ -1111,20 +1095,13 @@ pub const CSV_HEADER: &str =
 impl Row for InstaPoint {
     const HEADER: &'static str = CSV_HEADER;
     fn row(&self) -> Vec<String> {
-        let p = self;
-        vec![
-            csv_field(&p.figure),
-            csv_field(&p.panel),
-            csv_field(&p.series),
-            csv_field(&p.source),
-            csv_field(&p.x),
-            p.x_value.to_string(),
-            p.value.to_string(),
-            csv_field(&p.unit),
-            p.memory_bytes.to_string(),
-            p.packets.to_string(),
-            p.count.to_string(),
-        ]
+        let mut r = self.labeled_row();
+        r.extend([
+            self.memory_bytes.to_string(),
+            self.packets.to_string(),
+            self.count.to_string(),
+        ]);
+        r
     }
 }
 

@@ -303,6 +303,49 @@ pub trait Plotted {
     fn value(&self) -> f64;
 }
 
+/// [`Plotted`] for a paper-figure point type whose fields include `figure`, `panel`, `series`,
+/// `source`, `x`, `unit` (strings) and `x_value`, `value` (f64), and `labeled_row`: those eight
+/// as the first columns of its CSV row (the instameasure and sketchvisor figures share them).
+macro_rules! labeled_point {
+    ($t:ty) => {
+        impl $crate::output::Plotted for $t {
+            fn panel(&self) -> &str {
+                &self.panel
+            }
+            fn series(&self) -> &str {
+                &self.series
+            }
+            fn x(&self) -> &str {
+                &self.x
+            }
+            fn x_value(&self) -> f64 {
+                self.x_value
+            }
+            fn value(&self) -> f64 {
+                self.value
+            }
+        }
+
+        impl $t {
+            /// The CSV columns every labeled point starts with.
+            fn labeled_row(&self) -> Vec<String> {
+                use $crate::output::csv_field;
+                vec![
+                    csv_field(&self.figure),
+                    csv_field(&self.panel),
+                    csv_field(&self.series),
+                    csv_field(&self.source),
+                    csv_field(&self.x),
+                    self.x_value.to_string(),
+                    self.value.to_string(),
+                    csv_field(&self.unit),
+                ]
+            }
+        }
+    };
+}
+pub(crate) use labeled_point;
+
 /// One panel per `panel` value (in order of first appearance, those `shown`), categories sorted
 /// by `x_value`, one line per series; `text` gives a panel's title and axis labels.
 pub fn category_panels<P: Plotted>(

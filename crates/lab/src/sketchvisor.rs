@@ -52,7 +52,7 @@ use visor::{
     Summary,
 };
 
-use crate::output::{csv_field, Panel, Row};
+use crate::output::{Panel, Row};
 use crate::LabError;
 
 /// The normal path's capacity as a fraction of the offered packet rate in figures 7-12 and 14:
@@ -1234,23 +1234,7 @@ fn panel_text(name: &str) -> (String, &'static str, &'static str) {
     (title, if x.is_empty() { "" } else { x }, y)
 }
 
-impl crate::output::Plotted for SvPoint {
-    fn panel(&self) -> &str {
-        &self.panel
-    }
-    fn series(&self) -> &str {
-        &self.series
-    }
-    fn x(&self) -> &str {
-        &self.x
-    }
-    fn x_value(&self) -> f64 {
-        self.x_value
-    }
-    fn value(&self) -> f64 {
-        self.value
-    }
-}
+crate::output::labeled_point!(SvPoint);
 
 /// One panel per `panel` value, categories by `x_value`, one line per series.
 fn panels(points: &[SvPoint]) -> Vec<Panel> {
@@ -1270,19 +1254,9 @@ pub const CSV_HEADER: &str = "figure,panel,series,source,x,x_value,value,unit,pa
 impl Row for SvPoint {
     const HEADER: &'static str = CSV_HEADER;
     fn row(&self) -> Vec<String> {
-        let p = self;
-        vec![
-            csv_field(&p.figure),
-            csv_field(&p.panel),
-            csv_field(&p.series),
-            csv_field(&p.source),
-            csv_field(&p.x),
-            p.x_value.to_string(),
-            p.value.to_string(),
-            csv_field(&p.unit),
-            p.packets.to_string(),
-            p.fast_packets.to_string(),
-        ]
+        let mut r = self.labeled_row();
+        r.extend([self.packets.to_string(), self.fast_packets.to_string()]);
+        r
     }
 }
 
