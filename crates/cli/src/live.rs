@@ -328,6 +328,7 @@ impl Reporter {
             paths: None,
             capture: None,
             tasks: vec![],
+            costs: vec![],
         }
     }
 

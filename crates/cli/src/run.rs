@@ -1030,24 +1030,36 @@ fn print_paths(
 fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
     writeln!(
         out,
-        "\ncost (update time measured per batch, query time per epoch's answers, same pass):"
+        "\ncost (update time measured per batch, query time per epoch's answers, same pass; \
+         ms per epoch: mean / largest; each epoch's in --json `costs`):"
     )?;
     writeln!(
         out,
-        "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10} {:>14}",
-        "algorithm", "key", "memory", "updates", "ns/packet", "Mpps", "query ms/epoch"
+        "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10} {:>17} {:>17}",
+        "algorithm",
+        "key",
+        "memory",
+        "updates",
+        "ns/packet",
+        "Mpps",
+        "update ms/epoch",
+        "query ms/epoch"
     )?;
     for c in &r.throughput {
         writeln!(
             out,
-            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1} {:>14.2}{}",
+            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1} {:>17} {:>17}{}",
             c.algorithm,
             c.key.name(),
             measure::report::human_bytes(c.memory_bytes as u64),
             c.updates,
             c.ns_per_packet,
             c.mpps,
-            c.query_ms_per_epoch,
+            format!(
+                "{:.2} / {:.2}",
+                c.update_ms_per_epoch, c.update_ms_max_epoch
+            ),
+            format!("{:.2} / {:.2}", c.query_ms_per_epoch, c.query_ms_max_epoch),
             if c.skipped > 0 {
                 format!(
                     "  ({} keys of the other address family skipped: see --ipv6)",

@@ -179,7 +179,24 @@ fn metrics_and_alerts_agree_with_the_json_report() {
         card["truth"]["value"].as_f64().unwrap()
     );
 
-    // Costs, from the report at the end of the run.
+    // Costs: the last epoch's as it closed, the run's from the report at its end.
+    let last = epochs.last().unwrap();
+    for cost in last["costs"].as_array().unwrap() {
+        let l = [
+            ("algorithm", cost["algorithm"].as_str().unwrap()),
+            ("key", cost["key"].as_str().unwrap()),
+        ];
+        for (metric, field) in [
+            ("netsift_epoch_update_seconds", "update_seconds"),
+            ("netsift_epoch_query_seconds", "query_seconds"),
+        ] {
+            assert_eq!(
+                one(&s, metric, &l),
+                cost[field].as_f64().unwrap(),
+                "{metric}"
+            );
+        }
+    }
     for cost in r["throughput"].as_array().unwrap() {
         let l = [
             ("algorithm", cost["algorithm"].as_str().unwrap()),
@@ -197,7 +214,9 @@ fn metrics_and_alerts_agree_with_the_json_report() {
 
     // The alerts: `elephant` (1% of each epoch's packets, for 1, no hysteresis) fires for a key
     // listed at or above it and resolves when it is not, read from the report independently.
-    let mut expected = vec![];
+    // (epoch, key, state, estimate, truth)
+    type Expected<'a> = (u64, String, &'a str, f64, Option<f64>);
+    let mut expected: Vec<Expected> = vec![];
     let mut firing: Vec<String> = vec![];
     for e in epochs {
         let t = e["tasks"]
@@ -207,33 +226,34 @@ fn metrics_and_alerts_agree_with_the_json_report() {
             .find(|t| t["task"] == "heavy_hitters");
         let keys = t.unwrap()["answer"]["keys"].as_array().unwrap();
         let threshold = 0.01 * e["packets"].as_f64().unwrap();
-        let over: Vec<(String, f64)> = keys
+        // Each listed key carries its exact size (ground truth on), which its events carry.
+        let over: Vec<(String, f64, Option<f64>)> = keys
             .iter()
             .map(|k| {
                 (
                     k["key"].as_str().unwrap().to_string(),
                     k["estimate"].as_f64().unwrap(),
+                    Some(k["truth"].as_f64().expect("a listed key's truth")),
                 )
             })
-            .filter(|(_, v)| *v >= threshold)
+            .filter(|(_, v, _)| *v >= threshold)
             .collect();
-        for (k, v) in &over {
+        for (k, v, t) in &over {
             if !firing.contains(k) {
-                expected.push((e["index"].as_u64().unwrap(), k.clone(), "firing", *v));
+                expected.push((e["index"].as_u64().unwrap(), k.clone(), "firing", *v, *t));
             }
         }
         for k in &firing {
-            if !over.iter().any(|(o, _)| o == k) {
-                let v = keys
-                    .iter()
-                    .find(|x| x["key"] == k.as_str())
-                    .map_or(0.0, |x| x["estimate"].as_f64().unwrap());
-                expected.push((e["index"].as_u64().unwrap(), k.clone(), "resolved", v));
+            if !over.iter().any(|(o, _, _)| o == k) {
+                let listed = keys.iter().find(|x| x["key"] == k.as_str());
+                let v = listed.map_or(0.0, |x| x["estimate"].as_f64().unwrap());
+                let t = listed.and_then(|x| x["truth"].as_f64());
+                expected.push((e["index"].as_u64().unwrap(), k.clone(), "resolved", v, t));
             }
         }
-        firing = over.into_iter().map(|(k, _)| k).collect();
+        firing = over.into_iter().map(|(k, _, _)| k).collect();
     }
-    let mut got: Vec<(u64, String, &str, f64)> = std::fs::read_to_string(&alerts)
+    let mut got: Vec<Expected> = std::fs::read_to_string(&alerts)
         .unwrap()
         .lines()
         .map(|l| {
@@ -249,12 +269,11 @@ fn metrics_and_alerts_agree_with_the_json_report() {
                 v["key"].as_str().unwrap().to_string(),
                 state,
                 v["estimate"].as_f64().unwrap(),
+                v["truth"].as_f64(),
             )
         })
         .collect();
-    let order = |a: &(u64, String, &str, f64), b: &(u64, String, &str, f64)| {
-        (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2))
-    };
+    let order = |a: &Expected, b: &Expected| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2));
     got.sort_by(order);
     expected.sort_by(order);
     assert!(!expected.is_empty());

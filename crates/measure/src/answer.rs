@@ -24,14 +24,15 @@ use truth::EpochTruth;
 
 use crate::config::RunConfig;
 use crate::evaluate::{answer_only, evaluate};
-use crate::report::EpochReport;
-use crate::runner::Measure;
+use crate::report::{EpochCost, EpochReport};
+use crate::runner::{Measure, UpdateSpent};
 use crate::workers::{Handover, WorkerFailure, ANSWERS};
 
 /// What an instance's finished state is, as the packet path hands it over.
 pub(crate) enum States {
-    /// The runner's own plane measured: its states, one per instance.
-    Ready(Vec<Box<dyn Algorithm>>),
+    /// The runner's own plane measured: its states, one per instance, with what their updates
+    /// cost this epoch.
+    Ready(Vec<(Box<dyn Algorithm>, UpdateSpent)>),
     /// Workers measured: their hand-overs arrive on these (one per worker, in worker order) and
     /// merge here into one state per instance.
     Workers(Vec<Receiver<Handover>>),
@@ -64,6 +65,9 @@ struct Slot {
     reusable: bool,
     query_nanos: Cell<u128>,
     peak_memory: usize,
+    /// The instance's algorithm and key kind, as the report names them.
+    name: String,
+    kind: KeyKind,
 }
 
 /// What the answer thread measured, handed back when it ends.
@@ -148,8 +152,15 @@ impl Outlets {
     }
 }
 
-/// Per instance: `(wants_prev, reusable)`.
-pub(crate) type Shape = Vec<(bool, bool)>;
+/// What the answer thread knows of an instance.
+pub(crate) struct Shape {
+    /// Heavy changers keep its previous epoch's state.
+    pub(crate) wants_prev: bool,
+    /// A reset state is as good as a new one (catalog `resets_to_empty`).
+    pub(crate) reusable: bool,
+    pub(crate) name: String,
+    pub(crate) kind: KeyKind,
+}
 
 impl Answers {
     /// Start answering a run of `cfg` whose instances are shaped `shape`, answering `measures`
@@ -158,17 +169,20 @@ impl Answers {
         cfg: RunConfig,
         kinds: Vec<KeyKind>,
         measures: Vec<Measure>,
-        shape: Shape,
+        shape: Vec<Shape>,
+        clock_ns: f64,
     ) -> Answers {
         let (out, (reports, spares, truths)) = Outlets::new();
         let slots = shape
             .into_iter()
-            .map(|(wants_prev, reusable)| Slot {
+            .map(|s| Slot {
                 prev: None,
-                wants_prev,
-                reusable,
+                wants_prev: s.wants_prev,
+                reusable: s.reusable,
                 query_nanos: Cell::new(0),
                 peak_memory: 0,
+                name: s.name,
+                kind: s.kind,
             })
             .collect();
         let mut a = Answerer {
@@ -178,6 +192,7 @@ impl Answers {
             slots,
             prev_truth: vec![],
             epochs: 0,
+            clock_ns,
         };
         // One job queued at most: a reader more than an epoch ahead of the answers waits.
         let (jobs, job_rx) = bounded::<Job>(1);
@@ -315,6 +330,9 @@ struct Answerer {
     prev_truth: Vec<EpochTruth>,
     /// Epochs answered.
     epochs: u64,
+    /// What one timed region costs with nothing in it (`runner::clock_overhead_ns`), taken
+    /// from each timed batch's time.
+    clock_ns: f64,
 }
 
 impl Answerer {
@@ -339,12 +357,14 @@ impl Answerer {
         if self.cfg.inject_failure == Some(ANSWERS) {
             panic!("injected failure (test)");
         }
-        let states = match states {
-            States::Ready(s) => s,
+        let (states, updates): (Vec<_>, Vec<_>) = match states {
+            States::Ready(s) => s.into_iter().unzip(),
             States::Workers(rx) => {
                 merge(rx, &mut truth, &self.slots, spares).map_err(|f| f.in_epoch(index))?
             }
         };
+        // Query time is counted from here: recovery, answers (not the scoring).
+        let queried: Vec<u128> = self.slots.iter().map(|s| s.query_nanos.get()).collect();
         // The packet path's tables into the maps the answers read.
         for t in &mut truth {
             t.settle();
@@ -429,6 +449,23 @@ impl Answerer {
                 }
             }
         }
+        let costs = self
+            .slots
+            .iter()
+            .zip(&updates)
+            .zip(queried)
+            .map(|((slot, u), q)| {
+                // The clock's cost, once per timed batch, is not the algorithm's.
+                let clock = u.timed as f64 * self.clock_ns;
+                EpochCost {
+                    algorithm: slot.name.clone(),
+                    key: slot.kind,
+                    updates: u.updates,
+                    update_seconds: (u.nanos as f64 - clock).max(0.0) / 1e9,
+                    query_seconds: (slot.query_nanos.get() - q) as f64 / 1e9,
+                }
+            })
+            .collect();
         let t0 = &truth[0];
         let kind0 = self.kinds.iter().position(|&k| k == cfg.key);
         let report = EpochReport {
@@ -442,6 +479,7 @@ impl Answerer {
             paths: fast.as_ref().map(|p| paths(cfg, &self.kinds, p)),
             capture: None,
             tasks,
+            costs,
         };
         self.epochs += 1;
         // The finished states: kept as `prev` where heavy changers want it, else reset and sent
@@ -566,14 +604,17 @@ fn paths(cfg: &RunConfig, kinds: &[KeyKind], part: &visor::EpochPart) -> crate::
 
 /// The workers' hand-overs of one epoch merged: one state per instance (`Algorithm::merge`,
 /// in worker order), and their flows (disjoint per kind: a flow lives in one worker) united into
-/// the epoch's truth. A state merged into another is reset and sent back as a spare.
+/// the epoch's truth. A state merged into another is reset and sent back as a spare. With the
+/// states, per instance, the update costs of every worker summed.
+#[allow(clippy::type_complexity)]
 fn merge(
     rx: Vec<Receiver<Handover>>,
     truth: &mut [EpochTruth],
     slots: &[Slot],
     spares: &Sender<(usize, Box<dyn Algorithm>)>,
-) -> Result<Vec<Box<dyn Algorithm>>, WorkerFailure> {
+) -> Result<(Vec<Box<dyn Algorithm>>, Vec<UpdateSpent>), WorkerFailure> {
     let mut merged: Vec<Box<dyn Algorithm>> = Vec::with_capacity(slots.len());
+    let mut spent = vec![UpdateSpent::default(); slots.len()];
     for (w, r) in rx.into_iter().enumerate() {
         let h = r.recv().map_err(|_| WorkerFailure {
             worker: w,
@@ -584,11 +625,15 @@ fn merge(
             t.flows.reserve(flows.len());
             t.flows.extend(flows.iter());
         }
+        let (states, costs): (Vec<_>, Vec<_>) = h.states.into_iter().unzip();
+        for (total, c) in spent.iter_mut().zip(costs) {
+            total.add(c);
+        }
         if merged.is_empty() {
-            merged = h.states;
+            merged = states;
             continue;
         }
-        for (i, ((m, mut s), slot)) in merged.iter_mut().zip(h.states).zip(slots).enumerate() {
+        for (i, ((m, mut s), slot)) in merged.iter_mut().zip(states).zip(slots).enumerate() {
             m.merge(s.as_ref()).map_err(|e| WorkerFailure {
                 worker: w,
                 epoch: 0,
@@ -600,5 +645,5 @@ fn merge(
             }
         }
     }
-    Ok(merged)
+    Ok((merged, spent))
 }

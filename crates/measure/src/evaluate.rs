@@ -41,7 +41,8 @@ fn q<T>(spent: &Cell<u128>, f: impl FnOnce() -> T) -> T {
     v
 }
 
-fn listed(v: &[(FlowKey, u64)], n: usize) -> Vec<Listed> {
+/// The `n` largest of `v`, each with its exact value (`truth`: none without ground truth).
+fn listed(v: &[(FlowKey, u64)], n: usize, truth: impl Fn(&FlowKey) -> Option<u64>) -> Vec<Listed> {
     let mut v = v.to_vec();
     v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     v.into_iter()
@@ -49,8 +50,14 @@ fn listed(v: &[(FlowKey, u64)], n: usize) -> Vec<Listed> {
         .map(|(k, e)| Listed {
             key: k.to_string(),
             estimate: e,
+            truth: truth(&k),
         })
         .collect()
+}
+
+/// A key's exact size this epoch (0 when it is not in the epoch).
+fn size_of(truth: &EpochTruth, w: Weight) -> impl Fn(&FlowKey) -> Option<u64> + '_ {
+    move |k| Some(truth.flows.get(k).map_or(0, |c| c.get(w)))
 }
 
 fn blank(spec: &MeasureSpec, kind: KeyKind) -> TaskResult {
@@ -129,7 +136,7 @@ pub(crate) fn evaluate(
                 .map(|(k, s)| (*k, s))
                 .collect();
             set_result(&mut r, &rep, &tru, point_ref);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, size_of(truth, w));
         }
         Task::HeavyChangers => {
             // The exact change per flow, as the algorithm defines it.
@@ -158,12 +165,14 @@ pub(crate) fn evaluate(
             // Exact test on the exact change; the size compared with an estimate is rounded as
             // the estimates are (integers).
             let tru: KeyMap<u64> = change
-                .into_iter()
-                .filter(|&(_, c)| c >= t as f64)
-                .map(|(k, c)| (k, c.round() as u64))
+                .iter()
+                .filter(|&(_, &c)| c >= t as f64)
+                .map(|(k, c)| (*k, c.round() as u64))
                 .collect();
             set_result(&mut r, &rep, &tru, None);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, |k| {
+                Some(change.get(k).map_or(0, |c| c.round() as u64))
+            });
         }
         Task::Superspreaders | Task::Ddos => {
             let host = if spec.task == Task::Superspreaders {
@@ -179,7 +188,9 @@ pub(crate) fn evaluate(
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.spreaders(t)).unwrap_or_default();
             set_result(&mut r, &rep, &spread.above(t), None);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, |k| {
+                Some(spread.peers.get(k).copied().unwrap_or(0))
+            });
         }
         Task::Cardinality => {
             let est = q(spent, || a.cardinality()).unwrap_or(f64::NAN);
@@ -253,7 +264,7 @@ pub(crate) fn evaluate(
             r.accuracy.are = are_of(&rep, &members);
             r.answer.reported = Some(rep.len() as u64);
             r.truth.count = Some(want as u64);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, size_of(truth, w));
         }
         Task::FlowSize => {
             // One timed region for every point query (a clock read per flow would cost more
@@ -301,7 +312,7 @@ pub(crate) fn answer_only(
     let mut r = blank(spec, kind);
     let set = |r: &mut TaskResult, rep: Vec<(FlowKey, u64)>| {
         r.answer.reported = Some(rep.len() as u64);
-        r.answer.keys = listed(&rep, cfg.listed);
+        r.answer.keys = listed(&rep, cfg.listed, |_| None);
     };
     match spec.task {
         Task::HeavyHitters => {

@@ -13,6 +13,11 @@ use crate::metrics::Accuracy;
 pub struct Listed {
     pub key: String,
     pub estimate: u64,
+    /// With ground truth, the key's exact value in the task's terms: its size (heavy hitters,
+    /// top-k), its change (heavy changers), its distinct peers (superspreaders, DDoS victims);
+    /// 0 for a key that is not in the epoch at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truth: Option<u64>,
 }
 
 /// What an algorithm answered.
@@ -79,6 +84,37 @@ pub struct EpochReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capture: Option<CaptureStats>,
     pub tasks: Vec<TaskResult>,
+    /// Per algorithm instance, what this epoch cost it: update time on the packet path and
+    /// query time at the epoch's end, separately (the run's sums are in `Report::throughput`).
+    /// Wall time, so it differs from run to run: compare answers without it
+    /// ([`EpochReport::answers`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub costs: Vec<EpochCost>,
+}
+
+impl EpochReport {
+    /// The epoch without its costs: what two runs of the same trace, configuration and seed
+    /// give alike (any worker count, accelerator or read path).
+    pub fn answers(&self) -> EpochReport {
+        EpochReport {
+            costs: vec![],
+            ..self.clone()
+        }
+    }
+}
+
+/// One algorithm instance's cost in one epoch.
+#[derive(Clone, Debug, Serialize)]
+pub struct EpochCost {
+    pub algorithm: String,
+    pub key: KeyKind,
+    /// Updates it received (fewer than packets behind an accelerator).
+    pub updates: u64,
+    /// Update time (timed batches less the clock's own cost, as `Cost::seconds`), summed over
+    /// workers.
+    pub update_seconds: f64,
+    /// Query time: its recovery and answers at this epoch's end (not the scoring).
+    pub query_seconds: f64,
 }
 
 /// The kernel's counts for one epoch of a live capture (pcap_stats(3pcap) differences).
@@ -148,6 +184,11 @@ pub struct Cost {
     pub query_seconds: f64,
     /// `query_seconds` per epoch, in milliseconds.
     pub query_ms_per_epoch: f64,
+    /// `seconds` per epoch, in milliseconds.
+    pub update_ms_per_epoch: f64,
+    /// The largest update and query time of one epoch (`EpochReport::costs`), in milliseconds.
+    pub update_ms_max_epoch: f64,
+    pub query_ms_max_epoch: f64,
     /// Keys not fed because the algorithm cannot store their length (the other address family:
     /// see `RunConfig::ipv6`).
     pub skipped: u64,

@@ -18,7 +18,7 @@ use front::{Front, Sink};
 use key::{FlowKey, KeyKind, Tuple};
 use truth::{Clock, EpochTruth, Ewma};
 
-use crate::answer::{Answers, Job, Spent, States};
+use crate::answer::{Answers, Job, Shape, Spent, States};
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
 use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
 use crate::workers::{Pool, WorkerFailure};
@@ -50,6 +50,9 @@ pub(crate) struct Instance {
     /// Number of timed batches (each paid the clock's own cost once).
     timed: u64,
     updates: u64,
+    /// `nanos`, `timed` and `updates` when the last epoch was handed over: the next epoch's
+    /// costs are the differences ([`Instance::epoch_spent`]).
+    mark: UpdateSpent,
     /// Scratch buffers for a filtered batch.
     keys: Vec<FlowKey>,
     weights: Vec<u64>,
@@ -81,6 +84,7 @@ impl Instance {
             nanos: 0,
             timed: 0,
             updates: 0,
+            mark: UpdateSpent::default(),
             keys: vec![],
             weights: vec![],
         }
@@ -100,6 +104,41 @@ impl Instance {
             }
         };
         std::mem::replace(&mut self.algo, next)
+    }
+
+    /// What its updates cost since the last call (the epoch being handed over).
+    pub(crate) fn epoch_spent(&mut self) -> UpdateSpent {
+        let now = UpdateSpent {
+            nanos: self.nanos,
+            timed: self.timed,
+            updates: self.updates,
+        };
+        let spent = UpdateSpent {
+            nanos: now.nanos - self.mark.nanos,
+            timed: now.timed - self.mark.timed,
+            updates: now.updates - self.mark.updates,
+        };
+        self.mark = now;
+        spent
+    }
+}
+
+/// An instance's update work over an epoch: the wall time of its timed batches (clock reads
+/// included), how many batches were timed, and the updates it received. Per epoch it travels
+/// with the state to the answer thread, which puts it in the epoch's report
+/// (`EpochReport::costs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct UpdateSpent {
+    pub(crate) nanos: u128,
+    pub(crate) timed: u64,
+    pub(crate) updates: u64,
+}
+
+impl UpdateSpent {
+    pub(crate) fn add(&mut self, o: UpdateSpent) {
+        self.nanos += o.nanos;
+        self.timed += o.timed;
+        self.updates += o.updates;
     }
 }
 
@@ -300,6 +339,8 @@ pub struct Runner {
     instant: Option<crate::instant::Log>,
     /// New thresholds and k per measure ([`Runner::retune`]), for the next epoch handed over.
     retuned: Option<Vec<(Option<f64>, Option<usize>)>>,
+    /// Per instance, the largest update and query seconds of any epoch answered so far.
+    epoch_most: Vec<(f64, f64)>,
 }
 
 /// `netsift merge`'s source of states: epoch index to the merged states of that epoch, one per
@@ -738,10 +779,16 @@ impl Runner {
             .instances
             .iter()
             .zip(wants_prev)
-            .map(|(i, w)| (w, i.reusable))
+            .map(|(i, wants_prev)| Shape {
+                wants_prev,
+                reusable: i.reusable,
+                name: i.name.clone(),
+                kind: i.kind,
+            })
             .collect();
         let visor = visor_plane(&cfg, &kinds)?;
-        let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape);
+        let clock_ns = clock_overhead_ns();
+        let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
         Ok(Runner {
             visor,
             untimed: false,
@@ -762,13 +809,14 @@ impl Runner {
             epochs: vec![],
             totals: Totals::default(),
             started: Instant::now(),
-            clock_ns: clock_overhead_ns(),
+            clock_ns,
             notes,
             trace: trace.to_string(),
             instant,
             cfg,
             replay: None,
             retuned: None,
+            epoch_most: vec![],
         })
     }
 
@@ -1031,7 +1079,7 @@ impl Runner {
                     self.plane
                         .instances
                         .iter_mut()
-                        .map(Instance::swap_out)
+                        .map(|i| (i.swap_out(), i.epoch_spent()))
                         .collect(),
                 )
             }
@@ -1042,7 +1090,8 @@ impl Runner {
             None => states,
             Some(Ok((s, fast))) => {
                 replayed_fast = Some(fast);
-                States::Ready(s)
+                // Merged snapshots: no update was timed here.
+                States::Ready(s.into_iter().map(|s| (s, UpdateSpent::default())).collect())
             }
             Some(Err(message)) => {
                 fail(
@@ -1096,9 +1145,10 @@ impl Runner {
     /// Move the reports the answer thread has finished into `epochs` (a failure into `failure`).
     fn collect_answers(&mut self) {
         let Some(a) = &self.answers else { return };
-        for r in a.ready() {
+        let ready: Vec<_> = a.ready().collect();
+        for r in ready {
             match r {
-                Ok(e) => self.epochs.push(e),
+                Ok(e) => self.took(e),
                 Err(f) => {
                     fail(&mut self.failure, f);
                 }
@@ -1107,11 +1157,22 @@ impl Runner {
     }
 
     /// Wait for every epoch handed over to be answered; what the answer thread spent.
+    /// An answered epoch: kept for the report, its costs into the per-instance maxima (the
+    /// epochs may be taken before the report is made).
+    fn took(&mut self, e: EpochReport) {
+        self.epoch_most.resize(e.costs.len(), (0.0, 0.0));
+        for (m, c) in self.epoch_most.iter_mut().zip(&e.costs) {
+            m.0 = m.0.max(c.update_seconds);
+            m.1 = m.1.max(c.query_seconds);
+        }
+        self.epochs.push(e);
+    }
+
     fn stop_answers(&mut self) -> Option<Spent> {
         let (reports, spent) = self.answers.take()?.finish();
         for r in reports {
             match r {
-                Ok(e) => self.epochs.push(e),
+                Ok(e) => self.took(e),
                 Err(f) => {
                     fail(&mut self.failure, f);
                 }
@@ -1344,6 +1405,8 @@ impl Runner {
             .enumerate()
             .map(|(n, i)| {
                 let query_nanos = spent.query_nanos.get(n).copied().unwrap_or(0);
+                let (most_update, most_query) = self.epoch_most.get(n).copied().unwrap_or_default();
+                let epochs = self.totals.epochs.max(1) as f64;
                 let peak = spent.peak_memory.get(n).copied().unwrap_or(0);
                 // The clock's cost, once per timed batch, is not the algorithm's.
                 let clock = i.timed as f64 * self.clock_ns;
@@ -1364,7 +1427,10 @@ impl Runner {
                     timed_seconds: i.nanos as f64 / 1e9,
                     clock_seconds: clock / 1e9,
                     query_seconds: query_nanos as f64 / 1e9,
-                    query_ms_per_epoch: query_nanos as f64 / 1e6 / self.totals.epochs.max(1) as f64,
+                    query_ms_per_epoch: query_nanos as f64 / 1e6 / epochs,
+                    update_ms_per_epoch: nanos / 1e6 / epochs,
+                    update_ms_max_epoch: most_update * 1e3,
+                    query_ms_max_epoch: most_query * 1e3,
                     mpps: if ns > 0.0 { 1e3 / ns } else { 0.0 },
                     skipped: i.skipped,
                 }

@@ -20,7 +20,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use key::{FlowKey, HashFn};
 use truth::FlowTable;
 
-use crate::runner::Plane;
+use crate::runner::{Plane, UpdateSpent};
 
 /// Packets per key kind gathered for one worker before they are sent: a channel message per
 /// 1024 packets keeps the hand-over cost (about 100 ns a message) near 0.1 ns a packet.
@@ -47,7 +47,8 @@ struct Part {
 /// What a worker hands over at an epoch's end: its instances' state, and with ground truth its
 /// flows' exact counts per key kind (the flows it was given: disjoint from the other workers').
 pub(crate) struct Handover {
-    pub(crate) states: Vec<Box<dyn Algorithm>>,
+    /// Per instance: the finished state, and what its updates cost this epoch.
+    pub(crate) states: Vec<(Box<dyn Algorithm>, UpdateSpent)>,
     pub(crate) flows: Vec<FlowTable>,
 }
 
@@ -365,13 +366,16 @@ fn work(
                     .instances
                     .iter_mut()
                     .zip(spares.into_iter().chain(std::iter::repeat_with(|| None)))
-                    .map(|(i, spare)| match spare {
-                        Some(s) => std::mem::replace(&mut i.algo, s),
-                        None => {
-                            let c = i.algo.clone_box();
-                            i.algo.reset();
-                            c
-                        }
+                    .map(|(i, spare)| {
+                        let state = match spare {
+                            Some(s) => std::mem::replace(&mut i.algo, s),
+                            None => {
+                                let c = i.algo.clone_box();
+                                i.algo.reset();
+                                c
+                            }
+                        };
+                        (state, i.epoch_spent())
                     })
                     .collect();
                 let fresh = (0..flows.len()).map(|_| FlowTable::new()).collect();

@@ -35,8 +35,8 @@ fn same_trace_config_and_seed_give_the_same_report() {
     assert_eq!(a.epochs.len(), 3);
     // Everything but the timings is identical.
     assert_eq!(
-        serde_json::to_value(&a.epochs).unwrap(),
-        serde_json::to_value(&b.epochs).unwrap()
+        serde_json::to_value(answers(&a)).unwrap(),
+        serde_json::to_value(answers(&b)).unwrap()
     );
     assert_eq!(a.totals.packets, 300_000);
     assert_eq!(a.totals.classes.ipv4, 300_000);
@@ -66,6 +66,11 @@ fn exact_table_scores_perfectly_and_count_min_misses_no_heavy_hitter() {
                 ("linear_hash", Task::HeavyHitters | Task::HeavyChangers) => {
                     assert_eq!((a.precision, a.recall), (Some(1.0), Some(1.0)), "{t:?}");
                     assert!(t.truth.count.unwrap() > 0);
+                    // Exact: each listed key's truth (size, change) is its estimate.
+                    assert!(!t.answer.keys.is_empty());
+                    for l in &t.answer.keys {
+                        assert_eq!(l.truth, Some(l.estimate), "{t:?}");
+                    }
                 }
                 ("linear_hash", Task::FlowSize | Task::Cardinality | Task::Entropy) => {
                     assert!(a.relative_error.unwrap() < 1e-9, "{t:?}")
@@ -74,6 +79,11 @@ fn exact_table_scores_perfectly_and_count_min_misses_no_heavy_hitter() {
                 ("count_min", Task::HeavyHitters) => {
                     assert_eq!(a.recall, Some(1.0), "{t:?}");
                     assert!(a.precision.unwrap() > 0.5, "{t:?}");
+                    // Count-Min never under-estimates: a listed key's true size is at most
+                    // its estimate.
+                    for l in &t.answer.keys {
+                        assert!(l.truth.unwrap() <= l.estimate, "{l:?}");
+                    }
                 }
                 _ => unreachable!(),
             }
@@ -106,8 +116,8 @@ fn agg_evict_changes_no_answer_of_order_independent_algorithms() {
     let share = b.accelerators[0].evicted_share;
     assert!(share > 0.0 && share < 1.0, "{share}");
     assert_eq!(
-        serde_json::to_value(&a.epochs).unwrap(),
-        serde_json::to_value(&b.epochs).unwrap()
+        serde_json::to_value(answers(&a)).unwrap(),
+        serde_json::to_value(answers(&b)).unwrap()
     );
 }
 
@@ -179,9 +189,9 @@ fn adaptive_agg_evict_switching_changes_no_answer() {
         (all.mode, all.through_share, all.switches),
         ("always", 1.0, 0)
     );
-    let epochs = serde_json::to_value(&a.epochs).unwrap();
-    assert_eq!(epochs, serde_json::to_value(&auto.epochs).unwrap());
-    assert_eq!(epochs, serde_json::to_value(&always.epochs).unwrap());
+    let epochs = serde_json::to_value(answers(&a)).unwrap();
+    assert_eq!(epochs, serde_json::to_value(answers(&auto)).unwrap());
+    assert_eq!(epochs, serde_json::to_value(answers(&always)).unwrap());
 
     // Space-Saving behind the switching front: its answers differ (order), its guarantee
     // holds: every true heavy hitter reported.
@@ -574,4 +584,9 @@ fn advance_to_closes_due_time_epochs_and_retune_applies_to_the_open_one() {
     let e = r.take_completed();
     assert_eq!((e.len(), e[0].index, e[0].packets), (1, 2, 1));
     assert_eq!(e[0].tasks[0].threshold, Some(5.0));
+}
+
+/// Every epoch without its costs (wall time): what must be equal between runs.
+fn answers(r: &measure::Report) -> Vec<measure::EpochReport> {
+    r.epochs.iter().map(measure::EpochReport::answers).collect()
 }

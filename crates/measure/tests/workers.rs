@@ -287,3 +287,43 @@ fn worker_counts_outside_1_to_256_are_refused() {
         assert!(e.contains("workers") && e.contains("1..=256"), "{e}");
     }
 }
+
+/// Each epoch reports what it cost each instance (update time and updates from every worker,
+/// query time at its end), and the epochs add up to the run's cost table: a live monitor can
+/// show costs while it runs.
+#[test]
+fn epoch_costs_add_up_to_the_run_costs() {
+    let measures = vec![
+        on(Task::HeavyHitters, "count_min", KeyKind::Src),
+        on(Task::FlowSizeDistribution, "mrac", KeyKind::Src),
+        on(Task::Cardinality, "hyperloglog", KeyKind::Pair),
+    ];
+    for workers in [1, 3] {
+        for accel in [Accel::None, Accel::AggEvict] {
+            let r = run(measures.clone(), workers, accel);
+            assert_eq!(r.epochs.len(), 3);
+            for (n, c) in r.throughput.iter().enumerate() {
+                let of = |e: &measure::EpochReport| e.costs[n].clone();
+                assert!(r
+                    .epochs
+                    .iter()
+                    .all(|e| of(e).algorithm == c.algorithm && of(e).key == c.key));
+                let updates: u64 = r.epochs.iter().map(|e| of(e).updates).sum();
+                assert_eq!(updates, c.updates, "{} {workers} workers", c.algorithm);
+                assert!(r.epochs.iter().all(|e| of(e).updates > 0));
+                let query: f64 = r.epochs.iter().map(|e| of(e).query_seconds).sum();
+                assert!(
+                    (query - c.query_seconds).abs() <= 1e-9 * (1.0 + c.query_seconds),
+                    "{}: {query} vs {}",
+                    c.algorithm,
+                    c.query_seconds
+                );
+                // Each epoch takes the clock's cost from its own batches (at least 0), so the
+                // epochs' sum is never below the run's figure.
+                let update: f64 = r.epochs.iter().map(|e| of(e).update_seconds).sum();
+                assert!(update + 1e-9 >= c.seconds, "{}", c.algorithm);
+                assert!(update > 0.0, "{}", c.algorithm);
+            }
+        }
+    }
+}

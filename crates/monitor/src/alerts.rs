@@ -28,7 +28,8 @@ pub struct Event {
     /// weight).
     pub threshold: f64,
     pub clear: f64,
-    /// The exact value when the run keeps ground truth and the report has it (scalar rules).
+    /// The exact value when the run keeps ground truth: the scalar, or the key's (its size,
+    /// change or peers, as the report lists it).
     pub truth: Option<f64>,
 }
 
@@ -177,7 +178,6 @@ impl Step<'_> {
     }
 
     fn event(&self, state: State, key: &Option<String>, estimate: f64) -> Event {
-        let scalar = key.is_none();
         Event {
             rule: self.rule.name.clone(),
             state,
@@ -188,7 +188,18 @@ impl Step<'_> {
             epoch: self.epoch,
             threshold: self.threshold,
             clear: self.clear,
-            truth: if scalar { self.task.truth.value } else { None },
+            truth: match key {
+                None => self.task.truth.value,
+                // The key's exact value when the report lists it with ground truth.
+                Some(k) => self
+                    .task
+                    .answer
+                    .keys
+                    .iter()
+                    .find(|l| l.key == *k)
+                    .and_then(|l| l.truth)
+                    .map(|t| t as f64),
+            },
         }
     }
 

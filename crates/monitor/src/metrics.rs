@@ -3,12 +3,14 @@
 //! cardinality is bounded: per task answer at most `top` keys are labels, and the per-task
 //! families are rebuilt every epoch, so keys of past epochs do not accumulate.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use key::KeyKind;
 use measure::report::{Cost, Paths, TaskResult};
 use measure::{EpochReport, Totals};
 use prometheus_client::encoding::text::encode;
@@ -31,7 +33,16 @@ const POLL: Duration = Duration::from_millis(100);
 struct Lazy {
     capture: Option<(Counter, Counter, Counter)>,
     paths: Option<(CF, CF, G)>,
-    costs: Option<[GF; 6]>,
+    costs: Option<[GF; 8]>,
+}
+
+/// One instance's costs summed over the epochs seen so far (`EpochReport::costs`).
+#[derive(Default)]
+struct RunningCost {
+    updates: u64,
+    update_seconds: f64,
+    query_seconds: f64,
+    epochs: u64,
 }
 
 pub struct Metrics {
@@ -61,6 +72,8 @@ pub struct Metrics {
     pub keys_dropped: G,
     /// Last totals seen, to add only what is new to the counters.
     seen: Totals,
+    /// Per (algorithm, key kind): costs so far, so a live run shows them every epoch.
+    running: BTreeMap<(String, KeyKind), RunningCost>,
 }
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
@@ -112,6 +125,7 @@ impl Metrics {
             keys_tracked: reg!("netsift_alert_keys_tracked", "Keys an alert rule holds state for", GF::default()),
             keys_dropped: reg!("netsift_alert_keys_dropped", "New keys not tracked because their rule was at its cap", G::default()),
             seen: Totals::default(),
+            running: BTreeMap::new(),
             lazy: Lazy::default(),
             // Last: every `reg!` above registered into it first.
             registry: Arc::new(Mutex::new(r)),
@@ -205,6 +219,40 @@ impl Metrics {
         for t in &e.tasks {
             self.task(t);
         }
+        if !e.costs.is_empty() {
+            self.epoch_costs(reg, e);
+        }
+    }
+
+    /// The epoch's costs per instance: that epoch's, and the run's so far (what the report
+    /// gives at the end, memory aside), so a daemon shows its costs while it runs.
+    fn epoch_costs(&mut self, reg: &mut Registry, e: &EpochReport) {
+        let keyed = self.seen.classes.keyed();
+        let mut rows = Vec::with_capacity(e.costs.len());
+        for c in &e.costs {
+            let r = self
+                .running
+                .entry((c.algorithm.clone(), c.key))
+                .or_default();
+            r.updates += c.updates;
+            r.update_seconds += c.update_seconds;
+            r.query_seconds += c.query_seconds;
+            r.epochs += 1;
+            rows.push((
+                labels(&[("algorithm", &c.algorithm), ("key", c.key.name())]),
+                [
+                    Some(r.update_seconds),
+                    (keyed > 0).then(|| r.update_seconds * 1e9 / keyed as f64),
+                    Some(r.updates as f64),
+                    Some(r.query_seconds),
+                    Some(r.query_seconds * 1e3 / r.epochs as f64),
+                    None,
+                    Some(c.update_seconds),
+                    Some(c.query_seconds),
+                ],
+            ));
+        }
+        self.set_costs(reg, rows);
     }
 
     fn paths(&mut self, reg: &mut Registry, p: &Paths) {
@@ -285,45 +333,71 @@ impl Metrics {
         }
     }
 
-    /// Each algorithm's cost so far (the run's report at its end).
+    /// Each algorithm's cost over the run (the run's report at its end).
     pub fn costs(&mut self, reg: &mut Registry, costs: &[Cost]) {
+        let rows = costs
+            .iter()
+            .map(|c| {
+                (
+                    labels(&[("algorithm", &c.algorithm), ("key", c.key.name())]),
+                    [
+                        Some(c.seconds),
+                        Some(c.ns_per_packet),
+                        Some(c.updates as f64),
+                        Some(c.query_seconds),
+                        Some(c.query_ms_per_epoch),
+                        Some(c.memory_bytes as f64),
+                        None,
+                        None,
+                    ],
+                )
+            })
+            .collect();
+        self.set_costs(reg, rows);
+    }
+
+    /// Cost families by instance, in the order of their registration below (`None`: left as
+    /// it was).
+    fn set_costs(&mut self, reg: &mut Registry, rows: Vec<(Labels, [Option<f64>; 8])>) {
         let fams = self.lazy.costs.get_or_insert_with(|| {
-            let fams: [GF; 6] = Default::default();
+            let fams: [GF; 8] = Default::default();
             for (f, (name, help)) in fams.iter().zip([
                 (
                     "netsift_update_seconds",
-                    "Update time of an algorithm instance over the run",
+                    "Update time of an algorithm instance over the run so far",
                 ),
                 (
                     "netsift_update_ns_per_packet",
-                    "Update time per keyed packet",
+                    "Update time per keyed packet over the run so far",
                 ),
-                ("netsift_updates", "Updates an instance received"),
+                ("netsift_updates", "Updates an instance received so far"),
                 (
                     "netsift_query_seconds",
-                    "Query time (answers at epoch ends) over the run",
+                    "Query time (answers at epoch ends) over the run so far",
                 ),
-                ("netsift_query_ms_per_epoch", "Query time per epoch"),
+                ("netsift_query_ms_per_epoch", "Query time per epoch so far"),
                 (
                     "netsift_memory_bytes",
-                    "Largest memory an instance reached at an epoch's end",
+                    "Largest memory an instance reached at an epoch's end (at the run's end)",
+                ),
+                (
+                    "netsift_epoch_update_seconds",
+                    "Latest epoch: update time of an algorithm instance (all workers)",
+                ),
+                (
+                    "netsift_epoch_query_seconds",
+                    "Latest epoch: query time of an algorithm instance",
                 ),
             ]) {
                 reg.register(name, help, f.clone());
             }
             fams
         });
-        for c in costs {
-            let l = labels(&[("algorithm", &c.algorithm), ("key", c.key.name())]);
-            for (f, v) in fams.iter().zip([
-                c.seconds,
-                c.ns_per_packet,
-                c.updates as f64,
-                c.query_seconds,
-                c.query_ms_per_epoch,
-                c.memory_bytes as f64,
-            ]) {
-                f.get_or_create(&l).set(v);
+        for (l, values) in rows {
+            for (f, v) in fams.iter().zip(values) {
+                if let Some(v) = v {
+                    f.get_or_create(&l).set(v);
+                }
             }
         }
     }

@@ -24,6 +24,7 @@ fn result(task: Task, algorithm: &str, keys: &[(&str, u64)]) -> TaskResult {
                 .map(|(k, e)| Listed {
                     key: k.to_string(),
                     estimate: *e,
+                    truth: None,
                 })
                 .collect(),
             ..Answer::default()
@@ -60,6 +61,7 @@ fn epoch(index: u64, packets: u64, tasks: Vec<TaskResult>) -> EpochReport {
         paths: None,
         capture: None,
         tasks,
+        costs: vec![],
     }
 }
 

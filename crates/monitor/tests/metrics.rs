@@ -4,7 +4,7 @@
 
 use algo::Task;
 use key::KeyKind;
-use measure::report::{Answer, CaptureStats, Exact, Listed, TaskResult};
+use measure::report::{Answer, CaptureStats, EpochCost, Exact, Listed, TaskResult};
 use measure::{EpochReport, Totals};
 use monitor::{Ctx, Monitor, MonitorOpts};
 use prometheus_parse::Value;
@@ -18,6 +18,7 @@ fn epoch(index: u64, capture: Option<CaptureStats>) -> EpochReport {
         .map(|i| Listed {
             key: format!("10.0.{index}.{i}"),
             estimate: 1000 - i,
+            truth: Some(990 - i),
         })
         .collect();
     EpochReport {
@@ -70,6 +71,14 @@ fn epoch(index: u64, capture: Option<CaptureStats>) -> EpochReport {
                 recovery: None,
             },
         ],
+        // Epoch i cost count_min (i + 1) ms of updates and 2 ms of queries.
+        costs: vec![EpochCost {
+            algorithm: "count_min".into(),
+            key: KeyKind::Src,
+            updates: 50_000,
+            update_seconds: 1e-3 * (index + 1) as f64,
+            query_seconds: 2e-3,
+        }],
     }
 }
 
@@ -139,6 +148,16 @@ fn a_scrape_parses_and_says_what_the_epochs_said() {
     let mut truth = card.to_vec();
     truth.push(("of", "value"));
     assert_eq!(one(&s, "netsift_task_true", &truth), 1234.0);
+    // Costs while the run goes on: the latest epoch's, and the sums so far (3 epochs; the
+    // update time per keyed packet over the 100 000 read).
+    let cm = [("algorithm", "count_min"), ("key", "src")];
+    assert_eq!(one(&s, "netsift_epoch_update_seconds", &cm), 3e-3);
+    assert_eq!(one(&s, "netsift_epoch_query_seconds", &cm), 2e-3);
+    assert!((one(&s, "netsift_update_seconds", &cm) - 6e-3).abs() < 1e-12);
+    assert_eq!(one(&s, "netsift_updates", &cm), 150_000.0);
+    assert!((one(&s, "netsift_query_seconds", &cm) - 6e-3).abs() < 1e-12);
+    assert!((one(&s, "netsift_query_ms_per_epoch", &cm) - 2.0).abs() < 1e-9);
+    assert!((one(&s, "netsift_update_ns_per_packet", &cm) - 60.0).abs() < 1e-6);
     // Bounded labels: the top 3 keys of the latest epoch only, none of the earlier epochs'.
     let mut keys: Vec<(String, f64)> = s
         .samples

@@ -22,6 +22,26 @@ pub fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
+/// A report's epochs without their costs (wall time, different in every run): what two runs
+/// of the same trace, configuration and seed must give alike.
+pub fn answers(report: &serde_json::Value) -> serde_json::Value {
+    report["epochs"]
+        .as_array()
+        .expect("a report's epochs")
+        .iter()
+        .map(without_costs)
+        .collect()
+}
+
+/// One epoch's document without its costs.
+pub fn without_costs(epoch: &serde_json::Value) -> serde_json::Value {
+    let mut e = epoch.clone();
+    if let Some(o) = e.as_object_mut() {
+        o.remove("costs");
+    }
+    e
+}
+
 use etherparse::{LaxNetSlice, LaxSlicedPacket, TransportSlice};
 use key::Tuple;
 use pcap_parser::{Block, PcapBlockOwned, PcapError};
