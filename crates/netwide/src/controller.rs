@@ -236,6 +236,7 @@ pub async fn run(
         Hosts::FromStream => BTreeSet::new(),
     };
     let mut last_progress = Instant::now();
+    let mut msgs = None;
     let mut last_known = None::<Instant>;
     loop {
         if stop() {
@@ -252,34 +253,35 @@ pub async fn run(
             known.extend(stream_hosts(js).await);
             last_known = Some(Instant::now());
         }
-        let batch = consumer
-            .batch()
-            .max_messages(64)
-            .expires(Duration::from_millis(100))
-            .messages()
-            .await;
-        match batch {
-            Ok(mut msgs) => {
-                while let Some(m) = msgs.next().await {
-                    match m {
-                        Ok(m) => {
-                            let ctx = Ctx {
-                                opts,
-                                stream: &stream,
-                                done: &done,
-                            };
-                            accept(m, &ctx, &mut held, &mut reference, &mut stats).await
-                        }
-                        Err(e) => {
-                            tracing::warn!("fetching snapshots: {e}");
-                            break;
-                        }
-                    }
+        // The next snapshot as soon as it is delivered (the stream keeps a pull request
+        // outstanding), or nothing within TICK: then the deadlines and the stop flag are
+        // looked at. An epoch is reported right after its last expected host's snapshot.
+        if msgs.is_none() {
+            match pull(&consumer).await {
+                Ok(m) => msgs = Some(m),
+                Err(e) => {
+                    tracing::warn!("fetching snapshots: {e}");
+                    tokio::time::sleep(TICK).await;
                 }
             }
-            Err(e) => {
-                tracing::warn!("fetching snapshots: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if let Some(stream_of) = msgs.as_mut() {
+            match tokio::time::timeout(TICK, stream_of.next()).await {
+                Ok(Some(Ok(m))) => {
+                    let ctx = Ctx {
+                        opts,
+                        stream: &stream,
+                        done: &done,
+                    };
+                    accept(m, &ctx, &mut held, &mut reference, &mut stats).await
+                }
+                Ok(Some(Err(e))) => {
+                    // Missed heartbeats (a broker restart) and the like: pull anew.
+                    tracing::warn!("fetching snapshots: {e}");
+                    msgs = None;
+                }
+                Ok(None) => msgs = None,
+                Err(_) => {}
             }
         }
         if matches!(opts.hosts, Hosts::FromStream) {
@@ -327,6 +329,26 @@ pub async fn run(
         }
     }
     Ok(stats)
+}
+
+/// How long the controller waits for a snapshot before it looks at deadlines and the stop
+/// flag.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The consumer's messages as they come: batches of at most 64 snapshots and 64 MB (the
+/// server's `max_pending` of the connection holds two such), refilled as they are consumed.
+async fn pull(
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+) -> Result<pull::Stream, Error> {
+    consumer
+        .stream()
+        .max_messages_per_batch(64)
+        .max_bytes_per_batch(crate::MAX_PAYLOAD)
+        .heartbeat(Duration::from_secs(5))
+        .expires(Duration::from_secs(30))
+        .messages()
+        .await
+        .map_err(|e| broker("consumer", e))
 }
 
 /// The hosts with a subject in the stream.
