@@ -24,17 +24,19 @@ struct Net {
 }
 
 /// How a test's server is set up.
-#[derive(Default)]
-struct Setup {
+#[derive(PartialEq)]
+enum Setup {
+    /// Passwords, no TLS.
+    Plain,
     /// TLS with a certificate of a CA made for the test (`openssl`).
-    tls: bool,
+    Tls,
     /// Host b's agent logs in with an NKEY (`agent-b.creds` holds its seed).
-    nkey_b: bool,
+    NkeyB,
 }
 
 impl Net {
     fn start(name: &str) -> Option<Net> {
-        Net::start_with(name, Setup::default())
+        Net::start_with(name, Setup::Plain)
     }
 
     fn start_with(name: &str, setup: Setup) -> Option<Net> {
@@ -45,7 +47,7 @@ impl Net {
         let dir = std::env::temp_dir().join(format!("netsift-nw-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let ca = if setup.tls {
+        let ca = if setup == Setup::Tls {
             let Some(ca) = make_ca(&dir, "ca") else {
                 println!("skip: openssl not on PATH (apt-get install openssl)");
                 let _ = std::fs::remove_dir_all(&dir);
@@ -59,7 +61,7 @@ impl Net {
             .iter()
             .map(|h| User {
                 name: format!("agent-{h}"),
-                login: if setup.nkey_b && *h == "b" {
+                login: if setup == Setup::NkeyB && *h == "b" {
                     let kp = nkeys::KeyPair::new_user();
                     Login::Nkey {
                         public: kp.public_key(),
@@ -382,6 +384,42 @@ fn stream_snapshots(net: &Net) -> Vec<snapshot::Snapshot> {
         .collect()
 }
 
+/// Host `h`'s agent publishes its trace's two epochs.
+fn publish(net: &Net, h: &str) {
+    let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 snapshots published"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Every host's agent publishes its trace's two epochs.
+fn publish_all(net: &Net) {
+    for h in HOSTS {
+        publish(net, h);
+    }
+}
+
+/// The next two reports: epochs 0 and 1 corrected with b (revision 2), as `netsift merge`.
+fn corrected_with_b(net: &Net, rx: &std::sync::mpsc::Receiver<String>) {
+    let mut fixed = vec![next_line(rx, 20), next_line(rx, 20)];
+    fixed.sort_by_key(|r| r["epoch"].as_u64());
+    for r in &fixed {
+        assert_eq!(r["revision"], 2, "{r}");
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
+        assert_eq!(r["missing"], serde_json::json!([]));
+    }
+    check_equal_to_merge(net, &fixed);
+}
+
+/// A command that failed saying `what`.
+fn failed_with(o: &Output, what: &str) {
+    assert!(!o.status.success(), "{}", stderr(o));
+    assert!(stderr(o).contains(what), "{}", stderr(o));
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
@@ -455,23 +493,25 @@ fn broker_report_equals_merge_and_agent_restart_counts_once() {
     assert!(stderr(&o).contains("2 left in"), "{}", stderr(&o));
     // Restarted: the spool is sent first, then the same trace's epochs again: each stored once
     // (duplicates, as many as the run rewrote after the spool's copy was sent).
-    let o = net.agent("a", &net.url(), "agent-a", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("2 snapshots published, "),
-        "{}",
-        stderr(&o)
-    );
-    let o = net.agent("b", &net.url(), "agent-b", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
+    publish(&net, "a");
+    publish(&net, "b");
     // The stream holds each (host, epoch) once.
     assert_eq!(stored(&net), 4);
-    let (got, err) = reports(net.controller(&["--epochs", "2"]));
+    let err = both_epochs_of_both_hosts(&net);
     assert!(err.contains("\"accepted\":4"), "{err}");
-    assert!(got
-        .iter()
-        .all(|r| r["revision"] == 1 && r["missing"].as_array().unwrap().is_empty()));
-    check_equal_to_merge(&net, &got);
+}
+
+/// A controller's reports of epochs 0 and 1: first revisions with every host, equal to
+/// `netsift merge`. Returns its standard error.
+fn both_epochs_of_both_hosts(net: &Net) -> String {
+    let (got, err) = reports(net.controller(&["--epochs", "2"]));
+    for r in &got {
+        assert_eq!(r["revision"], 1, "{r}");
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
+        assert_eq!(r["missing"], serde_json::json!([]));
+    }
+    check_equal_to_merge(net, &got);
+    err
 }
 
 #[test]
@@ -485,12 +525,7 @@ fn unauthenticated_agent_is_refused() {
         .agent_cmd("a", &net.url(), "bad", "7", &[])
         .output()
         .unwrap();
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("refused the credentials"),
-        "{}",
-        stderr(&o)
-    );
+    failed_with(&o, "refused the credentials");
     // An agent whose user may not publish another host's subject gets no acknowledgement.
     let o = net
         .agent_cmd(
@@ -515,10 +550,7 @@ fn corrupted_and_incompatible_snapshots_are_rejected() {
     let Some(net) = Net::start("reject") else {
         return;
     };
-    for h in HOSTS {
-        let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    publish_all(&net);
     // Host c: another seed (incompatible), and a corrupted file in its spool.
     let spool = net.dir.join("spool-c");
     std::fs::create_dir_all(&spool).unwrap();
@@ -558,10 +590,7 @@ fn controller_and_server_restarts_lose_nothing() {
         return;
     };
     // Every host's epochs published.
-    for h in HOSTS {
-        let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    publish_all(&net);
     // The server dies and comes back on its file storage.
     let port = net.server.as_ref().unwrap().port;
     net.restart_server(port);
@@ -626,8 +655,7 @@ fn deadline_reports_missing_host_then_a_late_snapshot_corrects_it() {
     let Some(net) = Net::start("late") else {
         return;
     };
-    let o = net.agent("a", &net.url(), "agent-a", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
+    publish(&net, "a");
     let (kid, rx) = lines_of(net.controller(&[]));
     // Past the deadline (1 s): both epochs without b.
     for e in 0..2 {
@@ -638,48 +666,28 @@ fn deadline_reports_missing_host_then_a_late_snapshot_corrects_it() {
         assert_eq!(r["missing"], serde_json::json!(["b"]));
     }
     // b arrives late: each epoch corrected, revision 2, as merge of both hosts.
-    let o = net.agent("b", &net.url(), "agent-b", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mut fixed = vec![next_line(&rx, 20), next_line(&rx, 20)];
-    fixed.sort_by_key(|r| r["epoch"].as_u64());
-    for r in &fixed {
-        assert_eq!(r["revision"], 2);
-        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
-        assert_eq!(r["missing"], serde_json::json!([]));
-    }
+    publish(&net, "b");
+    corrected_with_b(&net, &rx);
     drop(kid);
-    check_equal_to_merge(&net, &fixed);
 }
 
 #[test]
 fn tls_with_a_ca_and_a_server_of_another_ca_refused() {
-    let Some(net) = Net::start_with(
-        "tls",
-        Setup {
-            tls: true,
-            ..Setup::default()
-        },
-    ) else {
+    let Some(net) = Net::start_with("tls", Setup::Tls) else {
         return;
     };
     // Over TLS (the server's certificate chains to --tls-ca): as without.
-    for h in HOSTS {
-        let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    let (got, _) = reports(net.controller(&["--epochs", "2"]));
-    check_equal_to_merge(&net, &got);
+    publish_all(&net);
+    both_epochs_of_both_hosts(&net);
     // Another CA: the agent and the controller refuse the server at once.
     let (ca, other) = (net.ca.clone().unwrap(), make_ca(&net.dir, "other").unwrap());
     let mut c = net.agent_cmd("a", &net.url(), "agent-a", "7", &[]);
     let o = replace_arg(&mut c, &ca, &other).output().unwrap();
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("TLS failed"), "{}", stderr(&o));
+    failed_with(&o, "TLS failed");
     assert!(!stderr(&o).contains("retrying"), "{}", stderr(&o));
     let mut c = net.controller(&["--epochs", "2"]);
     let o = replace_arg(&mut c, &ca, &other).output().unwrap();
-    assert!(!o.status.success());
-    assert!(stderr(&o).contains("TLS failed"), "{}", stderr(&o));
+    failed_with(&o, "TLS failed");
     // Without TLS the server does not let a client in.
     let c = net.controller(&["--epochs", "2"]);
     let plain: Vec<&std::ffi::OsStr> = c
@@ -692,13 +700,7 @@ fn tls_with_a_ca_and_a_server_of_another_ca_refused() {
 
 #[test]
 fn nkey_login() {
-    let Some(net) = Net::start_with(
-        "nkey",
-        Setup {
-            nkey_b: true,
-            ..Setup::default()
-        },
-    ) else {
+    let Some(net) = Net::start_with("nkey", Setup::NkeyB) else {
         return;
     };
     let creds = std::fs::read_to_string(net.creds("agent-b")).unwrap();
@@ -711,27 +713,10 @@ fn nkey_login() {
         .agent_cmd("b", &net.url(), "wrong", "7", &[])
         .output()
         .unwrap();
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("refused the credentials"),
-        "{}",
-        stderr(&o)
-    );
+    failed_with(&o, "refused the credentials");
     // Host b by its NKEY, host a by password: both merged.
-    for h in HOSTS {
-        let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
-        assert!(o.status.success(), "{}", stderr(&o));
-        assert!(
-            stderr(&o).contains("2 snapshots published"),
-            "{}",
-            stderr(&o)
-        );
-    }
-    let (got, _) = reports(net.controller(&["--epochs", "2"]));
-    assert!(got
-        .iter()
-        .all(|r| r["hosts"] == serde_json::json!(["a", "b"])));
-    check_equal_to_merge(&net, &got);
+    publish_all(&net);
+    both_epochs_of_both_hosts(&net);
 }
 
 #[test]
@@ -817,9 +802,8 @@ fn idle_time_epoch_is_published_and_merged() {
         keep_packets(&full, &t, |i| h != "a" || !(10_000..20_000).contains(&i));
         traces.push(t);
     }
-    let timed = ["--epoch-ms", "10"];
     for (h, t) in HOSTS.iter().zip(&traces) {
-        let o = idle_agent(&net, h, t, &timed).output().unwrap();
+        let o = idle_agent(&net, h, t).output().unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
             stderr(&o).contains("3 snapshots published"),
@@ -839,16 +823,8 @@ fn idle_time_epoch_is_published_and_merged() {
     let o = Command::new(BIN)
         .arg("run")
         .arg(&traces[1])
-        .args(["--task", "heavy_hitters,cardinality", "--workers", "1"])
-        .args([
-            "--seed",
-            "7",
-            "--truth",
-            "off",
-            "--epoch-ms",
-            "10",
-            "--json",
-        ])
+        .args(TIMED_RUN)
+        .arg("--json")
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
@@ -858,21 +834,27 @@ fn idle_time_epoch_is_published_and_merged() {
     assert_eq!(answers(mine), answers(&alone["epochs"][1]));
 }
 
-/// An agent over `trace` with `extra` run options after the usual ones.
-fn idle_agent(net: &Net, host: &str, trace: &PathBuf, extra: &[&str]) -> Command {
+/// The idle test's run options: time epochs of 10 ms.
+const TIMED_RUN: [&str; 10] = [
+    "--task",
+    "heavy_hitters,cardinality",
+    "--workers",
+    "1",
+    "--seed",
+    "7",
+    "--truth",
+    "off",
+    "--epoch-ms",
+    "10",
+];
+
+/// An agent over `trace` with [`TIMED_RUN`].
+fn idle_agent(net: &Net, host: &str, trace: &PathBuf) -> Command {
     let mut c = Command::new(BIN);
     c.arg("agent")
         .arg(trace)
-        .args(["--task", "heavy_hitters,cardinality", "--workers", "1"])
-        .args([
-            "--seed",
-            "7",
-            "--truth",
-            "off",
-            "--drain-timeout-ms",
-            "5000",
-        ])
-        .args(extra)
+        .args(TIMED_RUN)
+        .args(["--drain-timeout-ms", "5000"])
         .args(["--nats", &net.url(), "--host", host])
         .arg("--creds")
         .arg(net.creds(&format!("agent-{host}")))
@@ -887,8 +869,7 @@ fn restarted_controller_corrects_an_epoch_reported_before() {
     let Some(net) = Net::start("restore") else {
         return;
     };
-    let o = net.agent("a", &net.url(), "agent-a", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
+    publish(&net, "a");
     // A controller reports both epochs without b (deadline) and stops.
     let (first, _) = reports(net.controller(&["--epochs", "2"]));
     assert_eq!(first.len(), 2);
@@ -897,18 +878,10 @@ fn restarted_controller_corrects_an_epoch_reported_before() {
         .all(|r| r["missing"] == serde_json::json!(["b"])));
     // b late, while no controller runs; the next controller corrects both epochs from the
     // bucket's reports and the stream's snapshots.
-    let o = net.agent("b", &net.url(), "agent-b", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
+    publish(&net, "b");
     let (kid, rx) = lines_of(net.controller(&[]));
-    let mut fixed = vec![next_line(&rx, 20), next_line(&rx, 20)];
+    corrected_with_b(&net, &rx);
     drop(kid);
-    fixed.sort_by_key(|r| r["epoch"].as_u64());
-    for r in &fixed {
-        assert_eq!(r["revision"], 2, "{r}");
-        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
-        assert_eq!(r["missing"], serde_json::json!([]));
-    }
-    check_equal_to_merge(&net, &fixed);
 }
 
 #[test]
