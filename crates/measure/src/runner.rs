@@ -798,8 +798,10 @@ impl Runner {
         self.totals.add(class, wire_len);
         let (index, new) = self.clock.tick(ts_ns);
         if new {
+            // Before `end_epoch`, which hands the epoch's truth (and its index) on.
+            let closed = self.truth[0].index;
             self.end_epoch();
-            self.idle_gap(index);
+            self.idle_gap(closed, index);
             for t in &mut self.truth {
                 t.index = index;
             }
@@ -1172,8 +1174,9 @@ impl Runner {
     /// are left as they are.
     pub fn advance_to(&mut self, now_ns: u64) -> u64 {
         if let Some(index) = self.clock.advance(now_ns) {
+            let closed = self.truth[0].index;
             self.end_epoch();
-            self.idle_gap(index);
+            self.idle_gap(closed, index);
             for t in &mut self.truth {
                 t.index = index;
             }
@@ -1190,13 +1193,13 @@ impl Runner {
         self.clock.advance(origin_ns);
     }
 
-    /// Idle snapshots for the time epochs skipped between the one just closed and `next`
-    /// (no packet, so no epoch end of their own), at most [`MAX_IDLE_GAP`] of the latest.
-    fn idle_gap(&mut self, next: u64) {
+    /// Idle snapshots for the time epochs skipped between the one just closed (`closed`) and
+    /// `next` (no packet, so no epoch end of their own), at most [`MAX_IDLE_GAP`] of the latest.
+    fn idle_gap(&mut self, closed: u64, next: u64) {
         let Some(from) = self.idle_due() else {
             return;
         };
-        let first = (self.truth[0].index + 1)
+        let first = (closed + 1)
             .max(from)
             .max(next.saturating_sub(MAX_IDLE_GAP));
         for index in first..next {
