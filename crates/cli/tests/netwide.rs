@@ -764,12 +764,16 @@ fn keep_packets(from: &std::path::Path, to: &std::path::Path, keep: impl Fn(usiz
 }
 
 /// Command `c` with argument `from` replaced by `to`.
-fn replace_arg<'a>(c: &'a mut Command, from: &PathBuf, to: &PathBuf) -> &'a mut Command {
+fn replace_arg<'a>(
+    c: &'a mut Command,
+    from: &std::path::Path,
+    to: &std::path::Path,
+) -> &'a mut Command {
     let args: Vec<std::ffi::OsString> = c
         .get_args()
         .map(|a| {
             if a == from.as_os_str() {
-                to.clone().into_os_string()
+                to.as_os_str().to_owned()
             } else {
                 a.to_owned()
             }
@@ -849,7 +853,7 @@ const TIMED_RUN: [&str; 10] = [
 ];
 
 /// An agent over `trace` with [`TIMED_RUN`].
-fn idle_agent(net: &Net, host: &str, trace: &PathBuf) -> Command {
+fn idle_agent(net: &Net, host: &str, trace: &std::path::Path) -> Command {
     let mut c = Command::new(BIN);
     c.arg("agent")
         .arg(trace)
