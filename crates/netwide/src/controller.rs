@@ -11,6 +11,11 @@
 //! epoch whose report the bucket already holds with the same hosts is not reported again (a
 //! controller that died between storing and acknowledging).
 //!
+//! A report names each merged snapshot's stream sequence (`sequences`): a late snapshot for an
+//! epoch this controller does not hold (restarted since, or the epoch left memory) brings the
+//! epoch back from the stream (`restore`) and corrects it with the next revision, within the
+//! last `keep` epochs reported.
+//!
 //! Rejected, counted and logged, the controller going on: a snapshot that does not decode, one
 //! whose host is not the subject's or not allowed (`--hosts`), one whose parameters differ from
 //! the first accepted snapshot's (`snapshot::check_compatible`), one arriving after its epoch
