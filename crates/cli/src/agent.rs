@@ -95,11 +95,15 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         .context("agent: cannot start the async runtime")?;
     let broker = a.broker.broker(&format!("netsift-agent-{host}"));
     let timeout = Duration::from_millis(a.ack_timeout_ms);
-    // Refused credentials end the agent at once; a broker that is away is waited for while
-    // the run spools.
+    // Refused credentials or a server whose TLS certificate does not chain to --tls-ca end
+    // the agent at once; a broker that is away is waited for while the run spools.
     let client = match rt.block_on(broker.connect(timeout, false)) {
         Ok(c) => c,
-        Err(e @ (netwide::Error::Refused { .. } | netwide::Error::Creds(_))) => bail!("{e}"),
+        Err(
+            e @ (netwide::Error::Refused { .. }
+            | netwide::Error::Creds(_)
+            | netwide::Error::Tls { .. }),
+        ) => bail!("{e}"),
         Err(e) => {
             crate::say!("netsift: agent: {e}; spooling and retrying");
             rt.block_on(broker.connect(timeout, true))?
@@ -117,8 +121,12 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
         (stats, spool)
     });
-    let ok = if a.capture.ifaces.is_empty() {
-        crate::run::cmd_run(run, out)?
+    // A trace's run stopped by SIGINT/SIGTERM closes its open epoch as partial and returns
+    // here (rather than exiting as `run` does): the spool is drained as at the end of the
+    // trace, bounded by --drain-timeout-ms, then the agent exits with the signal's status.
+    let traced = a.capture.ifaces.is_empty();
+    let ok = if traced {
+        crate::run::run_trace(run, out, false)?
     } else {
         if run.trace.is_some() || run.format.is_some() {
             bail!("agent: a TRACE (and --format) or --iface, not both");
@@ -160,6 +168,11 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
             a.drain_timeout_ms
         );
         return Ok(false);
+    }
+    // As `run` (a trace cut short: 130/143); `live` ends 0 at a signal.
+    if let (true, Some(code)) = (traced, crate::signals::caught()) {
+        out.flush()?;
+        std::process::exit(code);
     }
     Ok(ok)
 }

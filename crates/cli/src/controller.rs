@@ -48,7 +48,8 @@ pub struct ControllerArgs {
 }
 
 /// The network-wide report of `epoch` from its hosts' snapshots (`cur`) and, when held, the
-/// previous epoch's (`prev`: heavy changers answer against it, as in `netsift merge`): the
+/// previous epoch's (`prev`, merged only when a task is heavy changers: they answer against
+/// it, as in `netsift merge`): the
 /// `Report` of `netsift merge --json` with this epoch alone in `epochs` and `warnings`.
 pub fn epoch_report(
     epoch: u64,
@@ -56,6 +57,15 @@ pub fn epoch_report(
     cur: &[(PathBuf, Snapshot)],
     recover: visor::Method,
 ) -> Result<serde_json::Value, String> {
+    // The previous epoch costs a second merge: only heavy changers answer against it.
+    let changers = cur.first().is_some_and(|(_, s)| {
+        measure::RunConfig::from_toml(&s.config).is_ok_and(|c| {
+            c.measures
+                .iter()
+                .any(|m| m.task == algo::Task::HeavyChangers)
+        })
+    });
+    let prev = if changers { prev } else { &[] };
     let (files, snaps): (Vec<PathBuf>, Vec<Snapshot>) = prev.iter().chain(cur).cloned().unzip();
     let (mut report, _) = crate::merge::merged_report(files, snaps, recover, &[], false)
         .map_err(|e| format!("{e:#}"))?;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use netwide::server::{Role, Server, User};
+use netwide::server::{Login, Role, Server, User};
 
 use crate::flags;
 use crate::out::Out;
@@ -105,13 +105,13 @@ pub fn local_server(
         .enumerate()
         .map(|(i, h)| User {
             name: format!("agent-{h}"),
-            password: password(i),
+            login: Login::Password(password(i)),
             role: Role::Agent { host: h.clone() },
         })
         .collect();
     users.push(User {
         name: "controller".into(),
-        password: password(usize::MAX),
+        login: Login::Password(password(usize::MAX)),
         role: Role::Controller,
     });
     for u in &users {

@@ -456,7 +456,7 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     // (the controller merges by index). Otherwise the axis starts now, index 0.
     let aligned = time_epochs && runner.config().snapshots.is_some();
     if aligned {
-        runner.advance_to(0);
+        runner.align_epochs(0);
     }
     // The epoch axis starts now at the latest, not at the first packet: an idle link still has
     // epochs.

@@ -164,7 +164,8 @@ pub fn merged_report(
                 first_ns: u64::MAX,
                 ..Default::default()
             };
-            for &i in list {
+            // An idle host's snapshot (`Snapshot::is_idle`) has no time span.
+            for &i in list.iter().filter(|&&i| !snaps[i].is_idle()) {
                 let p = &snaps[i].epoch;
                 s.packets += p.packets;
                 s.bytes += p.bytes;

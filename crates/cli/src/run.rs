@@ -1244,6 +1244,12 @@ impl Printer {
 
 /// Returns Ok(false) when the trace could not be read to the end (the report covers what was read).
 pub fn cmd_run(a: RunCmd, out: &mut Out) -> Result<bool> {
+    run_trace(a, out, true)
+}
+
+/// [`cmd_run`]; at SIGINT/SIGTERM the process exits with 130/143 after the report when
+/// `exit_at_signal`, else it returns (`agent` drains its spool first, then exits so).
+pub(crate) fn run_trace(a: RunCmd, out: &mut Out, exit_at_signal: bool) -> Result<bool> {
     let cfg = config(&a.args, a.trace.as_deref(), a.format)?;
     // Before reading: a port in use or a bad alert rule is refused before any work.
     let mut p = Printer::new(&a.args, &cfg)?;
@@ -1275,7 +1281,10 @@ pub fn cmd_run(a: RunCmd, out: &mut Out) -> Result<bool> {
             "netsift: interrupted by {}: the last epoch is partial",
             if code == 130 { "SIGINT" } else { "SIGTERM" }
         );
-        std::process::exit(code);
+        if exit_at_signal {
+            std::process::exit(code);
+        }
+        return Ok(true);
     }
     if let (Some(m), Some(secs)) = (p.monitor(), a.args.metrics_linger) {
         linger(out, m, secs)?;

@@ -648,6 +648,18 @@ fn live_snapshots_are_indexed_on_the_unix_time_grid() {
         packets += snap.epoch.packets;
     }
     assert_eq!(packets, 2011);
+    // Every other epoch the run was in (the link quiet before, between and after the
+    // replay) has an idle snapshot: no state, no packet, so a controller counts this host.
+    let busy: Vec<u64> = busy.iter().map(|e| e["index"].as_u64().unwrap()).collect();
+    let mut idle = 0;
+    for f in std::fs::read_dir(&snaps).unwrap() {
+        let snap = snapshot::read(&f.unwrap().path()).unwrap();
+        let i = snap.epoch.index;
+        assert!((before / 200..=after / 200).contains(&i), "index {i}");
+        assert_eq!(snap.is_idle(), !busy.contains(&i), "epoch {i}");
+        idle += usize::from(snap.is_idle());
+    }
+    assert!(idle >= 1, "no idle epoch in the 300 ms after the replay");
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&snaps);
 }

@@ -394,3 +394,60 @@ fn epochs_merge_in_order() {
     // 75 MB of captures and snapshots: not left behind.
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A time epoch a host's capture skips (no packet in it) gets an idle snapshot: no state, zero
+/// packets; `merge` takes that host as present and the epoch's answers are the other host's.
+#[test]
+fn a_skipped_time_epoch_gets_an_idle_snapshot_that_merges_as_nothing() {
+    let d = dir("idle");
+    let (whole, _) = split(&d, 1);
+    // 200 k packets; keep the first and last thirds on host a (time epochs of a third each:
+    // the generator's constant rate puts packet i at i us).
+    let b = std::fs::read(&whole).unwrap();
+    let mut gap = b[..24].to_vec();
+    let (mut at, mut i) = (24, 0);
+    while at + 16 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        if !(70_000..140_000).contains(&i) {
+            gap.extend_from_slice(&b[at..at + 16 + len]);
+        }
+        (at, i) = (at + 16 + len, i + 1);
+    }
+    let a_trace = d.join("a.pcap");
+    std::fs::write(&a_trace, gap).unwrap();
+    let snaps = d.join("snaps");
+    let run = |trace: &Path, host: &str| {
+        ok(&netsift()
+            .arg("run")
+            .arg(trace)
+            .args([
+                "--epoch-ms",
+                "70",
+                "--task",
+                "heavy_hitters",
+                "--truth",
+                "off",
+            ])
+            .args(["--seed", "3", "--host", host, "--json", "--snapshots"])
+            .arg(&snaps)
+            .output()
+            .unwrap())
+    };
+    run(&a_trace, "a");
+    let alone = epochs(&run(&whole, "b"));
+    let idle = snapshot::read(&snaps.join(snapshot::file_name("a", 1))).unwrap();
+    assert!(idle.is_idle(), "{:?}", idle.epoch);
+    let snaps = &snaps;
+    let files: Vec<PathBuf> = ["a", "b"]
+        .iter()
+        .flat_map(|h| (0..3).map(move |e| snaps.join(snapshot::file_name(h, e))))
+        .collect();
+    let merged = epochs(&ok(&netsift()
+        .args(["merge", "--json"])
+        .args(&files)
+        .output()
+        .unwrap()));
+    assert_eq!(merged[1]["packets"], alone[1]["packets"]);
+    assert_eq!(merged[1]["tasks"], alone[1]["tasks"]);
+    assert_ne!(merged[0]["packets"], alone[0]["packets"]);
+}

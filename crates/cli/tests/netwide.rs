@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use netwide::server::{Role, Server, User};
+use netwide::server::{Login, Role, Server, User};
 
 const BIN: &str = env!("CARGO_BIN_EXE_netsift");
 const HOSTS: [&str; 2] = ["a", "b"];
@@ -19,10 +19,27 @@ struct Net {
     bin: PathBuf,
     config: String,
     server: Option<Server>,
+    /// The CA every client checks the server's certificate against (a TLS server).
+    ca: Option<PathBuf>,
+}
+
+/// How a test's server is set up.
+#[derive(PartialEq)]
+enum Setup {
+    /// Passwords, no TLS.
+    Plain,
+    /// TLS with a certificate of a CA made for the test (`openssl`).
+    Tls,
+    /// Host b's agent logs in with an NKEY (`agent-b.creds` holds its seed).
+    NkeyB,
 }
 
 impl Net {
     fn start(name: &str) -> Option<Net> {
+        Net::start_with(name, Setup::Plain)
+    }
+
+    fn start_with(name: &str, setup: Setup) -> Option<Net> {
         let Some(bin) = netwide::server::binary() else {
             println!("skip: nats-server not on PATH (apt-get install nats-server)");
             return None;
@@ -30,11 +47,29 @@ impl Net {
         let dir = std::env::temp_dir().join(format!("netsift-nw-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let ca = if setup == Setup::Tls {
+            let Some(ca) = make_ca(&dir, "ca") else {
+                println!("skip: openssl not on PATH (apt-get install openssl)");
+                let _ = std::fs::remove_dir_all(&dir);
+                return None;
+            };
+            Some(ca)
+        } else {
+            None
+        };
         let mut users: Vec<User> = ["a", "b", "c"]
             .iter()
             .map(|h| User {
                 name: format!("agent-{h}"),
-                password: format!("pw-{h}"),
+                login: if setup == Setup::NkeyB && *h == "b" {
+                    let kp = nkeys::KeyPair::new_user();
+                    Login::Nkey {
+                        public: kp.public_key(),
+                        seed: kp.seed().unwrap(),
+                    }
+                } else {
+                    Login::Password(format!("pw-{h}"))
+                },
                 role: Role::Agent {
                     host: h.to_string(),
                 },
@@ -42,19 +77,24 @@ impl Net {
             .collect();
         users.push(User {
             name: "controller".into(),
-            password: "pw-c".into(),
+            login: Login::Password("pw-c".into()),
             role: Role::Controller,
         });
         for u in &users {
             u.write_creds(&dir).unwrap();
         }
         let port = netwide::server::free_port().unwrap();
-        let config = netwide::server::config(port, &dir.join("js"), &users);
+        let mut config = netwide::server::config(port, &dir.join("js"), &users);
+        if ca.is_some() {
+            let (cert, key) = server_cert(&dir, "ca");
+            config = netwide::server::with_tls(&config, &cert, &key);
+        }
         let mut net = Net {
             dir,
             bin,
             config,
             server: None,
+            ca,
         };
         net.restart_server(port);
         // The controller makes the stream, its consumer and the bucket (agents may not).
@@ -147,9 +187,17 @@ impl Net {
             .arg(self.creds(user))
             .arg("--spool")
             .arg(self.dir.join(format!("spool-{host}")))
+            .args(self.tls_args())
             .args(extra)
             .stdin(Stdio::null());
         c
+    }
+
+    fn tls_args(&self) -> Vec<String> {
+        match &self.ca {
+            Some(ca) => vec!["--tls-ca".into(), ca.display().to_string()],
+            None => vec![],
+        }
     }
 
     fn controller(&self, extra: &[&str]) -> Command {
@@ -165,10 +213,99 @@ impl Net {
         ])
         .arg("--creds")
         .arg(self.creds("controller"))
+        .args(self.tls_args())
         .args(extra)
         .stdin(Stdio::null());
         c
     }
+}
+
+/// `openssl` run in `dir`; false when it is missing or fails.
+fn openssl(dir: &std::path::Path, args: &[&str]) -> bool {
+    Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A self-signed CA (`<name>.pem`, `<name>.key` in `dir`, P-256); None without `openssl`.
+fn make_ca(dir: &std::path::Path, name: &str) -> Option<PathBuf> {
+    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+    let ok = openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=netsift test CA",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
+        ],
+    );
+    ok.then(|| dir.join(pem))
+}
+
+/// The server's certificate for 127.0.0.1, signed by CA `ca` (made by [`make_ca`]).
+fn server_cert(dir: &std::path::Path, ca: &str) -> (PathBuf, PathBuf) {
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    assert!(openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+        ],
+    ));
+    assert!(openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            &format!("{ca}.pem"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.pem",
+        ],
+    ));
+    (dir.join("server.pem"), dir.join("server.key"))
 }
 
 impl Drop for Net {
@@ -220,6 +357,11 @@ fn reports(mut c: Command) -> (Vec<serde_json::Value>, String) {
 
 /// How many snapshots the stream holds.
 fn stored(net: &Net) -> usize {
+    stream_snapshots(net).len()
+}
+
+/// The snapshots the stream holds, oldest first.
+fn stream_snapshots(net: &Net) -> Vec<snapshot::Snapshot> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -228,7 +370,7 @@ fn stored(net: &Net) -> usize {
     let b = netwide::creds::Broker {
         url: net.url(),
         creds: net.creds("controller"),
-        tls_ca: None,
+        tls_ca: net.ca.clone(),
         name: "test".into(),
     };
     let c = rt
@@ -237,7 +379,45 @@ fn stored(net: &Net) -> usize {
     let js = async_nats::jetstream::new(c);
     rt.block_on(netwide::stored_snapshots(&js, Duration::from_secs(5)))
         .unwrap()
-        .len()
+        .into_iter()
+        .map(|(_, s)| s.unwrap())
+        .collect()
+}
+
+/// Host `h`'s agent publishes its trace's two epochs.
+fn publish(net: &Net, h: &str) {
+    let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 snapshots published"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Every host's agent publishes its trace's two epochs.
+fn publish_all(net: &Net) {
+    for h in HOSTS {
+        publish(net, h);
+    }
+}
+
+/// The next two reports: epochs 0 and 1 corrected with b (revision 2), as `netsift merge`.
+fn corrected_with_b(net: &Net, rx: &std::sync::mpsc::Receiver<String>) {
+    let mut fixed = vec![next_line(rx, 20), next_line(rx, 20)];
+    fixed.sort_by_key(|r| r["epoch"].as_u64());
+    for r in &fixed {
+        assert_eq!(r["revision"], 2, "{r}");
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
+        assert_eq!(r["missing"], serde_json::json!([]));
+    }
+    check_equal_to_merge(net, &fixed);
+}
+
+/// A command that failed saying `what`.
+fn failed_with(o: &Output, what: &str) {
+    assert!(!o.status.success(), "{}", stderr(o));
+    assert!(stderr(o).contains(what), "{}", stderr(o));
 }
 
 fn stderr(o: &Output) -> String {
@@ -313,23 +493,25 @@ fn broker_report_equals_merge_and_agent_restart_counts_once() {
     assert!(stderr(&o).contains("2 left in"), "{}", stderr(&o));
     // Restarted: the spool is sent first, then the same trace's epochs again: each stored once
     // (duplicates, as many as the run rewrote after the spool's copy was sent).
-    let o = net.agent("a", &net.url(), "agent-a", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("2 snapshots published, "),
-        "{}",
-        stderr(&o)
-    );
-    let o = net.agent("b", &net.url(), "agent-b", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
+    publish(&net, "a");
+    publish(&net, "b");
     // The stream holds each (host, epoch) once.
     assert_eq!(stored(&net), 4);
-    let (got, err) = reports(net.controller(&["--epochs", "2"]));
+    let err = both_epochs_of_both_hosts(&net);
     assert!(err.contains("\"accepted\":4"), "{err}");
-    assert!(got
-        .iter()
-        .all(|r| r["revision"] == 1 && r["missing"].as_array().unwrap().is_empty()));
-    check_equal_to_merge(&net, &got);
+}
+
+/// A controller's reports of epochs 0 and 1: first revisions with every host, equal to
+/// `netsift merge`. Returns its standard error.
+fn both_epochs_of_both_hosts(net: &Net) -> String {
+    let (got, err) = reports(net.controller(&["--epochs", "2"]));
+    for r in &got {
+        assert_eq!(r["revision"], 1, "{r}");
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
+        assert_eq!(r["missing"], serde_json::json!([]));
+    }
+    check_equal_to_merge(net, &got);
+    err
 }
 
 #[test]
@@ -343,12 +525,7 @@ fn unauthenticated_agent_is_refused() {
         .agent_cmd("a", &net.url(), "bad", "7", &[])
         .output()
         .unwrap();
-    assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("refused the credentials"),
-        "{}",
-        stderr(&o)
-    );
+    failed_with(&o, "refused the credentials");
     // An agent whose user may not publish another host's subject gets no acknowledgement.
     let o = net
         .agent_cmd(
@@ -373,10 +550,7 @@ fn corrupted_and_incompatible_snapshots_are_rejected() {
     let Some(net) = Net::start("reject") else {
         return;
     };
-    for h in HOSTS {
-        let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    publish_all(&net);
     // Host c: another seed (incompatible), and a corrupted file in its spool.
     let spool = net.dir.join("spool-c");
     std::fs::create_dir_all(&spool).unwrap();
@@ -416,10 +590,7 @@ fn controller_and_server_restarts_lose_nothing() {
         return;
     };
     // Every host's epochs published.
-    for h in HOSTS {
-        let o = net.agent(h, &net.url(), &format!("agent-{h}"), "7");
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
+    publish_all(&net);
     // The server dies and comes back on its file storage.
     let port = net.server.as_ref().unwrap().port;
     net.restart_server(port);
@@ -451,23 +622,9 @@ fn controller_and_server_restarts_lose_nothing() {
     check_equal_to_merge(&net, &all);
 }
 
-/// Lines of a child's standard output, each waited for at most `secs`.
-fn next_line(rx: &std::sync::mpsc::Receiver<String>, secs: u64) -> serde_json::Value {
-    let l = rx
-        .recv_timeout(Duration::from_secs(secs))
-        .expect("no report in time");
-    serde_json::from_str(&l).unwrap()
-}
-
-#[test]
-fn deadline_reports_missing_host_then_a_late_snapshot_corrects_it() {
-    let Some(net) = Net::start("late") else {
-        return;
-    };
-    let o = net.agent("a", &net.url(), "agent-a", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mut kid = Kid(net
-        .controller(&[])
+/// A child (killed on drop) and the lines of its standard output as they come.
+fn lines_of(mut c: Command) -> (Kid, std::sync::mpsc::Receiver<String>) {
+    let mut kid = Kid(c
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -482,6 +639,24 @@ fn deadline_reports_missing_host_then_a_late_snapshot_corrects_it() {
             }
         }
     });
+    (kid, rx)
+}
+
+/// The next line of a child's standard output, waited for at most `secs`.
+fn next_line(rx: &std::sync::mpsc::Receiver<String>, secs: u64) -> serde_json::Value {
+    let l = rx
+        .recv_timeout(Duration::from_secs(secs))
+        .expect("no report in time");
+    serde_json::from_str(&l).unwrap()
+}
+
+#[test]
+fn deadline_reports_missing_host_then_a_late_snapshot_corrects_it() {
+    let Some(net) = Net::start("late") else {
+        return;
+    };
+    publish(&net, "a");
+    let (kid, rx) = lines_of(net.controller(&[]));
     // Past the deadline (1 s): both epochs without b.
     for e in 0..2 {
         let r = next_line(&rx, 20);
@@ -491,15 +666,313 @@ fn deadline_reports_missing_host_then_a_late_snapshot_corrects_it() {
         assert_eq!(r["missing"], serde_json::json!(["b"]));
     }
     // b arrives late: each epoch corrected, revision 2, as merge of both hosts.
-    let o = net.agent("b", &net.url(), "agent-b", "7");
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mut fixed = vec![next_line(&rx, 20), next_line(&rx, 20)];
-    fixed.sort_by_key(|r| r["epoch"].as_u64());
-    for r in &fixed {
-        assert_eq!(r["revision"], 2);
-        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]));
-        assert_eq!(r["missing"], serde_json::json!([]));
-    }
+    publish(&net, "b");
+    corrected_with_b(&net, &rx);
     drop(kid);
-    check_equal_to_merge(&net, &fixed);
+}
+
+#[test]
+fn tls_with_a_ca_and_a_server_of_another_ca_refused() {
+    let Some(net) = Net::start_with("tls", Setup::Tls) else {
+        return;
+    };
+    // Over TLS (the server's certificate chains to --tls-ca): as without.
+    publish_all(&net);
+    both_epochs_of_both_hosts(&net);
+    // Another CA: the agent and the controller refuse the server at once.
+    let (ca, other) = (net.ca.clone().unwrap(), make_ca(&net.dir, "other").unwrap());
+    let mut c = net.agent_cmd("a", &net.url(), "agent-a", "7", &[]);
+    let o = replace_arg(&mut c, &ca, &other).output().unwrap();
+    failed_with(&o, "TLS failed");
+    assert!(!stderr(&o).contains("retrying"), "{}", stderr(&o));
+    let mut c = net.controller(&["--epochs", "2"]);
+    let o = replace_arg(&mut c, &ca, &other).output().unwrap();
+    failed_with(&o, "TLS failed");
+    // Without TLS the server does not let a client in.
+    let c = net.controller(&["--epochs", "2"]);
+    let plain: Vec<&std::ffi::OsStr> = c
+        .get_args()
+        .filter(|a| *a != "--tls-ca" && *a != ca.as_os_str())
+        .collect();
+    let o = Command::new(BIN).args(plain).output().unwrap();
+    assert!(!o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn nkey_login() {
+    let Some(net) = Net::start_with("nkey", Setup::NkeyB) else {
+        return;
+    };
+    let creds = std::fs::read_to_string(net.creds("agent-b")).unwrap();
+    assert!(creds.starts_with("nkey_seed = \"SU"), "{creds}");
+    // Another key pair's seed is refused.
+    let wrong = net.dir.join("wrong.creds");
+    let seed = nkeys::KeyPair::new_user().seed().unwrap();
+    std::fs::write(&wrong, format!("nkey_seed = \"{seed}\"\n")).unwrap();
+    let o = net
+        .agent_cmd("b", &net.url(), "wrong", "7", &[])
+        .output()
+        .unwrap();
+    failed_with(&o, "refused the credentials");
+    // Host b by its NKEY, host a by password: both merged.
+    publish_all(&net);
+    both_epochs_of_both_hosts(&net);
+}
+
+#[test]
+fn hosts_from_stream_expects_every_host_that_published() {
+    let Some(net) = Net::start("fromstream") else {
+        return;
+    };
+    // b's trace has only the first epoch: the controller, knowing b from the stream, names
+    // it missing in the second.
+    let short = net.dir.join("b-short.pcap");
+    keep_packets(&net.trace("b"), &short, |i| i < 10_000);
+    for (h, trace) in [("a", net.trace("a")), ("b", short)] {
+        let mut c = net.agent_cmd(h, &net.url(), &format!("agent-{h}"), "7", &[]);
+        let o = replace_arg(&mut c, &net.trace(h), &trace).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let mut c = Command::new(BIN);
+    c.args(["controller", "--nats", &net.url(), "--hosts-from-stream"])
+        .args(["--deadline-ms", "1000", "--epochs", "2", "--creds"])
+        .arg(net.creds("controller"));
+    let (mut got, _) = reports(c);
+    got.sort_by_key(|r| r["epoch"].as_u64());
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0]["hosts"], serde_json::json!(["a", "b"]));
+    assert_eq!(got[0]["missing"], serde_json::json!([]));
+    assert_eq!(got[1]["hosts"], serde_json::json!(["a"]));
+    assert_eq!(got[1]["missing"], serde_json::json!(["b"]));
+}
+
+/// Copy the pcap `from` to `to` keeping the packets whose index `keep` accepts (a pcap of
+/// `netsift gen`: 24-byte header, 16-byte record headers).
+fn keep_packets(from: &std::path::Path, to: &std::path::Path, keep: impl Fn(usize) -> bool) {
+    let b = std::fs::read(from).unwrap();
+    let mut out = b[..24].to_vec();
+    let (mut at, mut i) = (24, 0);
+    while at + 16 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        if keep(i) {
+            out.extend_from_slice(&b[at..at + 16 + len]);
+        }
+        at += 16 + len;
+        i += 1;
+    }
+    std::fs::write(to, out).unwrap();
+}
+
+/// Command `c` with argument `from` replaced by `to`.
+fn replace_arg<'a>(
+    c: &'a mut Command,
+    from: &std::path::Path,
+    to: &std::path::Path,
+) -> &'a mut Command {
+    let args: Vec<std::ffi::OsString> = c
+        .get_args()
+        .map(|a| {
+            if a == from.as_os_str() {
+                to.as_os_str().to_owned()
+            } else {
+                a.to_owned()
+            }
+        })
+        .collect();
+    let mut n = Command::new(BIN);
+    n.args(args).stdin(Stdio::null());
+    *c = n;
+    c
+}
+
+#[test]
+fn idle_time_epoch_is_published_and_merged() {
+    let Some(net) = Net::start("idle") else {
+        return;
+    };
+    // 30,000 packets at 1 Mpps in 10 ms epochs: 0, 1, 2. Host a has none in epoch 1.
+    let mut traces = vec![];
+    for h in HOSTS {
+        let full = net.dir.join(format!("{h}-30k.pcap"));
+        let st = Command::new(BIN)
+            .args(["gen", "--packets", "30000", "--flows", "2000", "--seed"])
+            .arg((h.as_bytes()[0] as u64).to_string())
+            .arg("--out")
+            .arg(&full)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let t = net.dir.join(format!("{h}-gap.pcap"));
+        keep_packets(&full, &t, |i| h != "a" || !(10_000..20_000).contains(&i));
+        traces.push(t);
+    }
+    for (h, t) in HOSTS.iter().zip(&traces) {
+        let o = idle_agent(&net, h, t).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("3 snapshots published"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let (mut got, _) = reports(net.controller(&["--epochs", "3"]));
+    got.sort_by_key(|r| r["epoch"].as_u64());
+    assert_eq!(got.len(), 3);
+    for r in &got {
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]), "{r}");
+        assert_eq!(r["missing"], serde_json::json!([]));
+        assert_eq!(r["revision"], 1);
+    }
+    // Epoch 1 is b's traffic alone, as b's own run answers it.
+    let o = Command::new(BIN)
+        .arg("run")
+        .arg(&traces[1])
+        .args(TIMED_RUN)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let alone: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mine = &got[1]["report"]["epochs"][0];
+    assert_eq!(mine["packets"], 10_000);
+    assert_eq!(answers(mine), answers(&alone["epochs"][1]));
+}
+
+/// The idle test's run options: time epochs of 10 ms.
+const TIMED_RUN: [&str; 10] = [
+    "--task",
+    "heavy_hitters,cardinality",
+    "--workers",
+    "1",
+    "--seed",
+    "7",
+    "--truth",
+    "off",
+    "--epoch-ms",
+    "10",
+];
+
+/// An agent over `trace` with [`TIMED_RUN`].
+fn idle_agent(net: &Net, host: &str, trace: &std::path::Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.arg("agent")
+        .arg(trace)
+        .args(TIMED_RUN)
+        .args(["--drain-timeout-ms", "5000"])
+        .args(["--nats", &net.url(), "--host", host])
+        .arg("--creds")
+        .arg(net.creds(&format!("agent-{host}")))
+        .arg("--spool")
+        .arg(net.dir.join(format!("spool-{host}")))
+        .stdin(Stdio::null());
+    c
+}
+
+#[test]
+fn restarted_controller_corrects_an_epoch_reported_before() {
+    let Some(net) = Net::start("restore") else {
+        return;
+    };
+    publish(&net, "a");
+    // A controller reports both epochs without b (deadline) and stops.
+    let (first, _) = reports(net.controller(&["--epochs", "2"]));
+    assert_eq!(first.len(), 2);
+    assert!(first
+        .iter()
+        .all(|r| r["missing"] == serde_json::json!(["b"])));
+    // b late, while no controller runs; the next controller corrects both epochs from the
+    // bucket's reports and the stream's snapshots.
+    publish(&net, "b");
+    let (kid, rx) = lines_of(net.controller(&[]));
+    corrected_with_b(&net, &rx);
+    drop(kid);
+}
+
+#[test]
+fn sigterm_mid_trace_closes_the_epoch_and_drains() {
+    let Some(net) = Net::start("sigterm") else {
+        return;
+    };
+    // The trace comes on stdin: the first epoch and half the second, then SIGTERM, then a
+    // trickle of packets (the run looks for the signal at each packet) until the agent ends.
+    let trace = std::fs::read(net.trace("a")).unwrap();
+    let mut c = net.agent_cmd("a", &net.url(), "agent-a", "7", &[]);
+    let args: Vec<std::ffi::OsString> = c
+        .get_args()
+        .map(|a| {
+            if a == net.trace("a").as_os_str() {
+                "-".into()
+            } else {
+                a.to_owned()
+            }
+        })
+        .collect();
+    c = Command::new(BIN);
+    c.args(args)
+        .args(["--format", "pcap"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut kid = Kid(c.spawn().unwrap());
+    let mut stdin = kid.0.stdin.take().unwrap();
+    let cut = skip_records(&trace, 24, 15_000);
+    use std::io::Write;
+    stdin.write_all(&trace[..cut]).unwrap();
+    stdin.flush().unwrap();
+    // Epoch 0's snapshot in the stream: the run is past it, inside epoch 1.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while stored(&net) < 1 {
+        assert!(std::time::Instant::now() < end, "epoch 0 never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = kid.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let (mut at, mut status) = (cut, None);
+    while status.is_none() {
+        assert!(
+            std::time::Instant::now() < end,
+            "agent did not end after SIGTERM"
+        );
+        let next = skip_records(&trace, at, 1);
+        if at < trace.len() && stdin.write_all(&trace[at..next]).is_ok() {
+            let _ = stdin.flush();
+            at = next;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        status = kid.0.try_wait().unwrap();
+    }
+    drop(stdin);
+    let mut err = String::new();
+    use std::io::Read;
+    kid.0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.unwrap().code(), Some(143), "{err}");
+    assert!(err.contains("2 snapshots published"), "{err}");
+    assert!(err.contains(" 0 left in"), "{err}");
+    let snaps = stream_snapshots(&net);
+    assert_eq!(snaps.len(), 2);
+    assert!(!snaps[0].epoch.partial);
+    assert_eq!(snaps[1].epoch.index, 1);
+    assert!(snaps[1].epoch.partial);
+    assert!(snaps[1].epoch.packets < 10_000);
+}
+
+/// Byte offset in a pcap `n` records after offset `at` (at most its end).
+fn skip_records(b: &[u8], mut at: usize, n: usize) -> usize {
+    for _ in 0..n {
+        if at + 16 > b.len() {
+            break;
+        }
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + len;
+    }
+    at
 }

@@ -21,7 +21,7 @@ use truth::{Clock, EpochTruth, Ewma};
 use crate::answer::{Answers, Job, Shape, Spent, States};
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
 use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
-use crate::workers::{Pool, WorkerFailure};
+use crate::workers::{Pool, WorkerFailure, ANSWERS};
 
 pub(crate) struct Instance {
     name: String,
@@ -288,6 +288,10 @@ impl Peers {
     }
 }
 
+/// Most idle snapshots written for one gap in the traffic (a trace's timestamps jumping by
+/// days at 1 ms epochs would write millions): the latest this many epochs of it.
+pub const MAX_IDLE_GAP: u64 = 1024;
+
 /// The running measurement: push packets, then `finish`.
 pub struct Runner {
     cfg: RunConfig,
@@ -306,6 +310,11 @@ pub struct Runner {
     peers: Option<Peers>,
     /// The open epoch is cut short (`interrupt`): the next epoch end marks it partial.
     interrupted: bool,
+    /// With snapshots: the first epoch this run was in (its first packet's, or its first
+    /// [`Runner::advance_to`]'s). Time epochs from it on that pass without a packet get an
+    /// idle snapshot ([`crate::snap::write_idle`]); the ones before (the Unix-time grid's
+    /// epochs since 1970, [`Runner::align_epochs`]) do not.
+    idle_from: Option<u64>,
     /// The answer thread: epochs are answered there while the next one is measured.
     answers: Option<Answers>,
     /// With workers: per instance, reset states from the answer thread for the workers' next
@@ -800,6 +809,7 @@ impl Runner {
             failure: None,
             peers,
             interrupted: false,
+            idle_from: None,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
@@ -836,11 +846,15 @@ impl Runner {
         self.totals.add(class, wire_len);
         let (index, new) = self.clock.tick(ts_ns);
         if new {
+            // Before `end_epoch`, which hands the epoch's truth (and its index) on.
+            let closed = self.truth[0].index;
             self.end_epoch();
+            self.idle_gap(closed, index);
             for t in &mut self.truth {
                 t.index = index;
             }
         }
+        self.idle_from.get_or_insert(index);
         let w = self.cfg.weight.of(wire_len);
         if let Some(dp) = &mut self.visor {
             self.keys.clear();
@@ -1011,6 +1025,10 @@ impl Runner {
     fn end_epoch(&mut self) {
         self.flush();
         let epoch = self.truth[0].index;
+        if self.truth[0].packets == 0 && self.idle_due().is_some_and(|f| epoch >= f) {
+            // A time epoch without traffic (an idle link) this run was in: its idle snapshot.
+            self.write_idle(epoch);
+        }
         if self.truth[0].packets == 0 || self.failure.is_some() {
             return;
         }
@@ -1217,13 +1235,60 @@ impl Runner {
     /// are left as they are.
     pub fn advance_to(&mut self, now_ns: u64) -> u64 {
         if let Some(index) = self.clock.advance(now_ns) {
+            let closed = self.truth[0].index;
             self.end_epoch();
+            self.idle_gap(closed, index);
             for t in &mut self.truth {
                 t.index = index;
             }
         }
+        self.idle_from.get_or_insert(self.clock.index());
         self.collect_answers();
         self.clock.index()
+    }
+
+    /// Time epochs on a grid from `origin_ns` (`netsift live` for snapshots: Unix time, 0):
+    /// the first [`Runner::advance_to`] or packet then moves to its epoch on that grid. The
+    /// epochs before it are not this run's (no idle snapshot for them). Call before any packet.
+    pub fn align_epochs(&mut self, origin_ns: u64) {
+        self.clock.advance(origin_ns);
+    }
+
+    /// Idle snapshots for the time epochs skipped between the one just closed (`closed`) and
+    /// `next` (no packet, so no epoch end of their own), at most [`MAX_IDLE_GAP`] of the latest.
+    fn idle_gap(&mut self, closed: u64, next: u64) {
+        let Some(from) = self.idle_due() else {
+            return;
+        };
+        let first = (closed + 1)
+            .max(from)
+            .max(next.saturating_sub(MAX_IDLE_GAP));
+        for index in first..next {
+            self.write_idle(index);
+        }
+    }
+
+    /// [`Runner::idle_from`] when idle snapshots are due: time epochs, snapshots asked, no
+    /// failure.
+    fn idle_due(&self) -> Option<u64> {
+        (self.cfg.epoch_ms.is_some() && self.cfg.snapshots.is_some() && self.failure.is_none())
+            .then_some(self.idle_from)
+            .flatten()
+    }
+
+    fn write_idle(&mut self, index: u64) {
+        if let Err(message) =
+            crate::snap::write_idle(&self.cfg, &self.kinds, index, self.interrupted)
+        {
+            fail(
+                &mut self.failure,
+                WorkerFailure {
+                    worker: ANSWERS,
+                    epoch: index,
+                    message,
+                },
+            );
+        }
     }
 
     /// Close the open epoch now (marked partial after [`Runner::interrupt`]) and collect it:

@@ -147,3 +147,21 @@ pub(crate) fn write_epoch(
     let s = snapshot_of(cfg, host, kinds, measures, states, truth, partial, fast)?;
     snapshot::write(std::path::Path::new(dir), &s).map(Some)
 }
+
+/// Write an idle time epoch's snapshot (`Snapshot::is_idle`: no packet, no instance) when the
+/// run asks for snapshots: a host whose link was quiet for epoch `index` says so, and a
+/// controller merging by epoch counts it present instead of missing.
+pub(crate) fn write_idle(
+    cfg: &RunConfig,
+    kinds: &[KeyKind],
+    index: u64,
+    partial: bool,
+) -> Result<(), String> {
+    let Some(dir) = &cfg.snapshots else {
+        return Ok(());
+    };
+    let host = cfg.host.as_deref().unwrap_or("local");
+    let mut s = snapshot_of(cfg, host, kinds, &[], &[], &[], partial, vec![])?;
+    s.epoch.index = index;
+    snapshot::write(std::path::Path::new(dir), &s).map(|_| ())
+}

@@ -11,6 +11,11 @@
 //! epoch whose report the bucket already holds with the same hosts is not reported again (a
 //! controller that died between storing and acknowledging).
 //!
+//! A report names each merged snapshot's stream sequence (`sequences`): a late snapshot for an
+//! epoch this controller does not hold (restarted since, or the epoch left memory) brings the
+//! epoch back from the stream (`restore`) and corrects it with the next revision, within the
+//! last `keep` epochs reported.
+//!
 //! Rejected, counted and logged, the controller going on: a snapshot that does not decode, one
 //! whose host is not the subject's or not allowed (`--hosts`), one whose parameters differ from
 //! the first accepted snapshot's (`snapshot::check_compatible`), one arriving after its epoch
@@ -59,6 +64,10 @@ pub struct NetReport {
     pub hosts: Vec<String>,
     /// Expected hosts whose snapshot had not arrived.
     pub missing: Vec<String>,
+    /// Each merged host's snapshot as the stream's sequence number: a restarted controller
+    /// fetches them back (`Stream::get_raw_message`) to correct the epoch when a late
+    /// snapshot arrives.
+    pub sequences: BTreeMap<String, u64>,
     /// The merged answers: `netsift merge --json`'s `Report` (the caller's [`Merger`]).
     pub report: serde_json::Value,
 }
@@ -85,6 +94,8 @@ pub type Merger<'a> = dyn FnMut(u64, &[(PathBuf, Snapshot)], &[(PathBuf, Snapsho
 
 struct Held {
     parts: BTreeMap<String, (PathBuf, Snapshot)>,
+    /// Each part's stream sequence (0 when unknown).
+    seqs: BTreeMap<String, u64>,
     /// Messages not yet acknowledged.
     unacked: Vec<jetstream::Message>,
     first: Instant,
@@ -150,8 +161,17 @@ pub async fn setup(
     Ok((consumer, kv))
 }
 
-/// The reports the bucket holds: epoch to (revision, hosts).
-async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, (u64, Vec<String>)>, Error> {
+/// An epoch's last stored report, as far as the controller needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Done {
+    revision: u64,
+    hosts: Vec<String>,
+    /// Host to stream sequence of the snapshot merged (reports of this version on).
+    sequences: BTreeMap<String, u64>,
+}
+
+/// The reports the bucket holds, by epoch.
+async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, Done>, Error> {
     let mut out = BTreeMap::new();
     let mut keys = kv.keys().await.map_err(|e| broker("reports bucket", e))?;
     while let Some(k) = keys.next().await {
@@ -165,7 +185,7 @@ async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, (u64, Vec<Str
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&v) else {
             continue;
         };
-        let rev = v["revision"].as_u64().unwrap_or(1);
+        let revision = v["revision"].as_u64().unwrap_or(1);
         let hosts = v["hosts"]
             .as_array()
             .map(|a| {
@@ -174,7 +194,22 @@ async fn stored(kv: &jetstream::kv::Store) -> Result<BTreeMap<u64, (u64, Vec<Str
                     .collect()
             })
             .unwrap_or_default();
-        out.insert(epoch, (rev, hosts));
+        let sequences = v["sequences"]
+            .as_object()
+            .map(|o| {
+                o.iter()
+                    .filter_map(|(h, s)| Some((h.clone(), s.as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.insert(
+            epoch,
+            Done {
+                revision,
+                hosts,
+                sequences,
+            },
+        );
     }
     Ok(out)
 }
@@ -192,6 +227,10 @@ pub async fn run(
     // this controller dies: then its successor gets the messages after ack_wait.
     let ack_wait = opts.deadline + Duration::from_secs(2);
     let (consumer, kv) = setup(js, ack_wait).await?;
+    let stream = js
+        .get_stream(crate::STREAM)
+        .await
+        .map_err(|e| broker("stream", e))?;
     let client = js.client();
     let mut done = stored(&kv).await?;
     let mut stats = Stats::default();
@@ -202,6 +241,7 @@ pub async fn run(
         Hosts::FromStream => BTreeSet::new(),
     };
     let mut last_progress = Instant::now();
+    let mut msgs = None;
     let mut last_known = None::<Instant>;
     loop {
         if stop() {
@@ -218,29 +258,35 @@ pub async fn run(
             known.extend(stream_hosts(js).await);
             last_known = Some(Instant::now());
         }
-        let batch = consumer
-            .batch()
-            .max_messages(64)
-            .expires(Duration::from_millis(100))
-            .messages()
-            .await;
-        match batch {
-            Ok(mut msgs) => {
-                while let Some(m) = msgs.next().await {
-                    match m {
-                        Ok(m) => {
-                            accept(m, opts, &mut held, &done, &mut reference, &mut stats).await
-                        }
-                        Err(e) => {
-                            tracing::warn!("fetching snapshots: {e}");
-                            break;
-                        }
-                    }
+        // The next snapshot as soon as it is delivered (the stream keeps a pull request
+        // outstanding), or nothing within TICK: then the deadlines and the stop flag are
+        // looked at. An epoch is reported right after its last expected host's snapshot.
+        if msgs.is_none() {
+            match pull(&consumer).await {
+                Ok(m) => msgs = Some(m),
+                Err(e) => {
+                    tracing::warn!("fetching snapshots: {e}");
+                    tokio::time::sleep(TICK).await;
                 }
             }
-            Err(e) => {
-                tracing::warn!("fetching snapshots: {e}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if let Some(stream_of) = msgs.as_mut() {
+            match tokio::time::timeout(TICK, stream_of.next()).await {
+                Ok(Some(Ok(m))) => {
+                    let ctx = Ctx {
+                        opts,
+                        stream: &stream,
+                        done: &done,
+                    };
+                    accept(m, &ctx, &mut held, &mut reference, &mut stats).await
+                }
+                Ok(Some(Err(e))) => {
+                    // Missed heartbeats (a broker restart) and the like: pull anew.
+                    tracing::warn!("fetching snapshots: {e}");
+                    msgs = None;
+                }
+                Ok(None) => msgs = None,
+                Err(_) => {}
             }
         }
         if matches!(opts.hosts, Hosts::FromStream) {
@@ -290,6 +336,26 @@ pub async fn run(
     Ok(stats)
 }
 
+/// How long the controller waits for a snapshot before it looks at deadlines and the stop
+/// flag.
+const TICK: Duration = Duration::from_millis(100);
+
+/// The consumer's messages as they come: batches of at most 64 snapshots and 64 MB (the
+/// server's `max_pending` of the connection holds two such), refilled as they are consumed.
+async fn pull(
+    consumer: &jetstream::consumer::Consumer<pull::Config>,
+) -> Result<pull::Stream, Error> {
+    consumer
+        .stream()
+        .max_messages_per_batch(64)
+        .max_bytes_per_batch(crate::MAX_PAYLOAD)
+        .heartbeat(Duration::from_secs(5))
+        .expires(Duration::from_secs(30))
+        .messages()
+        .await
+        .map_err(|e| broker("consumer", e))
+}
+
 /// The hosts with a subject in the stream.
 async fn stream_hosts(js: &jetstream::Context) -> Vec<String> {
     let Ok(stream) = js.get_stream(crate::STREAM).await else {
@@ -317,11 +383,17 @@ async fn reject(m: &jetstream::Message, counter: &mut u64, why: String) {
     let _ = m.ack_with(AckKind::Term).await;
 }
 
+/// What [`accept`] reads besides the message.
+struct Ctx<'a> {
+    opts: &'a Options,
+    stream: &'a jetstream::stream::Stream,
+    done: &'a BTreeMap<u64, Done>,
+}
+
 async fn accept(
     m: jetstream::Message,
-    opts: &Options,
+    ctx: &Ctx<'_>,
     held: &mut BTreeMap<u64, Held>,
-    done: &BTreeMap<u64, (u64, Vec<String>)>,
     reference: &mut Option<(PathBuf, Snapshot)>,
     stats: &mut Stats,
 ) {
@@ -338,40 +410,55 @@ async fn accept(
         let why = format!("it names host {:?}, its subject {subject_host:?}", s.host);
         return reject(&m, &mut stats.rejected_host, why).await;
     }
-    if let Hosts::List(l) = &opts.hosts {
+    if let Hosts::List(l) = &ctx.opts.hosts {
         if !l.contains(&s.host) {
             let why = format!("host {:?} is not in --hosts", s.host);
             return reject(&m, &mut stats.rejected_host, why).await;
         }
     }
     let name = PathBuf::from(format!("{}/{}", m.subject, s.epoch.index));
-    match reference {
-        None => *reference = Some((name.clone(), s.clone())),
-        Some((rn, r)) => {
-            if let Err(e) = snapshot::check_compatible(rn, r, &name, &s) {
-                return reject(&m, &mut stats.rejected_incompatible, e).await;
-            }
+    if let Some((rn, r)) = reference.as_ref() {
+        if let Err(e) = snapshot::check_compatible(rn, r, &name, &s) {
+            return reject(&m, &mut stats.rejected_incompatible, e).await;
         }
+    }
+    // The reference is the first snapshot with instances (an idle epoch's has none: it
+    // checks only the seed, parameters and key kinds of the next).
+    if reference.as_ref().is_none_or(|(_, r)| r.is_idle()) {
+        *reference = Some((name.clone(), s.clone()));
     }
     let epoch = s.epoch.index;
     if !held.contains_key(&epoch) {
-        if let Some((_, hosts)) = done.get(&epoch) {
-            if hosts.contains(&s.host) {
+        if let Some(d) = ctx.done.get(&epoch) {
+            if d.hosts.contains(&s.host) {
                 stats.duplicates += 1;
                 let _ = m.ack().await;
+                return;
+            }
+            // Reported by an earlier run of the controller (or dropped from memory): its
+            // parts are fetched back from the stream to be corrected, within the last `keep`.
+            let newest = ctx.done.keys().next_back().copied().unwrap_or(epoch);
+            let restored = if epoch + ctx.opts.keep as u64 > newest {
+                restore(ctx, epoch.saturating_sub(1), held).await;
+                restore(ctx, epoch, held).await
             } else {
+                false
+            };
+            if !restored {
                 let why = format!(
-                    "epoch {epoch} was reported and is no longer held (late by more than the \
-                     last {} epochs)",
-                    opts.keep
+                    "epoch {epoch} was reported and its snapshots cannot be restored (late by \
+                     more than the last {} epochs, or gone from the stream)",
+                    ctx.opts.keep
                 );
                 reject(&m, &mut stats.rejected_late, why).await;
+                return;
             }
-            return;
         }
     }
+    let seq = m.info().map(|i| i.stream_sequence).unwrap_or(0);
     let h = held.entry(epoch).or_insert_with(|| Held {
         parts: BTreeMap::new(),
+        seqs: BTreeMap::new(),
         unacked: vec![],
         first: Instant::now(),
         reported: None,
@@ -387,15 +474,66 @@ async fn accept(
         return;
     }
     stats.accepted += 1;
+    h.seqs.insert(s.host.clone(), seq);
     h.parts.insert(s.host.clone(), (name, s));
     h.unacked.push(m);
+}
+
+/// Bring a reported epoch back into memory from its stored report's stream sequences (a
+/// controller restarted, or the epoch left memory): true when it is held afterwards.
+async fn restore(ctx: &Ctx<'_>, epoch: u64, held: &mut BTreeMap<u64, Held>) -> bool {
+    if held.contains_key(&epoch) {
+        return true;
+    }
+    let Some(d) = ctx.done.get(&epoch) else {
+        return false;
+    };
+    if d.sequences.len() != d.hosts.len() {
+        return false;
+    }
+    let mut parts = BTreeMap::new();
+    for (host, &seq) in &d.sequences {
+        let got = ctx.stream.get_raw_message(seq).await;
+        let s = match got.map(|m| snapshot::decode(&m.payload)) {
+            Ok(Ok(s)) if &s.host == host && s.epoch.index == epoch => s,
+            Ok(Ok(_)) => {
+                tracing::warn!("epoch {epoch}: stream message {seq} is not {host}'s snapshot");
+                return false;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!("epoch {epoch}: stream message {seq}: {e}");
+                return false;
+            }
+            Err(e) => {
+                tracing::warn!("epoch {epoch}: fetching stream message {seq}: {e}");
+                return false;
+            }
+        };
+        let name = PathBuf::from(format!("{}/{epoch}", crate::subject(host)));
+        parts.insert(host.clone(), (name, s));
+    }
+    tracing::info!(
+        "epoch {epoch}: restored from the stream (revision {})",
+        d.revision
+    );
+    held.insert(
+        epoch,
+        Held {
+            parts,
+            seqs: d.sequences.clone(),
+            unacked: vec![],
+            first: Instant::now(),
+            reported: Some((d.revision, d.hosts.clone())),
+        },
+    );
+    true
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn report(
     epoch: u64,
     held: &mut BTreeMap<u64, Held>,
-    done: &mut BTreeMap<u64, (u64, Vec<String>)>,
+    done: &mut BTreeMap<u64, Done>,
     known: &BTreeSet<String>,
     merge: &mut Merger<'_>,
     kv: &jetstream::kv::Store,
@@ -412,7 +550,10 @@ async fn report(
         return;
     };
     let hosts: Vec<String> = h.parts.keys().cloned().collect();
-    let last = h.reported.clone().or_else(|| done.get(&epoch).cloned());
+    let last = h
+        .reported
+        .clone()
+        .or_else(|| done.get(&epoch).map(|d| (d.revision, d.hosts.clone())));
     let revision = match &last {
         // Stored already with these hosts by a controller that died before acknowledging.
         Some((r, stored)) if *stored == hosts => {
@@ -443,6 +584,7 @@ async fn report(
             .cloned()
             .collect(),
         hosts: hosts.clone(),
+        sequences: h.seqs.clone(),
         report: value,
     };
     let bytes = match serde_json::to_vec(&r) {
@@ -466,7 +608,14 @@ async fn report(
         stats.corrections += 1;
     }
     on_report(&r);
-    done.insert(epoch, (revision, hosts.clone()));
+    done.insert(
+        epoch,
+        Done {
+            revision,
+            hosts: hosts.clone(),
+            sequences: h.seqs.clone(),
+        },
+    );
     h.reported = Some((revision, hosts));
     ack_all(h).await;
 }

@@ -115,8 +115,33 @@ impl Broker {
                     creds: self.creds.display().to_string(),
                 })
             }
+            Ok(Err(e)) if tls_failure(&e) => Err(Error::Tls {
+                url: self.url.clone(),
+                reason: e.to_string(),
+            }),
             Ok(Err(e)) => Err(err(e.to_string())),
             Err(_) => Err(err(format!("no answer within {timeout:?}"))),
         }
     }
+}
+
+/// Whether a connection failed on TLS: its setup, or the handshake (a certificate that does
+/// not chain to the CA: rustls's error inside the I/O error the handshake returns). Retrying
+/// cannot help, unlike a server that is away.
+fn tls_failure(e: &async_nats::ConnectError) -> bool {
+    if e.kind() == async_nats::ConnectErrorKind::Tls {
+        return true;
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let rustls = c
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .is_some_and(|inner| inner.is::<async_nats::rustls::Error>());
+        if rustls || c.is::<async_nats::rustls::Error>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }

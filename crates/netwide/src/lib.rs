@@ -62,6 +62,8 @@ pub enum Error {
     Connect { url: String, reason: String },
     #[error("{url} refused the credentials of {creds} (authorization violation)")]
     Refused { url: String, creds: String },
+    #[error("{url}: TLS failed ({reason}): the server's certificate must chain to --tls-ca")]
+    Tls { url: String, reason: String },
     #[error("JetStream: {0}")]
     Broker(String),
     #[error("spool {dir}: {reason}")]

@@ -21,10 +21,23 @@ pub enum Role {
     Controller,
 }
 
+/// How a user logs in (`crate::creds`).
+#[derive(Clone, Debug)]
+pub enum Login {
+    Password(String),
+    /// An NKEY: the server knows the public key (`U...`), the user's file holds the seed
+    /// (`SU...`).
+    Nkey {
+        public: String,
+        seed: String,
+    },
+}
+
 #[derive(Clone, Debug)]
 pub struct User {
+    /// The user name (with a password), or only the name of the credentials file (NKEY).
     pub name: String,
-    pub password: String,
+    pub login: Login,
     pub role: Role,
 }
 
@@ -33,14 +46,15 @@ impl User {
     /// `<name>.creds` with mode 600.
     pub fn write_creds(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let path = dir.join(format!("{}.creds", self.name));
-        std::fs::write(
-            &path,
-            format!(
+        let text = match &self.login {
+            Login::Password(p) => format!(
                 "user = {}\npassword = {}\n",
                 toml_str(&self.name),
-                toml_str(&self.password)
+                toml_str(p)
             ),
-        )?;
+            Login::Nkey { seed, .. } => format!("nkey_seed = {}\n", toml_str(seed)),
+        };
+        std::fs::write(&path, text)?;
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -88,12 +102,14 @@ pub fn config(port: u16, store_dir: &Path, users: &[User]) -> String {
             ),
         };
         let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
+        let login = match &u.login {
+            Login::Password(p) => format!("user: {}, password: {}", q(&u.name), q(p)),
+            Login::Nkey { public, .. } => format!("nkey: {}", q(public)),
+        };
         let _ = writeln!(
             c,
-            "  {{ user: {}, password: {}, permissions: {{ publish: {{ allow: [{}], deny: [{}] }}, \
+            "  {{ {login}, permissions: {{ publish: {{ allow: [{}], deny: [{}] }}, \
              subscribe: {{ allow: [{}] }} }} }}",
-            q(&u.name),
-            q(&u.password),
             list(&publish),
             list(&deny),
             list(&subscribe)
@@ -101,6 +117,17 @@ pub fn config(port: u16, store_dir: &Path, users: &[User]) -> String {
     }
     let _ = writeln!(c, "] }}");
     c
+}
+
+/// `config` with TLS required of every client: the server's certificate chain and key (PEM).
+/// Clients check the certificate against their `--tls-ca`.
+pub fn with_tls(config: &str, cert: &Path, key: &Path) -> String {
+    let q = |p: &Path| serde_json::Value::String(p.display().to_string()).to_string();
+    format!(
+        "{config}tls {{ cert_file: {}, key_file: {}, timeout: 5 }}\n",
+        q(cert),
+        q(key)
+    )
 }
 
 /// A port free on 127.0.0.1 now (the OS's choice; another process may take it before the

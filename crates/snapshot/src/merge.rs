@@ -32,8 +32,17 @@ pub fn merge_epoch(
     parts: &[&Snapshot],
     method: Method,
 ) -> Result<Merged, String> {
+    // Idle hosts' snapshots (no packet, no state: `Snapshot::is_idle`) add nothing but their
+    // names; the states come from the others.
+    let hosts = parts.iter().map(|s| s.host.clone()).collect();
+    let (files, parts): (Vec<&PathBuf>, Vec<&Snapshot>) = files
+        .iter()
+        .zip(parts)
+        .filter(|(_, s)| !s.is_idle())
+        .map(|(f, s)| (*f, *s))
+        .unzip();
     let Some(first) = parts.first() else {
-        return Err("no snapshot for this epoch".into());
+        return Err("no snapshot with packets for this epoch".into());
     };
     let mut states: Vec<Box<dyn Algorithm>> = Vec::with_capacity(first.instances.len());
     let mut span = EpochSpan {
@@ -41,7 +50,7 @@ pub fn merge_epoch(
         first_ns: u64::MAX,
         ..EpochSpan::default()
     };
-    for (f, s) in files.iter().zip(parts) {
+    for (f, s) in files.iter().zip(&parts) {
         let name = f.display();
         for (i, inst) in s.instances.iter().enumerate() {
             let a = restore_instance(inst).map_err(|e| format!("snapshot {name}: {e}"))?;
@@ -69,7 +78,7 @@ pub fn merge_epoch(
     for (k, kind) in first.kinds.iter().enumerate() {
         let mut paths = visor::PathCounts::default();
         let mut sums: Vec<&Summary> = vec![];
-        for s in parts {
+        for s in &parts {
             if let Some(p) = s.fast.get(k) {
                 paths.normal_packets += p.paths.normal_packets;
                 paths.normal_bytes += p.paths.normal_bytes;
@@ -106,6 +115,6 @@ pub fn merge_epoch(
         span,
         states,
         fast,
-        hosts: parts.iter().map(|s| s.host.clone()).collect(),
+        hosts,
     })
 }

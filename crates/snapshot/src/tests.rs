@@ -247,6 +247,41 @@ fn merged_count_min_is_the_sum() {
 }
 
 #[test]
+fn an_idle_host_is_merged_as_present_adding_nothing() {
+    let (a, b) = (small("h1", 1, 64), small("h2", 1, 64));
+    let mut idle = small("h3", 1, 64);
+    (idle.epoch.packets, idle.epoch.bytes) = (0, 0);
+    (idle.epoch.first_ns, idle.epoch.last_ns) = (0, 0);
+    idle.instances.clear();
+    idle.fast.clear();
+    assert!(idle.is_idle() && !a.is_idle());
+    // Compatible both ways (no instance to compare), but not with another seed.
+    let f = PathBuf::from("x");
+    check_compatible(&f, &a, &f, &idle).unwrap();
+    check_compatible(&f, &idle, &f, &a).unwrap();
+    assert!(check_compatible(&f, &small("h4", 2, 64), &f, &idle).is_err());
+    let files = [PathBuf::from("a"), PathBuf::from("i"), PathBuf::from("b")];
+    // The idle part first: the states still come from the others.
+    let m = merge_epoch(
+        &[&files[1], &files[0], &files[2]],
+        &[&idle, &a, &b],
+        visor::Method::Sketchvisor,
+    )
+    .unwrap();
+    let two = merge_epoch(
+        &[&files[0], &files[2]],
+        &[&a, &b],
+        visor::Method::Sketchvisor,
+    )
+    .unwrap();
+    assert_eq!(m.hosts, ["h3", "h1", "h2"]);
+    assert_eq!(m.span, two.span);
+    let k = stream(&BuildCtx::default(), 1, 5)[0];
+    assert_eq!(m.states[0].flow_size(&k), two.states[0].flow_size(&k));
+    assert!(merge_epoch(&[&files[1]], &[&idle], visor::Method::None).is_err());
+}
+
+#[test]
 fn recoveries_put_the_fast_path_back() {
     let mut a = small("h1", 1, 64);
     let k = stream(&BuildCtx::default(), 1, 5)[0];
