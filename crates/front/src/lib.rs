@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 mod adapt;
 use adapt::{Adapt, Mark};
-pub use adapt::{AggMode, Model, UnknownMode, MARGIN, MAX_GAP, WINDOW};
+pub use adapt::{AggMode, Model, UnknownMode, MARGIN, MAX_GAP, PROBE_DIV, WINDOW};
 
 /// Which front end a run puts in front of its algorithms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,6 +182,19 @@ impl Front {
             a.update(keys, weights, &mut |k, w| sink.feed(k, w));
             return;
         };
+        // The common case, a batch inside the current window: one compare and the path's own
+        // call, so that a bypassed batch costs what the algorithm alone costs.
+        let len = keys.len() as u64;
+        if ad.left > len && keys.len() == weights.len() {
+            ad.left -= len;
+            if ad.on {
+                a.update(keys, weights, &mut |k, w| sink.feed(k, w));
+            } else {
+                self.stepped += len;
+                sink.feed(keys, weights);
+            }
+            return;
+        }
         // Split at window ends: a window is `window` packets whatever the batch sizes.
         let (mut keys, mut weights) = (keys, weights);
         while !keys.is_empty() {
