@@ -265,8 +265,8 @@ impl MgFastPath {
         self.v += w;
         match self.t.probe(key) {
             Probe::Hit(i) => self.t.vals[i] += w,
-            Probe::Miss(slot) if !self.t.is_full() => self.t.insert_at(slot, *key, w),
-            Probe::Miss(_) => self.kick_out(key, w),
+            Probe::Miss(slot, h) if !self.t.is_full() => self.t.insert_at(slot, h, *key, w),
+            Probe::Miss(..) => self.kick_out(key, w),
         }
     }
 
@@ -294,7 +294,7 @@ impl MgFastPath {
     pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
         match self.t.probe(key) {
             Probe::Hit(i) => Some((self.t.vals[i], self.t.vals[i] + self.d)),
-            Probe::Miss(_) => None,
+            Probe::Miss(..) => None,
         }
     }
 
@@ -413,10 +413,11 @@ pub(crate) mod reference {
             self.v += v; // line 6
             match self.t.probe(key) {
                 Probe::Hit(i) => self.t.vals[i].r += v, // lines 7-8
-                Probe::Miss(slot) if !self.t.is_full() => {
+                Probe::Miss(slot, h) if !self.t.is_full() => {
                     // lines 9-10
                     self.t.insert_at(
                         slot,
+                        h,
                         *key,
                         Erd {
                             e: self.e,
@@ -425,7 +426,7 @@ pub(crate) mod reference {
                         },
                     );
                 }
-                Probe::Miss(_) => self.kick_out(key, v),
+                Probe::Miss(..) => self.kick_out(key, v),
             }
         }
 
@@ -480,7 +481,7 @@ pub(crate) mod reference {
                     let x = self.t.vals[i];
                     Some((x.r + x.d, x.r + x.d + x.e))
                 }
-                Probe::Miss(_) => None,
+                Probe::Miss(..) => None,
             }
         }
 
