@@ -192,7 +192,12 @@ impl FastPath {
         self.stats.kickouts += 1;
         let new_e = ee + eh;
         // Lines 13-16: every residual falls by eh; those at or below 0 (s <= E) go. A root
-        // under the line may be stale: refresh it and look again.
+        // under the line may be stale: refresh it and look again. Lines 17-18 insert the new
+        // flow with (E_old, v - eh, eh), i.e. s = v - eh + E_new = v + E_old > E_new: when
+        // v > eh the first flow removed is a residual (eh >= amin, and v > eh), so the new
+        // flow takes its entry and its place at the root, and one sift-down does the work of
+        // a removal and an insertion.
+        let mut pending = v > eh;
         let mut top_gone = false;
         while let Some(&root) = self.heap.first() {
             if root.s > new_e {
@@ -205,19 +210,39 @@ impl FastPath {
                 continue;
             }
             top_gone |= self.top.contains(&root.id);
-            self.remove_root();
+            self.unindex(root.id as usize);
             self.stats.evicted += 1;
+            if pending {
+                pending = false;
+                self.reuse_root(key, h, v + ee, ee);
+            } else {
+                self.remove_root();
+            }
         }
         self.big_e = new_e; // line 19
         if top_gone {
             self.rescan_top();
         }
-        // Lines 17-18: (E_old, v - eh, eh), i.e. s = v - eh + E_new = v + E_old.
-        if v > eh && self.heap.len() < self.cap {
-            if let Err(slot) = self.find(key, h) {
-                self.insert(slot, key, h, v + ee, ee);
-            }
-        }
+        debug_assert!(!pending, "v > eh >= amin: a residual was removed");
+    }
+
+    /// The root's entry, just unindexed, becomes the new flow's (lines 17-18).
+    fn reuse_root(&mut self, key: &FlowKey, h: u64, s: u64, e: u64) {
+        let id = self.heap[0].id;
+        let i = id as usize;
+        let Err(slot) = self.find(key, h) else {
+            // Unreachable: a kick-out is for an untracked key. Keep the table consistent.
+            self.remove_root();
+            return;
+        };
+        self.keys[i] = *key;
+        self.hashes[i] = h;
+        self.s[i] = s;
+        self.e[i] = e;
+        self.slots[slot] = id + 1;
+        self.heap[0].s = s;
+        self.sift_down(0);
+        self.raise_top(id);
     }
 
     fn insert(&mut self, slot: usize, key: &FlowKey, h: u64, s: u64, e: u64) {
@@ -258,21 +283,25 @@ impl FastPath {
         }
     }
 
+    /// Drop the root (its entry already unindexed) and free its entry.
     fn remove_root(&mut self) {
-        let id = self.heap[0].id as usize;
+        let id = self.heap[0].id;
         if let Some(last) = self.heap.pop() {
             if !self.heap.is_empty() {
                 self.heap[0] = last;
                 self.sift_down(0);
             }
         }
-        // Index: find the slot holding id, then backward-shift delete.
+        self.free.push(id);
+    }
+
+    /// Remove entry `id` from the index: find its slot, then backward-shift delete.
+    fn unindex(&mut self, id: usize) {
         let mut i = (self.hashes[id] as usize) & self.mask;
         while self.slots[i] != id as u32 + 1 {
             i = (i + 1) & self.mask;
         }
         self.delete_slot(i);
-        self.free.push(id as u32);
     }
 
     /// Knuth's Algorithm R: empty slot `i`, then move back every later entry of the cluster
@@ -317,26 +346,25 @@ impl FastPath {
 
     #[inline]
     fn sift_down(&mut self, mut k: usize) {
-        let n = self.heap.len();
-        let node = self.heap[k];
+        let h = &mut self.heap[..];
+        let n = h.len();
+        let node = h[k];
         loop {
             let l = 2 * k + 1;
             if l >= n {
                 break;
             }
-            let r = l + 1;
-            let c = if r < n && self.heap[r].s < self.heap[l].s {
-                r
-            } else {
-                l
-            };
-            if self.heap[c].s >= node.s {
+            // The smaller child without a data-dependent branch (a right child is missing
+            // only at the last level).
+            let rs = if l + 1 < n { h[l + 1].s } else { u64::MAX };
+            let c = l + usize::from(rs < h[l].s);
+            if h[c].s >= node.s {
                 break;
             }
-            self.heap[k] = self.heap[c];
+            h[k] = h[c];
             k = c;
         }
-        self.heap[k] = node;
+        h[k] = node;
     }
 
     /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
