@@ -31,7 +31,7 @@ use algo::ConfigError;
 use key::{FlowKey, HashFn};
 
 use crate::fast::{FastKind, FastStats, FastTable, Summary, Tracked};
-use crate::thresh::{exponent, thresh_with, DELTA};
+use crate::thresh::{Cached, DELTA};
 
 const EMPTY: u32 = 0;
 const NONE: u32 = u32::MAX;
@@ -67,8 +67,8 @@ pub struct FastPath {
     top: [u32; 2],
     v: u64,
     big_e: u64,
-    /// `log2(1 / (1 - delta))` (COMPUTETHRESH's exponent).
-    c: f64,
+    /// COMPUTETHRESH, with the power of the last two largest residuals kept.
+    thresh: Cached,
     stats: FastStats,
 }
 
@@ -102,7 +102,7 @@ impl FastPath {
             top: [NONE; 2],
             v: 0,
             big_e: 0,
-            c: exponent(DELTA),
+            thresh: Cached::new(DELTA),
             stats: FastStats::default(),
         }
     }
@@ -188,7 +188,7 @@ impl FastPath {
         };
         let (a1, a2) = if v >= t1 { (v, t1) } else { (t1, v.max(t2)) };
         let amin = v.min(rmin);
-        let eh = thresh_with(a1, a2, amin, self.c);
+        let eh = self.thresh.get(a1, a2, amin);
         self.stats.kickouts += 1;
         let new_e = ee + eh;
         // Lines 13-16: every residual falls by eh; those at or below 0 (s <= E) go. A root
