@@ -129,7 +129,7 @@ fn merged_128() -> (CountMin, Summary) {
     let part = key::HashFn::new(99);
     // Partitioned by flow, Zipf traffic loads the hosts unevenly; each host's normal path gets
     // 70% of its own offered rate, so every host sends about 30% to its fast path and every
-    // table fills (the solver's largest case: 128 x 182 tracked flows at most).
+    // table fills (the solver's largest case: 128 x 221 tracked flows at most).
     let mut load = vec![0u64; HOSTS];
     g.for_each(|p| load[key::reduce(part.hash(&p.tuple.key(KeyKind::FiveTuple)), HOSTS)] += 1);
     let seconds = (20_000 * HOSTS) as f64 / 1e6;

@@ -2,9 +2,9 @@
 //! kick-out pass of Algorithm 1 lines 13-16 walks it front to back) and an open-addressing index
 //! over it (linear probing, at most half full), rebuilt after a pass removes entries.
 //!
-//! Rebuilding costs O(k) hashes, the same order as the pass itself, and spares the hot path
-//! tombstones; the hot path is one xxh3 of the key (`key::HashFn`), one probe on average and one
-//! key compare.
+//! Each entry keeps its key's hash, so rebuilding is O(k) integer work, no hashing: the same
+//! order as the pass itself, and it spares the hot path tombstones. The hot path is one xxh3 of
+//! the key (`key::HashFn`), one probe on average, one hash compare and one key compare.
 
 use key::{FlowKey, HashFn};
 
@@ -15,6 +15,7 @@ const EMPTY: u32 = 0;
 pub(crate) struct Table<V> {
     pub(crate) keys: Vec<FlowKey>,
     pub(crate) vals: Vec<V>,
+    hashes: Vec<u64>,
     slots: Vec<u32>,
     mask: usize,
     cap: usize,
@@ -24,8 +25,8 @@ pub(crate) struct Table<V> {
 /// Where a key is, or where it would go.
 pub(crate) enum Probe {
     Hit(usize),
-    /// Index slot to fill on insertion.
-    Miss(usize),
+    /// Index slot to fill on insertion, and the key's hash.
+    Miss(usize, u64),
 }
 
 impl<V: Copy> Table<V> {
@@ -35,6 +36,7 @@ impl<V: Copy> Table<V> {
         Table {
             keys: Vec::with_capacity(cap),
             vals: Vec::with_capacity(cap),
+            hashes: Vec::with_capacity(cap),
             slots: vec![EMPTY; slots],
             mask: slots - 1,
             cap,
@@ -59,14 +61,15 @@ impl<V: Copy> Table<V> {
 
     #[inline]
     pub(crate) fn probe(&self, key: &FlowKey) -> Probe {
-        let mut i = (self.hash.hash(key) as usize) & self.mask;
+        let h = self.hash.hash(key);
+        let mut i = (h as usize) & self.mask;
         loop {
             let s = self.slots[i];
             if s == EMPTY {
-                return Probe::Miss(i);
+                return Probe::Miss(i, h);
             }
             let e = (s - 1) as usize;
-            if self.keys[e] == *key {
+            if self.hashes[e] == h && self.keys[e] == *key {
                 return Probe::Hit(e);
             }
             i = (i + 1) & self.mask;
@@ -76,17 +79,18 @@ impl<V: Copy> Table<V> {
     /// Insert a key known to be absent at the slot its probe returned. The caller checked
     /// `!is_full()`.
     #[inline]
-    pub(crate) fn insert_at(&mut self, slot: usize, key: FlowKey, v: V) {
+    pub(crate) fn insert_at(&mut self, slot: usize, h: u64, key: FlowKey, v: V) {
         debug_assert!(!self.is_full());
         self.keys.push(key);
         self.vals.push(v);
+        self.hashes.push(h);
         self.slots[slot] = self.keys.len() as u32;
     }
 
     /// Insert a key known to be absent.
     pub(crate) fn insert(&mut self, key: FlowKey, v: V) {
-        if let Probe::Miss(s) = self.probe(&key) {
-            self.insert_at(s, key, v);
+        if let Probe::Miss(s, h) = self.probe(&key) {
+            self.insert_at(s, h, key, v);
         }
     }
 
@@ -99,11 +103,13 @@ impl<V: Copy> Table<V> {
             if keep(&mut self.vals[i]) {
                 self.keys[w] = self.keys[i];
                 self.vals[w] = self.vals[i];
+                self.hashes[w] = self.hashes[i];
                 w += 1;
             }
         }
         self.keys.truncate(w);
         self.vals.truncate(w);
+        self.hashes.truncate(w);
         if w < n {
             self.reindex();
         }
@@ -113,7 +119,7 @@ impl<V: Copy> Table<V> {
     fn reindex(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = EMPTY);
         for e in 0..self.keys.len() {
-            let mut i = (self.hash.hash(&self.keys[e]) as usize) & self.mask;
+            let mut i = (self.hashes[e] as usize) & self.mask;
             while self.slots[i] != EMPTY {
                 i = (i + 1) & self.mask;
             }
@@ -124,12 +130,13 @@ impl<V: Copy> Table<V> {
     pub(crate) fn clear(&mut self) {
         self.keys.clear();
         self.vals.clear();
+        self.hashes.clear();
         self.slots.iter_mut().for_each(|s| *s = EMPTY);
     }
 
-    /// Bytes allocated (keys, values, index).
+    /// Bytes allocated (keys, values, hashes, index).
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.cap * (std::mem::size_of::<FlowKey>() + std::mem::size_of::<V>())
+        self.cap * (std::mem::size_of::<FlowKey>() + std::mem::size_of::<V>() + 8)
             + self.slots.len() * 4
     }
 

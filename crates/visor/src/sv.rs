@@ -9,46 +9,56 @@
 //!   then `E += e^` alone, `r = s - E`, `d = E - e` (the decrements since insertion are exactly
 //!   the growth of `E` since then), and Lemma 4.1's bounds are `lo = r + d = s - e`, `hi = s`.
 //!   Insertion with `(E, v, 0)` stores `s = v + E`; line 18's `(E, v - e^, e^)` stores `s = v +
-//!   E_old` with `e = E_old`.
-//! - **A min-heap on `s`.** COMPUTETHRESH needs the smallest residual (the heap's root) and the
-//!   two largest (kept as two entry ids, updated on every increment; recomputed by a scan only
-//!   when a kick-out removes one of them, which needs nearly equal residuals). A flow is kicked
-//!   out when `r <= 0`, i.e. `s <= E`: pop the root while that holds.
+//!   E_old` with `e = E_old`. Two counters hold the paper's three exactly, which is what the
+//!   byte budget counts per flow ([`crate::FastKind::entry_bytes`]).
+//! - **A lazy min-heap on `s`.** COMPUTETHRESH needs the smallest residual and the two largest
+//!   (kept as two entry ids, updated on every increment; recomputed by a scan only when a
+//!   kick-out removes one of them, which needs nearly equal residuals). A flow is kicked out
+//!   when `r <= 0`, i.e. `s <= E`. The heap holds `(s when pushed, id)` pairs: a hit only adds
+//!   to the entry's `s`, so a node's key is a lower bound of its entry's `s` and the heap stays
+//!   a heap whatever the hits do. A kick-out looks at the root only: a stale root (its entry
+//!   grew) takes its current `s` and sifts down; a fresh one is the true minimum (every other
+//!   key is at least the root's key, and every entry at least its key). Large flows sit at
+//!   the leaves and are never refreshed.
 //!
-//! A hit is one probe and an addition: the grown entry's sift-down waits for the next kick-out
-//! (the only reader of the minimum), which first sifts down every entry that grew since the last
-//! one, once each, deepest first ([`FastPath::repair`]); large flows sit at the leaves and are
-//! never queued. A kick-out is then O(1) plus O(log k) per removed flow and per grown entry. The index is
-//! linear probing with backward-shift deletion (Knuth 6.4 Algorithm R), so removals leave no
-//! tombstones, with each entry's hash kept so that no key is hashed twice.
+//! So a hit is one hash, one probe and an addition (plus the two-largest check), and a
+//! kick-out is O(1) plus O(log k) per removed flow and per stale root. The index is linear
+//! probing with backward-shift deletion (Knuth 6.4 Algorithm R), so removals leave no
+//! tombstones, with each entry's hash kept so that no key is hashed twice. Nothing allocates
+//! per packet: every array is sized to k at construction.
 
 use algo::ConfigError;
 use key::{FlowKey, HashFn};
 
 use crate::fast::{FastKind, FastStats, FastTable, Summary, Tracked};
-use crate::thresh::{exponent, thresh_with, DELTA};
+use crate::thresh::{Cached, DELTA};
 
 const EMPTY: u32 = 0;
 const NONE: u32 = u32::MAX;
+
+/// A heap node: an entry id and its `s` when the node was last sifted (a lower bound of the
+/// entry's `s`).
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    s: u64,
+    id: u32,
+}
 
 /// SketchVisor's fast path (Algorithm 1).
 #[derive(Clone, Debug)]
 pub struct FastPath {
     cap: usize,
-    // Per entry id (0..cap): key, hash, s = r + E, e, heap position.
+    // Per entry id (0..cap), struct of arrays: the hit path reads `hashes`, `keys` and `s`.
     keys: Vec<FlowKey>,
     hashes: Vec<u64>,
+    /// `r + E`.
     s: Vec<u64>,
+    /// `E` at insertion.
     e: Vec<u64>,
-    pos: Vec<u32>,
-    /// Entries whose `s` grew (or that arrived) since the last kick-out, whose place in the heap
-    /// is repaired only when a kick-out needs the minimum (module docs).
-    dirty: Vec<u32>,
-    is_dirty: Vec<bool>,
     /// Unused entry ids.
     free: Vec<u32>,
-    /// Min-heap of entry ids by `s`.
-    heap: Vec<u32>,
+    /// Min-heap of the tracked entries by their nodes' keys.
+    heap: Vec<Node>,
     /// Index slots: entry id + 1, or EMPTY.
     slots: Vec<u32>,
     mask: usize,
@@ -57,8 +67,8 @@ pub struct FastPath {
     top: [u32; 2],
     v: u64,
     big_e: u64,
-    /// `log2(1 / (1 - delta))` (COMPUTETHRESH's exponent).
-    c: f64,
+    /// COMPUTETHRESH, with the power of the last two largest residuals kept.
+    thresh: Cached,
     stats: FastStats,
 }
 
@@ -71,7 +81,12 @@ impl FastPath {
 
     /// A fast path of exactly `k >= 1` flows.
     pub fn with_capacity(k: usize, seed: u64) -> FastPath {
+        FastPath::with_capacity_hash(k, HashFn::new(key::sub_seed(seed, crate::fast::SALT)))
+    }
+
+    fn with_capacity_hash(k: usize, hash: HashFn) -> FastPath {
         let cap = k.max(1);
+        // At most half full: an unsuccessful probe then reads 2.5 slots on average (Knuth).
         let slots = (2 * cap).next_power_of_two();
         FastPath {
             cap,
@@ -79,18 +94,15 @@ impl FastPath {
             hashes: vec![0; cap],
             s: vec![0; cap],
             e: vec![0; cap],
-            pos: vec![NONE; cap],
-            dirty: Vec::with_capacity(cap),
-            is_dirty: vec![false; cap],
             free: (0..cap as u32).rev().collect(),
             heap: Vec::with_capacity(cap),
             slots: vec![EMPTY; slots],
             mask: slots - 1,
-            hash: HashFn::new(key::sub_seed(seed, crate::fast::SALT)),
+            hash,
             top: [NONE; 2],
             v: 0,
             big_e: 0,
-            c: exponent(DELTA),
+            thresh: Cached::new(DELTA),
             stats: FastStats::default(),
         }
     }
@@ -131,10 +143,9 @@ impl FastPath {
         let h = self.hash.hash(key);
         match self.find(key, h) {
             Ok(slot) => {
-                // Lines 7-8: r += v.
+                // Lines 7-8: r += v (the heap node goes stale: module docs).
                 let id = (self.slots[slot] - 1) as usize;
                 self.s[id] += v;
-                self.mark(id);
                 self.raise_top(id as u32);
             }
             Err(slot) if self.heap.len() < self.cap => {
@@ -145,52 +156,30 @@ impl FastPath {
         }
     }
 
-    /// Defer `id`'s sift-down to the next kick-out: a leaf never needs one.
+    /// Make the root fresh (its key its entry's `s`): then it is the entry with the smallest
+    /// `s`.
     #[inline]
-    fn mark(&mut self, id: usize) {
-        if !self.is_dirty[id] && 2 * (self.pos[id] as usize) + 1 < self.heap.len() {
-            self.is_dirty[id] = true;
-            self.dirty.push(id as u32);
-        }
-    }
-
-    /// Restore the heap order: sift the marked entries down, deepest first. Values only grow
-    /// between kick-outs, so an unmarked entry is still at most everything below it (all of
-    /// it was at least the entry's value before and has only grown), whatever moves under it;
-    /// and when a marked entry is sifted, every marked entry below it has been, so its subtrees
-    /// are heaps, which is all a sift-down needs (Floyd's heap construction, restricted to the
-    /// entries that can violate the order).
-    fn repair(&mut self) {
-        if self.dirty.is_empty() {
-            return;
-        }
-        let mut d = std::mem::take(&mut self.dirty);
-        if d.len() > 1 {
-            d.sort_unstable_by_key(|&id| std::cmp::Reverse(self.pos[id as usize]));
-        }
-        for &id in &d {
-            self.is_dirty[id as usize] = false;
-            // Positions of entries not yet sifted change only inside subtrees already done,
-            // so the order of `d` stays deepest-first.
-            let p = self.pos[id as usize] as usize;
-            if p < self.heap.len() {
-                self.sift_down(p);
+    fn settle_root(&mut self) {
+        while let Some(&root) = self.heap.first() {
+            let s = self.s[root.id as usize];
+            if s == root.s {
+                return;
             }
+            self.heap[0].s = s;
+            self.sift_down(0);
         }
-        d.clear();
-        self.dirty = d;
     }
 
     /// Lines 12-19.
     #[cold]
     #[inline(never)]
     fn kick_out(&mut self, key: &FlowKey, h: u64, v: u64) {
-        self.repair();
+        self.settle_root();
         let ee = self.big_e;
         let r = |id: u32| self.s[id as usize] - ee;
         // The k + 1 values: the residuals and v. The table is full (k >= 1), so the root and
         // the largest exist.
-        let rmin = r(self.heap[0]);
+        let rmin = self.heap[0].s - ee;
         let t1 = r(self.top[0]);
         let t2 = if self.top[1] == NONE {
             0
@@ -199,29 +188,61 @@ impl FastPath {
         };
         let (a1, a2) = if v >= t1 { (v, t1) } else { (t1, v.max(t2)) };
         let amin = v.min(rmin);
-        let eh = thresh_with(a1, a2, amin, self.c);
+        let eh = self.thresh.get(a1, a2, amin);
         self.stats.kickouts += 1;
         let new_e = ee + eh;
-        // Lines 13-16: every residual falls by eh; those at or below 0 (s <= E) go.
+        // Lines 13-16: every residual falls by eh; those at or below 0 (s <= E) go. A root
+        // under the line may be stale: refresh it and look again. Lines 17-18 insert the new
+        // flow with (E_old, v - eh, eh), i.e. s = v - eh + E_new = v + E_old > E_new: when
+        // v > eh the first flow removed is a residual (eh >= amin, and v > eh), so the new
+        // flow takes its entry and its place at the root, and one sift-down does the work of
+        // a removal and an insertion.
+        let mut pending = v > eh;
         let mut top_gone = false;
         while let Some(&root) = self.heap.first() {
-            if self.s[root as usize] > new_e {
+            if root.s > new_e {
                 break;
             }
-            top_gone |= self.top.contains(&root);
-            self.remove_root();
+            let s = self.s[root.id as usize];
+            if s != root.s {
+                self.heap[0].s = s;
+                self.sift_down(0);
+                continue;
+            }
+            top_gone |= self.top.contains(&root.id);
+            self.unindex(root.id as usize);
             self.stats.evicted += 1;
+            if pending {
+                pending = false;
+                self.reuse_root(key, h, v + ee, ee);
+            } else {
+                self.remove_root();
+            }
         }
         self.big_e = new_e; // line 19
         if top_gone {
             self.rescan_top();
         }
-        // Lines 17-18: (E_old, v - eh, eh), i.e. s = v - eh + E_new = v + E_old.
-        if v > eh && self.heap.len() < self.cap {
-            if let Err(slot) = self.find(key, h) {
-                self.insert(slot, key, h, v + ee, ee);
-            }
-        }
+        debug_assert!(!pending, "v > eh >= amin: a residual was removed");
+    }
+
+    /// The root's entry, just unindexed, becomes the new flow's (lines 17-18).
+    fn reuse_root(&mut self, key: &FlowKey, h: u64, s: u64, e: u64) {
+        let id = self.heap[0].id;
+        let i = id as usize;
+        let Err(slot) = self.find(key, h) else {
+            // Unreachable: a kick-out is for an untracked key. Keep the table consistent.
+            self.remove_root();
+            return;
+        };
+        self.keys[i] = *key;
+        self.hashes[i] = h;
+        self.s[i] = s;
+        self.e[i] = e;
+        self.slots[slot] = id + 1;
+        self.heap[0].s = s;
+        self.sift_down(0);
+        self.raise_top(id);
     }
 
     fn insert(&mut self, slot: usize, key: &FlowKey, h: u64, s: u64, e: u64) {
@@ -234,17 +255,8 @@ impl FastPath {
         self.s[i] = s;
         self.e[i] = e;
         self.slots[slot] = id + 1;
-        self.pos[i] = self.heap.len() as u32;
-        self.heap.push(id);
+        self.heap.push(Node { s, id });
         self.sift_up(self.heap.len() - 1);
-        // Sifting up past a marked (grown) ancestor can leave this entry above a smaller
-        // one: mark it so the next repair sifts it down. With nothing marked the heap is in
-        // order and the sift-up keeps it so (the insertion of a kick-out, right after its
-        // repair).
-        if !self.dirty.is_empty() {
-            self.is_dirty[i] = true;
-            self.dirty.push(id);
-        }
         self.raise_top(id);
     }
 
@@ -266,27 +278,30 @@ impl FastPath {
     fn rescan_top(&mut self) {
         self.top = [NONE; 2];
         for k in 0..self.heap.len() {
-            let id = self.heap[k];
+            let id = self.heap[k].id;
             self.raise_top(id);
         }
     }
 
+    /// Drop the root (its entry already unindexed) and free its entry.
     fn remove_root(&mut self) {
-        let id = self.heap[0] as usize;
-        let last = self.heap.pop().unwrap_or(0);
-        if !self.heap.is_empty() {
-            self.heap[0] = last;
-            self.pos[last as usize] = 0;
-            self.sift_down(0);
+        let id = self.heap[0].id;
+        if let Some(last) = self.heap.pop() {
+            if !self.heap.is_empty() {
+                self.heap[0] = last;
+                self.sift_down(0);
+            }
         }
-        self.pos[id] = NONE;
-        // Index: find the slot holding id, then backward-shift delete.
+        self.free.push(id);
+    }
+
+    /// Remove entry `id` from the index: find its slot, then backward-shift delete.
+    fn unindex(&mut self, id: usize) {
         let mut i = (self.hashes[id] as usize) & self.mask;
         while self.slots[i] != id as u32 + 1 {
             i = (i + 1) & self.mask;
         }
         self.delete_slot(i);
-        self.free.push(id as u32);
     }
 
     /// Knuth's Algorithm R: empty slot `i`, then move back every later entry of the cluster
@@ -317,48 +332,39 @@ impl FastPath {
 
     #[inline]
     fn sift_up(&mut self, mut k: usize) {
-        let id = self.heap[k];
-        let sv = self.s[id as usize];
+        let node = self.heap[k];
         while k > 0 {
             let p = (k - 1) / 2;
-            let pid = self.heap[p];
-            if self.s[pid as usize] <= sv {
+            if self.heap[p].s <= node.s {
                 break;
             }
-            self.heap[k] = pid;
-            self.pos[pid as usize] = k as u32;
+            self.heap[k] = self.heap[p];
             k = p;
         }
-        self.heap[k] = id;
-        self.pos[id as usize] = k as u32;
+        self.heap[k] = node;
     }
 
     #[inline]
     fn sift_down(&mut self, mut k: usize) {
-        let n = self.heap.len();
-        let id = self.heap[k];
-        let sv = self.s[id as usize];
+        let h = &mut self.heap[..];
+        let n = h.len();
+        let node = h[k];
         loop {
             let l = 2 * k + 1;
             if l >= n {
                 break;
             }
-            let r = l + 1;
-            let c = if r < n && self.s[self.heap[r] as usize] < self.s[self.heap[l] as usize] {
-                r
-            } else {
-                l
-            };
-            let cid = self.heap[c];
-            if self.s[cid as usize] >= sv {
+            // The smaller child without a data-dependent branch (a right child is missing
+            // only at the last level).
+            let rs = if l + 1 < n { h[l + 1].s } else { u64::MAX };
+            let c = l + usize::from(rs < h[l].s);
+            if h[c].s >= node.s {
                 break;
             }
-            self.heap[k] = cid;
-            self.pos[cid as usize] = k as u32;
+            h[k] = h[c];
             k = c;
         }
-        self.heap[k] = id;
-        self.pos[id as usize] = k as u32;
+        h[k] = node;
     }
 
     /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
@@ -372,8 +378,8 @@ impl FastPath {
 
     /// `(key, e, r, d)` of every tracked flow, in heap order.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
-        self.heap.iter().map(|&id| {
-            let i = id as usize;
+        self.heap.iter().map(|n| {
+            let i = n.id as usize;
             (
                 self.keys[i],
                 self.e[i],
@@ -396,8 +402,8 @@ impl FastTable for FastPath {
         let mut flows: Vec<Tracked> = self
             .heap
             .iter()
-            .map(|&id| {
-                let i = id as usize;
+            .map(|n| {
+                let i = n.id as usize;
                 Tracked {
                     key: self.keys[i],
                     lo: self.s[i] - self.e[i],
@@ -428,15 +434,8 @@ impl FastTable for FastPath {
         *self = FastPath::with_capacity_hash(self.cap, self.hash);
     }
     fn memory_bytes(&self) -> usize {
-        // Per entry: key, hash, s, e, and three u32 (heap position, heap, free list).
-        self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + 3 * 4) + self.slots.len() * 4
-    }
-}
-
-impl FastPath {
-    fn with_capacity_hash(cap: usize, hash: HashFn) -> FastPath {
-        let mut f = FastPath::with_capacity(cap, 0);
-        f.hash = hash;
-        f
+        // Per entry: key, hash, s, e, a heap node (16 bytes), a free-list id (4).
+        self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + std::mem::size_of::<Node>() + 4)
+            + self.slots.len() * 4
     }
 }

@@ -54,15 +54,75 @@ pub fn exponent(delta: f64) -> f64 {
 #[inline]
 pub fn thresh_with(a1: u64, a2: u64, amin: u64, c: f64) -> u64 {
     debug_assert!(a1 >= a2 && a2 >= amin);
-    let num = a1.saturating_sub(1).max(1) as f64;
-    let den = a2.saturating_sub(1).max(1) as f64;
-    let b = (num / den).max(1.0);
-    if amin as f64 * c * (b - 1.0) < 1.0 {
+    let b = ratio(a1, a2);
+    if below_one(amin, b, c) {
         return amin;
     }
-    let e = (amin as f64 * libm::exp(c * libm::log(b))).floor();
+    scaled(amin, libm::exp(c * libm::log(b)))
+}
+
+/// `b = (a1 - 1) / (a2 - 1)`, the denominator floored at 1, `b >= 1`.
+#[inline]
+fn ratio(a1: u64, a2: u64) -> f64 {
+    let num = a1.saturating_sub(1).max(1) as f64;
+    let den = a2.saturating_sub(1).max(1) as f64;
+    (num / den).max(1.0)
+}
+
+/// Whether `floor(amin * b^c) = amin` without computing the power (Bernoulli, above).
+#[inline]
+fn below_one(amin: u64, b: f64, c: f64) -> bool {
+    amin as f64 * c * (b - 1.0) < 1.0
+}
+
+/// `floor(amin * pow)`, never below `amin`.
+#[inline]
+fn scaled(amin: u64, pow: f64) -> u64 {
+    let e = (amin as f64 * pow).floor();
     // `as u64` saturates; the max guards the rounding of b^c = 1.
     (e as u64).max(amin)
+}
+
+/// [`thresh_with`] that keeps `b^c` of the last `(a1, a2)`: the two largest residuals are
+/// those of the heaviest flows, which often get no packet between two kick-outs, and the
+/// power (a `log` and an `exp`) is most of COMPUTETHRESH's cost. The same operations on the
+/// same values: the result is bit for bit [`thresh_with`]'s (tested).
+#[derive(Clone, Debug)]
+pub(crate) struct Cached {
+    c: f64,
+    a: (u64, u64),
+    b: f64,
+    /// `b^c`, NaN until needed.
+    pow: f64,
+}
+
+impl Cached {
+    pub(crate) fn new(delta: f64) -> Cached {
+        Cached {
+            c: exponent(delta),
+            // a1 >= 1 always (a packet weighs at least 1): (0, 0) is never asked.
+            a: (0, 0),
+            b: 1.0,
+            pow: f64::NAN,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&mut self, a1: u64, a2: u64, amin: u64) -> u64 {
+        debug_assert!(a1 >= a2 && a2 >= amin);
+        if (a1, a2) != self.a {
+            self.a = (a1, a2);
+            self.b = ratio(a1, a2);
+            self.pow = f64::NAN;
+        }
+        if below_one(amin, self.b, self.c) {
+            return amin;
+        }
+        if self.pow.is_nan() {
+            self.pow = libm::exp(self.c * libm::log(self.b));
+        }
+        scaled(amin, self.pow)
+    }
 }
 
 #[cfg(test)]
@@ -106,6 +166,26 @@ mod tests {
         assert!((1..1_000_000).contains(&e), "{e}");
         assert_eq!(compute_thresh(2, 1, 1, DELTA), 1);
         assert!(compute_thresh(u64::MAX, 1, 1, DELTA) < u64::MAX);
+    }
+
+    #[test]
+    fn the_cache_gives_thresh_with_bit_for_bit() {
+        let mut c = Cached::new(DELTA);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..20_000u64 {
+            // A few (a1, a2) pairs repeated, as between kick-outs, with varied a_min.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a1 = 2 + (i / 7) % 50 * 997;
+            let a2 = 1 + (x % a1);
+            let amin = 1 + (x >> 20) % a2;
+            assert_eq!(
+                c.get(a1, a2, amin),
+                thresh_with(a1, a2, amin, exponent(DELTA)),
+                "{a1} {a2} {amin}"
+            );
+        }
     }
 
     #[test]

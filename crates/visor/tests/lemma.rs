@@ -118,6 +118,6 @@ fn lemma_4_1_on_a_zipf_stream() {
     }
     check(&sv, &truth, offered).unwrap();
     check(&mg, &truth, offered).unwrap();
-    assert_eq!(sv.capacity(), 227);
+    assert_eq!(sv.capacity(), 292);
     assert_eq!(sv.len(), sv.summary().flows.len());
 }

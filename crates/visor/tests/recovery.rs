@@ -142,8 +142,8 @@ fn all_methods(s: &Split) -> [Scores; 4] {
 
 /// One host, 4 x 4096 counters (RECOVERY.md 7's prototype setting: 40 k Zipf(1.1) flows, 400 k
 /// packets), about 30% of packets to the fast path. Measured (counters / heavy-hitter ARE): None
-/// 0.300 / 0.292, Lower 0.0175 / 0.196, Upper 0.0347 / 0.180, SketchVisor 0.0157 / 0.182. A
-/// third of the heavy hitters are not in the 182-flow table at the end, so every method misses
+/// 0.300 / 0.292, Lower 0.0159 / 0.169, Upper 0.0303 / 0.135, SketchVisor 0.0142 / 0.157. Many
+/// of the heavy hitters are not in the 221-flow table at the end, so every method misses
 /// their fast-path bytes: the heavy-hitter error stays well above Ideal's (0.013), and Upper's
 /// is a little below SketchVisor's (not asserted; see the crate's report).
 #[test]
