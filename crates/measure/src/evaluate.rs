@@ -41,14 +41,20 @@ fn q<T>(spent: &Cell<u128>, f: impl FnOnce() -> T) -> T {
     v
 }
 
-fn listed(v: &[(FlowKey, u64)], n: usize) -> Vec<Listed> {
+/// The `n` largest of `v`, with the times `a` recorded for them (`Algorithm::flow_times`).
+fn listed(v: &[(FlowKey, u64)], n: usize, a: &dyn Algorithm) -> Vec<Listed> {
     let mut v = v.to_vec();
     v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     v.into_iter()
         .take(n)
-        .map(|(k, e)| Listed {
-            key: k.to_string(),
-            estimate: e,
+        .map(|(k, e)| {
+            let times = a.flow_times(&k);
+            Listed {
+                key: k.to_string(),
+                estimate: e,
+                first_ns: times.map(|t| t.0),
+                last_ns: times.map(|t| t.1),
+            }
         })
         .collect()
 }
@@ -129,7 +135,7 @@ pub(crate) fn evaluate(
                 .map(|(k, s)| (*k, s))
                 .collect();
             set_result(&mut r, &rep, &tru, point_ref);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, a);
         }
         Task::HeavyChangers => {
             // The exact change per flow, as the algorithm defines it.
@@ -163,7 +169,7 @@ pub(crate) fn evaluate(
                 .map(|(k, c)| (k, c.round() as u64))
                 .collect();
             set_result(&mut r, &rep, &tru, None);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, a);
         }
         Task::Superspreaders | Task::Ddos => {
             let host = if spec.task == Task::Superspreaders {
@@ -179,7 +185,7 @@ pub(crate) fn evaluate(
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.spreaders(t)).unwrap_or_default();
             set_result(&mut r, &rep, &spread.above(t), None);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, a);
         }
         Task::Cardinality => {
             let est = q(spent, || a.cardinality()).unwrap_or(f64::NAN);
@@ -253,7 +259,7 @@ pub(crate) fn evaluate(
             r.accuracy.are = are_of(&rep, &members);
             r.answer.reported = Some(rep.len() as u64);
             r.truth.count = Some(want as u64);
-            r.answer.keys = listed(&rep, cfg.listed);
+            r.answer.keys = listed(&rep, cfg.listed, a);
         }
         Task::FlowSize => {
             // One timed region for every point query (a clock read per flow would cost more
@@ -301,7 +307,7 @@ pub(crate) fn answer_only(
     let mut r = blank(spec, kind);
     let set = |r: &mut TaskResult, rep: Vec<(FlowKey, u64)>| {
         r.answer.reported = Some(rep.len() as u64);
-        r.answer.keys = listed(&rep, cfg.listed);
+        r.answer.keys = listed(&rep, cfg.listed, a);
     };
     match spec.task {
         Task::HeavyHitters => {

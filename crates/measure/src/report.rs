@@ -13,6 +13,13 @@ use crate::metrics::Accuracy;
 pub struct Listed {
     pub key: String,
     pub estimate: u64,
+    /// Capture times (ns) the algorithm recorded for the flow (`Algorithm::flow_times`:
+    /// instameasure and rcc, the packets whose emissions inserted the flow into the table and
+    /// last added to it); absent for algorithms that keep no times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_ns: Option<u64>,
 }
 
 /// What an algorithm answered.

@@ -50,9 +50,13 @@ pub(crate) struct Instance {
     /// Number of timed batches (each paid the clock's own cost once).
     timed: u64,
     updates: u64,
+    /// Its algorithm records capture times (`Algorithm::wants_time`): with no accelerator it
+    /// is fed through `update_timed` with the batch's times.
+    wants_time: bool,
     /// Scratch buffers for a filtered batch.
     keys: Vec<FlowKey>,
     weights: Vec<u64>,
+    ts: Vec<u64>,
 }
 
 impl Instance {
@@ -70,6 +74,7 @@ impl Instance {
             name,
             kind,
             key_len,
+            wants_time: algo.wants_time(),
             algo,
             reusable,
             spare: None,
@@ -83,6 +88,7 @@ impl Instance {
             updates: 0,
             keys: vec![],
             weights: vec![],
+            ts: vec![],
         }
     }
 
@@ -125,11 +131,13 @@ pub(crate) struct Plane {
 }
 
 impl Plane {
-    /// One batch of kind `ki` through its front to the instances of that kind.
-    pub(crate) fn feed(&mut self, ki: usize, batch: KeyBatch<'_>, weights: &[u64]) {
+    /// One batch of kind `ki` through its front to the instances of that kind; `ts`, the
+    /// packets' capture times when an instance wants them (`Runner::timed`), else empty.
+    pub(crate) fn feed(&mut self, ki: usize, batch: KeyBatch<'_>, weights: &[u64], ts: &[u64]) {
         let mut sink = Fan {
             instances: &mut self.instances,
             kind: self.kinds[ki],
+            ts,
         };
         self.fronts[ki].timed(&mut sink, |f, s| f.update(batch, weights, s));
         if let Some(w) = &mut self.watch {
@@ -140,9 +148,11 @@ impl Plane {
     /// Epoch end: every front hands what it holds to the algorithms.
     pub(crate) fn flush_fronts(&mut self) {
         for (front, &kind) in self.fronts.iter_mut().zip(&self.kinds) {
+            // An aggregator's flush has no packet times.
             let mut sink = Fan {
                 instances: &mut self.instances,
                 kind,
+                ts: &[],
             };
             front.timed(&mut sink, |f, s| f.flush(s));
         }
@@ -278,6 +288,12 @@ pub struct Runner {
     /// instead of a 38-byte `FlowKey` (same state, `algo::Algorithm::update_batch_u32`).
     batch_u32: Vec<Vec<u32>>,
     batch_weights: Vec<u64>,
+    /// Whether the run gathers each packet's capture time for the instances that want it
+    /// (`Algorithm::wants_time`, InstaMeasure's first/last times): only with no accelerator
+    /// (the front hands batches on unchanged) and when some instance wants them; then
+    /// `batch_ts` holds the batch's times (with workers, each part carries its own).
+    times: bool,
+    batch_ts: Vec<u64>,
     epochs: Vec<EpochReport>,
     totals: Totals,
     started: Instant,
@@ -688,6 +704,7 @@ impl Runner {
             &mut |i, t| instances[i].algo.arm_instant(t),
         )?
         .unzip();
+        let times = cfg.accel == front::Accel::None && instances.iter().any(|i| i.wants_time);
         let mut plane = Plane {
             kinds: kinds.clone(),
             fronts: fronts_for(&kinds, &cfg, &instances)?,
@@ -717,6 +734,7 @@ impl Runner {
                 cfg.seed,
                 cfg.batch,
                 cfg.truth,
+                times,
                 cfg.inject_failure,
             ))
         } else {
@@ -756,6 +774,8 @@ impl Runner {
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
+            times,
+            batch_ts: Vec::with_capacity(if times { cfg.batch } else { 0 }),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
             clock,
             kinds,
@@ -832,7 +852,9 @@ impl Runner {
                 Some(pool) => {
                     self.truth[i].count(ts_ns, wire_len);
                     if self.failure.is_none() {
-                        if let Err(f) = pool.put(i, k, w, wire_len, ts_ns) {
+                        // A trace without times gives none (the instances record no times).
+                        let ts = (!self.untimed).then_some(ts_ns);
+                        if let Err(f) = pool.put(i, k, w, wire_len, ts) {
                             fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                         }
                     }
@@ -856,6 +878,9 @@ impl Runner {
             }
         }
         self.batch_weights.push(w);
+        if self.times && !self.untimed {
+            self.batch_ts.push(ts_ns);
+        }
         if self.batch_weights.len() == self.cfg.batch {
             self.flush();
         }
@@ -940,7 +965,7 @@ impl Runner {
             // With workers the keys went to their parts as they came (`push`); the batch is
             // then only a count of packets.
             if self.pool.is_none() {
-                self.plane.feed(ki, batch, weights);
+                self.plane.feed(ki, batch, weights, &self.batch_ts);
             }
         }
         for b in &mut self.batch_keys {
@@ -950,6 +975,7 @@ impl Runner {
             b.clear();
         }
         self.batch_weights.clear();
+        self.batch_ts.clear();
         // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
         self.collect_answers();
         if let Some(l) = &mut self.instant {
@@ -1440,14 +1466,32 @@ impl Runner {
 struct Fan<'a> {
     instances: &'a mut [Instance],
     kind: KeyKind,
+    /// The batch's capture times, one per key, when the run gathers them (`Runner::timed`: no
+    /// accelerator, so the front hands the batch on unchanged); else empty.
+    ts: &'a [u64],
 }
 
 impl Sink for Fan<'_> {
     fn feed(&mut self, batch: KeyBatch<'_>, weights: &[u64]) {
         let n = batch.len().min(weights.len());
+        // Times go with the keys only when there is one per key (the batch as it came).
+        let ts = if self.ts.len() == batch.len() {
+            self.ts
+        } else {
+            &[]
+        };
         for inst in self.instances.iter_mut().filter(|i| i.kind == self.kind) {
             let (fit, key_len) = (inst.fit, inst.key_len);
+            let timed = inst.wants_time && !ts.is_empty();
             match batch {
+                KeyBatch::U32(keys) if fit.accepts(4, key_len) && timed => {
+                    let t = Instant::now();
+                    inst.algo
+                        .update_timed(KeyBatch::U32(&keys[..n]), &weights[..n], &ts[..n]);
+                    inst.nanos += t.elapsed().as_nanos();
+                    inst.timed += 1;
+                    inst.updates += n as u64;
+                }
                 KeyBatch::U32(keys) if fit.accepts(4, key_len) => {
                     let t = Instant::now();
                     inst.algo.update_batch_u32(&keys[..n], &weights[..n]);
@@ -1462,19 +1506,36 @@ impl Sink for Fan<'_> {
                 {
                     inst.keys.clear();
                     inst.weights.clear();
-                    for (k, &w) in keys.iter().zip(weights) {
+                    inst.ts.clear();
+                    for (j, (k, &w)) in keys.iter().zip(weights).enumerate() {
                         if fit.accepts(k.len(), key_len) {
                             inst.keys.push(*k);
                             inst.weights.push(w);
+                            if timed {
+                                inst.ts.push(ts[j]);
+                            }
                         } else {
                             inst.skipped += 1;
                         }
                     }
                     let t = Instant::now();
-                    inst.algo.update_batch(&inst.keys, &inst.weights);
+                    if timed {
+                        let b = KeyBatch::Keys(&inst.keys);
+                        inst.algo.update_timed(b, &inst.weights, &inst.ts);
+                    } else {
+                        inst.algo.update_batch(&inst.keys, &inst.weights);
+                    }
                     inst.nanos += t.elapsed().as_nanos();
                     inst.timed += 1;
                     inst.updates += inst.keys.len() as u64;
+                }
+                KeyBatch::Keys(keys) if timed => {
+                    let t = Instant::now();
+                    inst.algo
+                        .update_timed(KeyBatch::Keys(&keys[..n]), &weights[..n], &ts[..n]);
+                    inst.nanos += t.elapsed().as_nanos();
+                    inst.timed += 1;
+                    inst.updates += n as u64;
                 }
                 KeyBatch::Keys(keys) => {
                     let t = Instant::now();

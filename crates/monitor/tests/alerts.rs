@@ -24,6 +24,8 @@ fn result(task: Task, algorithm: &str, keys: &[(&str, u64)]) -> TaskResult {
                 .map(|(k, e)| Listed {
                     key: k.to_string(),
                     estimate: *e,
+                    first_ns: None,
+                    last_ns: None,
                 })
                 .collect(),
             ..Answer::default()

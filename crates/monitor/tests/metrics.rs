@@ -18,6 +18,8 @@ fn epoch(index: u64, capture: Option<CaptureStats>) -> EpochReport {
         .map(|i| Listed {
             key: format!("10.0.{index}.{i}"),
             estimate: 1000 - i,
+            first_ns: None,
+            last_ns: None,
         })
         .collect();
     EpochReport {
