@@ -1124,7 +1124,13 @@ impl Runner {
         let Some(a) = &self.answers else { return };
         for r in a.ready() {
             match r {
-                Ok(e) => self.epochs.push(e),
+                Ok(e) => {
+                    // `--instant`: the epoch's events have all come; summarize it.
+                    if let Some(l) = &mut self.instant {
+                        l.settle(e.index, self.truth[0].index);
+                    }
+                    self.epochs.push(e)
+                }
                 Err(f) => {
                     fail(&mut self.failure, f);
                 }
@@ -1137,7 +1143,12 @@ impl Runner {
         let (reports, spent) = self.answers.take()?.finish();
         for r in reports {
             match r {
-                Ok(e) => self.epochs.push(e),
+                Ok(e) => {
+                    if let Some(l) = &mut self.instant {
+                        l.settle(e.index, self.truth[0].index);
+                    }
+                    self.epochs.push(e)
+                }
                 Err(f) => {
                     fail(&mut self.failure, f);
                 }
@@ -1433,10 +1444,7 @@ impl Runner {
             .collect();
         let epoch = self.epoch_label();
         let warnings = self.epochs.iter().flat_map(Warning::of).collect();
-        let instant = self.instant.as_mut().map(|l| {
-            l.poll(self.truth[0].index);
-            l.report()
-        });
+        let instant = self.instant.as_mut().map(|l| l.report(self.truth[0].index));
         Ok(Report {
             trace: self.trace,
             key: self.cfg.key,
