@@ -12,8 +12,21 @@
 //! A flow's estimate is its table count plus what the regulator still holds for it (the
 //! linear-counting estimate of its vectors). Heavy hitters and top-k are the table's flows by
 //! that estimate; flow size answers any key (a flow that never reached the table is answered from
-//! the regulator alone). The regulator holds no keys, so the flow-size distribution, cardinality
-//! and entropy, which need every flow, are not answered.
+//! the regulator alone). The table records the capture times of the packets whose emissions
+//! inserted a flow and last added to it (`wsaf` module docs; `Algorithm::update_timed`).
+//!
+//! Not answered: cardinality, the flow-size distribution and entropy, which need every flow.
+//! The table holds only the flows that emitted (a lone flow first emits after about 95 packets
+//! with two layers, 10 with one), so on Zipf traffic nearly every flow is only in the regulator,
+//! which keeps neither keys nor a count of its flows. Linear counting over L1's occupancy counts
+//! set bits, not flows: a flow of `n` packets held in L1 sets `8 (1 - (7/8)^n)` bits on average
+//! (1 at `n` = 1, 2.6 at 3, up to 5 before it saturates), and recycling clears every saturated
+//! flow's bits down to the noise level. How many flows stand behind the set bits thus depends on
+//! the sizes of the small flows, the unknown itself: the same occupancy is `N` one-packet flows or
+//! about `N / 2.6` three-packet ones, a factor of up to 5 that no stated bound covers without
+//! assuming the distribution. The distribution fails the same way below the retention (about 100
+//! packets): only its tail reaches the table, and the missing head would dominate its error. An
+//! EM over vector occupancies (MRAC's method) might recover both; it is not built.
 //!
 //! Weights. An algorithm sees one weight per update: 1 in a packet run, the packet's wire length
 //! in a byte run (`--weight bytes`). Every update is one packet for the regulator (one random
