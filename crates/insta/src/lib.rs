@@ -262,6 +262,30 @@ impl InstaMeasure {
         self.wsaf.get(key, h).map_or(0, |s| u64::from(s.packets))
     }
 
+    /// The first and last capture times the table is to record for each flow (`wsaf` module
+    /// docs), read off this instance fed `packets` (key, time) one `update` at a time, without
+    /// times: a packet whose update made an emission while its flow was in no slot is the
+    /// flow's `first` (and `last`), a later emitting packet its `last`. The reference the timed
+    /// path is tested against (`tests/times.rs`, the CLI's `run --json` test).
+    pub fn emission_times(
+        &mut self,
+        packets: impl IntoIterator<Item = (FlowKey, u64)>,
+    ) -> key::KeyMap<(u64, u64)> {
+        let mut want = key::KeyMap::default();
+        for (k, at) in packets {
+            let (was_in, emits) = (self.table_packets(&k) > 0, self.emits);
+            self.update(&k, 1);
+            if self.emits > emits {
+                let e = want.entry(k).or_insert((at, at));
+                if !was_in {
+                    e.0 = at;
+                }
+                e.1 = at;
+            }
+        }
+        want
+    }
+
     /// The live regulator.
     pub fn regulator(&self) -> &Regulator {
         &self.shards[0]

@@ -291,9 +291,9 @@ impl Log {
     pub(crate) fn poll(&mut self, open: u64) {
         let (closed, settled) = (&self.closed, self.settled);
         // An ordinal already summarized cannot come (module docs); it would be dropped.
-        let index = |o: u64| match o.checked_sub(settled) {
-            Some(i) => Some(closed.get(i as usize).copied().unwrap_or(open)),
-            None => None,
+        let index = |o: u64| {
+            o.checked_sub(settled)
+                .map(|i| closed.get(i as usize).copied().unwrap_or(open))
         };
         while let Ok(e) = self.rx.try_recv() {
             match e {

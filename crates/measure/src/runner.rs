@@ -1468,6 +1468,20 @@ impl Runner {
     }
 }
 
+/// One batch to an instance, timed: with its capture times `ts` when given (the instance
+/// records them), else the untimed update of the batch's representation.
+fn give(inst: &mut Instance, batch: KeyBatch<'_>, weights: &[u64], ts: &[u64]) {
+    let t = Instant::now();
+    if ts.is_empty() {
+        batch.feed(inst.algo.as_mut(), weights);
+    } else {
+        inst.algo.update_timed(batch, weights, ts);
+    }
+    inst.nanos += t.elapsed().as_nanos();
+    inst.timed += 1;
+    inst.updates += batch.len() as u64;
+}
+
 /// The instances of one key kind, as the sink of that kind's front: each batch goes to every
 /// instance on the kind, timed per instance, with the keys an instance cannot hold counted in
 /// its `skipped`.
@@ -1490,68 +1504,40 @@ impl Sink for Fan<'_> {
         };
         for inst in self.instances.iter_mut().filter(|i| i.kind == self.kind) {
             let (fit, key_len) = (inst.fit, inst.key_len);
-            let timed = inst.wants_time && !ts.is_empty();
+            // The times for an instance that records them, else none.
+            let ts = if inst.wants_time {
+                &ts[..n.min(ts.len())]
+            } else {
+                &[]
+            };
             match batch {
-                KeyBatch::U32(keys) if fit.accepts(4, key_len) && timed => {
-                    let t = Instant::now();
-                    inst.algo
-                        .update_timed(KeyBatch::U32(&keys[..n]), &weights[..n], &ts[..n]);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += n as u64;
-                }
                 KeyBatch::U32(keys) if fit.accepts(4, key_len) => {
-                    let t = Instant::now();
-                    inst.algo.update_batch_u32(&keys[..n], &weights[..n]);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += n as u64;
+                    give(inst, KeyBatch::U32(&keys[..n]), &weights[..n], ts)
                 }
                 KeyBatch::U32(_) => inst.skipped += n as u64,
                 KeyBatch::Keys(keys)
                     if fit != KeyFit::Any
                         && keys.iter().any(|k| !fit.accepts(k.len(), key_len)) =>
                 {
-                    inst.keys.clear();
-                    inst.weights.clear();
-                    inst.ts.clear();
-                    for (j, (k, &w)) in keys.iter().zip(weights).enumerate() {
-                        if fit.accepts(k.len(), key_len) {
-                            inst.keys.push(*k);
-                            inst.weights.push(w);
-                            if timed {
-                                inst.ts.push(ts[j]);
-                            }
+                    let mut k = std::mem::take(&mut inst.keys);
+                    let mut w = std::mem::take(&mut inst.weights);
+                    let mut t = std::mem::take(&mut inst.ts);
+                    k.clear();
+                    w.clear();
+                    t.clear();
+                    for (j, (key, &weight)) in keys.iter().zip(weights).enumerate() {
+                        if fit.accepts(key.len(), key_len) {
+                            k.push(*key);
+                            w.push(weight);
+                            t.extend(ts.get(j));
                         } else {
                             inst.skipped += 1;
                         }
                     }
-                    let t = Instant::now();
-                    if timed {
-                        let b = KeyBatch::Keys(&inst.keys);
-                        inst.algo.update_timed(b, &inst.weights, &inst.ts);
-                    } else {
-                        inst.algo.update_batch(&inst.keys, &inst.weights);
-                    }
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += inst.keys.len() as u64;
+                    give(inst, KeyBatch::Keys(&k), &w, &t);
+                    (inst.keys, inst.weights, inst.ts) = (k, w, t);
                 }
-                KeyBatch::Keys(keys) if timed => {
-                    let t = Instant::now();
-                    inst.algo
-                        .update_timed(KeyBatch::Keys(&keys[..n]), &weights[..n], &ts[..n]);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += n as u64;
-                }
-                KeyBatch::Keys(keys) => {
-                    let t = Instant::now();
-                    inst.algo.update_batch(&keys[..n], &weights[..n]);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += n as u64;
-                }
+                KeyBatch::Keys(keys) => give(inst, KeyBatch::Keys(&keys[..n]), &weights[..n], ts),
             }
         }
     }
