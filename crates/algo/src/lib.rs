@@ -193,6 +193,34 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
         }
     }
 
+    /// Whether the algorithm records when flows were seen and wants each update's capture time
+    /// ([`Algorithm::update_timed`]). Only InstaMeasure's table does; every other algorithm
+    /// keeps the default `false` and the runner gives it the untimed batch as always (no time
+    /// is gathered for it, so the timed path costs it nothing).
+    fn wants_time(&self) -> bool {
+        false
+    }
+
+    /// [`KeyBatch::feed`] with each update's capture time in ns (`ts_ns.len() == weights.len()`),
+    /// called instead of it on an algorithm that [`Algorithm::wants_time`], when every update
+    /// is one packet (no aggregator in front: an aggregated update has no one time). Must leave
+    /// the state of the untimed update apart from the times it records. The default ignores
+    /// the times.
+    fn update_timed(&mut self, keys: KeyBatch<'_>, weights: &[u64], ts_ns: &[u64]) {
+        let _ = ts_ns;
+        match keys {
+            KeyBatch::Keys(k) => self.update_batch(k, weights),
+            KeyBatch::U32(k) => self.update_batch_u32(k, weights),
+        }
+    }
+
+    /// The capture times (ns) the algorithm recorded for `key` this epoch, first and last
+    /// ([`Algorithm::update_timed`]): `None` when it keeps no times, holds no entry for the key,
+    /// or was given no times.
+    fn flow_times(&self, _key: &FlowKey) -> Option<(u64, u64)> {
+        None
+    }
+
     /// Back to the empty state (same sizes and seeds).
     fn reset(&mut self);
 

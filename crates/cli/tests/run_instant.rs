@@ -1,10 +1,13 @@
 //! `netsift run --instant` (issue 16, point 5) on a generated trace: detections as JSON lines
-//! while the run goes, the delay distribution in the summary, and the refusals naming the flag.
+//! while the run goes, the delay distribution in the summary, and the refusals naming the flag;
+//! and the first and last capture times `run --json` lists for instameasure's flows.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod common;
 
 fn netsift(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_netsift"))
@@ -176,4 +179,84 @@ fn instant_without_truth_and_refusals() {
         assert!(err.contains("--instant"), "{err}");
     }
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+/// `run --json` lists, for each of instameasure's top-k flows, the capture times (ns) of the
+/// packets whose emissions inserted it into the table and last added to it (`first_ns`,
+/// `last_ns`). With one worker they are exactly those an untimed twin of the run's instance
+/// (same seed, same defaults) shows when fed the capture one packet at a time, read back by an
+/// independent reader (pcap-parser + etherparse): the packet whose update made an emission
+/// while the flow was in no slot is `first`, the last one that made an emission is `last`.
+/// With two workers (another generator sequence per worker) they are times of packets of that
+/// flow, `first <= last`, and after the flow's first packet for nearly every flow.
+#[test]
+fn top_k_lists_the_first_and_last_capture_times() {
+    use algo::BuildCtx;
+    use key::{FlowKey, KeyKind, KeyMap};
+
+    let path = trace("times");
+    let packets: Vec<(FlowKey, u64)> = common::peer_frames(&path)
+        .iter()
+        .filter_map(|f| {
+            let t = common::peer_tuple(f.link, &f.data)?;
+            Some((t.key(KeyKind::FiveTuple), f.ts_ns))
+        })
+        .collect();
+    assert_eq!(packets.len(), 400_000);
+    let ctx = BuildCtx {
+        seed: 1,
+        key_len: 13,
+        ..BuildCtx::default()
+    };
+    let mut twin = insta::InstaMeasure::new(true, insta::InstaConfig::default(), &ctx).unwrap();
+    let want = twin.emission_times(packets.iter().copied());
+    let mut times_of: KeyMap<Vec<u64>> = KeyMap::default();
+    for &(k, at) in &packets {
+        times_of.entry(k).or_default().push(at);
+    }
+    for workers in ["1", "2"] {
+        let out = netsift(&[
+            "run",
+            path.to_str().unwrap(),
+            "--task",
+            "top_k",
+            "--k",
+            "20",
+            "--algo",
+            "instameasure",
+            "--workers",
+            workers,
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let keys = v["epochs"][0]["tasks"][0]["answer"]["keys"]
+            .as_array()
+            .unwrap();
+        assert_eq!(keys.len(), 20, "workers {workers}");
+        let mut later = 0;
+        for e in keys {
+            let k: FlowKey = packets
+                .iter()
+                .map(|p| p.0)
+                .find(|k| k.to_string() == e["key"].as_str().unwrap())
+                .unwrap();
+            let got = (
+                e["first_ns"].as_u64().unwrap(),
+                e["last_ns"].as_u64().unwrap(),
+            );
+            if workers == "1" {
+                assert_eq!(Some(got), want.get(&k).copied(), "{e}");
+            }
+            let ts = &times_of[&k];
+            assert!(ts.contains(&got.0) && ts.contains(&got.1), "{e}");
+            assert!(got.0 <= got.1, "{e}");
+            later += usize::from(got.0 > ts[0]);
+        }
+        assert!(later >= 18, "workers {workers}: {later} of 20");
+    }
 }

@@ -12,8 +12,21 @@
 //! A flow's estimate is its table count plus what the regulator still holds for it (the
 //! linear-counting estimate of its vectors). Heavy hitters and top-k are the table's flows by
 //! that estimate; flow size answers any key (a flow that never reached the table is answered from
-//! the regulator alone). The regulator holds no keys, so the flow-size distribution, cardinality
-//! and entropy, which need every flow, are not answered.
+//! the regulator alone). The table records the capture times of the packets whose emissions
+//! inserted a flow and last added to it (`wsaf` module docs; `Algorithm::update_timed`).
+//!
+//! Not answered: cardinality, the flow-size distribution and entropy, which need every flow.
+//! The table holds only the flows that emitted (a lone flow first emits after about 95 packets
+//! with two layers, 10 with one), so on Zipf traffic nearly every flow is only in the regulator,
+//! which keeps neither keys nor a count of its flows. Linear counting over L1's occupancy counts
+//! set bits, not flows: a flow of `n` packets held in L1 sets `8 (1 - (7/8)^n)` bits on average
+//! (1 at `n` = 1, 2.6 at 3, up to 5 before it saturates), and recycling clears every saturated
+//! flow's bits down to the noise level. How many flows stand behind the set bits thus depends on
+//! the sizes of the small flows, the unknown itself: the same occupancy is `N` one-packet flows or
+//! about `N / 2.6` three-packet ones, a factor of up to 5 that no stated bound covers without
+//! assuming the distribution. The distribution fails the same way below the retention (about 100
+//! packets): only its tail reaches the table, and the missing head would dominate its error. An
+//! EM over vector occupancies (MRAC's method) might recover both; it is not built.
 //!
 //! Weights. An algorithm sees one weight per update: 1 in a packet run, the packet's wire length
 //! in a byte run (`--weight bytes`). Every update is one packet for the regulator (one random
@@ -42,14 +55,16 @@ pub mod rcc;
 pub mod regulator;
 pub mod wsaf;
 
-use algo::{Algorithm, BuildCtx, Caveat, ConfigError, Crossing, Estimate, MergeError, Task};
+use algo::{
+    Algorithm, BuildCtx, Caveat, ConfigError, Crossing, Estimate, KeyBatch, MergeError, Task,
+};
 use key::{FlowKey, HashFn};
 use serde::{Deserialize, Serialize};
 
 use instant::Detector;
 use rcc::Bits;
 use regulator::{Regulator, Step};
-use wsaf::{Slot, Wsaf};
+use wsaf::{Add, Slot, Wsaf};
 
 /// The two-layer FlowRegulator with its table.
 pub const NAME: &str = "instameasure";
@@ -247,29 +262,61 @@ impl InstaMeasure {
         self.wsaf.get(key, h).map_or(0, |s| u64::from(s.packets))
     }
 
+    /// The first and last capture times the table is to record for each flow (`wsaf` module
+    /// docs), read off this instance fed `packets` (key, time) one `update` at a time, without
+    /// times: a packet whose update made an emission while its flow was in no slot is the
+    /// flow's `first` (and `last`), a later emitting packet its `last`. The reference the timed
+    /// path is tested against (`tests/times.rs`, the CLI's `run --json` test).
+    pub fn emission_times(
+        &mut self,
+        packets: impl IntoIterator<Item = (FlowKey, u64)>,
+    ) -> key::KeyMap<(u64, u64)> {
+        let mut want = key::KeyMap::default();
+        for (k, at) in packets {
+            let (was_in, emits) = (self.table_packets(&k) > 0, self.emits);
+            self.update(&k, 1);
+            if self.emits > emits {
+                let e = want.entry(k).or_insert((at, at));
+                if !was_in {
+                    e.0 = at;
+                }
+                e.1 = at;
+            }
+        }
+        want
+    }
+
     /// The live regulator.
     pub fn regulator(&self) -> &Regulator {
         &self.shards[0]
     }
 
     /// One packet of the flow with hash `h` (the update path after hashing); `at` its position
-    /// in the current update call (instant detection's log).
+    /// in the current update call (instant detection's log, and its time in `ts`, the call's
+    /// capture times: empty when the instance is given none).
     #[inline(always)]
-    fn offer(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64, at: usize) {
+    fn offer(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64, at: usize, ts: &[u64]) {
         self.updates += 1;
         self.weight = self.weight.saturating_add(w);
         if self.instant.is_some() {
-            return self.offer_watched(key, h, w, at);
+            return self.offer_watched(key, h, w, at, ts);
         }
         if let Some(est) = self.shards[0].offer(h, &mut self.bits) {
-            self.emit(&key(), h, est, w, false);
+            self.emit(&key(), h, est, w, ts.get(at).copied(), false);
         }
     }
 
     /// [`InstaMeasure::offer`] of an armed instance: after an L1 saturation or an emission, the
     /// flow's detection estimate is checked (`instant` module docs).
     #[inline(never)]
-    fn offer_watched(&mut self, key: impl FnOnce() -> FlowKey, h: u64, w: u64, at: usize) {
+    fn offer_watched(
+        &mut self,
+        key: impl FnOnce() -> FlowKey,
+        h: u64,
+        w: u64,
+        at: usize,
+        ts: &[u64],
+    ) {
         let (c1, emitted) = match self.shards[0].step(h, &mut self.bits) {
             Step::Held => return,
             Step::L1(c1) => (c1, None),
@@ -278,7 +325,8 @@ impl InstaMeasure {
         let k = key();
         // The emission that inserts the flow carries its packets so far; any other L1
         // saturation of a table flow adds its unit.
-        let inserted = emitted.is_some_and(|est| self.emit(&k, h, est, w, true));
+        let t = ts.get(at).copied();
+        let inserted = emitted.is_some_and(|est| self.emit(&k, h, est, w, t, true));
         if !inserted {
             if let Some(s) = self.wsaf.get_mut(&k, h) {
                 s.fine = s.fine.saturating_add(fine(rcc::UNIT[c1]));
@@ -294,7 +342,7 @@ impl InstaMeasure {
         let Some(s) = self.wsaf.get(key, h) else {
             return;
         };
-        if s.reported {
+        if s.reported() {
             return;
         }
         let per = s.bytes as f64 / f64::from(s.packets);
@@ -310,7 +358,7 @@ impl InstaMeasure {
             bound,
         };
         if let Some(s) = self.wsaf.get_mut(key, h) {
-            s.reported = true;
+            s.set_reported();
         }
         if let Some(d) = &mut self.instant {
             d.log.push(c);
@@ -325,23 +373,30 @@ impl InstaMeasure {
         }
     }
 
-    /// A saturation of the last layer: `est` packets to the table (Algorithm 1, lines 13-16).
-    /// `armed`: a new slot starts instant detection's count with these packets. Whether the flow
-    /// was new to the table.
+    /// A saturation of the last layer: `est` packets to the table (Algorithm 1, lines 13-16),
+    /// by the packet of capture time `t` (if the instance is given times). `armed`: a new slot
+    /// starts instant detection's count with these packets. Whether the flow was new to the
+    /// table.
     #[inline(never)]
-    fn emit(&mut self, key: &FlowKey, h: u64, est: f64, w: u64, armed: bool) -> bool {
+    fn emit(
+        &mut self,
+        key: &FlowKey,
+        h: u64,
+        est: f64,
+        w: u64,
+        t: Option<u64>,
+        armed: bool,
+    ) -> bool {
         let packets = self.bits.round(est).clamp(1, u64::from(u32::MAX));
-        let now = self.updates.min(u64::from(u32::MAX)) as u32;
         let out = self.wsaf.add(
             key,
             h,
-            Slot {
+            Add {
                 packets: packets as u32,
                 bytes: packets.saturating_mul(w),
-                first: now,
-                last: now,
+                times: t.map(|t| (t, t)),
                 fine: if armed { fine(packets as f64) } else { 0 },
-                ..Slot::default()
+                ..Add::default()
             },
         );
         self.emits += 1;
@@ -369,7 +424,7 @@ impl InstaMeasure {
     /// The estimate of a flow of the table, in the run's weight.
     fn estimate_slot(&self, key: &FlowKey, s: &Slot) -> f64 {
         let per = s.bytes as f64 / f64::from(s.packets);
-        s.bytes as f64 + self.held(self.hash.hash(key), Some(s.shard)) * per
+        s.bytes as f64 + self.held(self.hash.hash(key), Some(s.shard())) * per
     }
 
     /// The estimate of any flow, in the run's weight (module docs).
@@ -379,6 +434,48 @@ impl InstaMeasure {
             Some(s) => self.estimate_slot(key, s),
             None => self.held(h, None) * self.mean_weight(),
         }
+    }
+
+    /// Hash a chunk of keys first and prefetch their regulator words, then encode: the default
+    /// 1 MiB of L1 + L2 words is larger than a core's L2 cache. Same state as one by one. `ts`:
+    /// the keys' capture times, or empty.
+    fn batch(&mut self, keys: &[FlowKey], weights: &[u64], ts: &[u64]) {
+        let mut hs = [0u64; CHUNK];
+        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
+            for (h, k) in hs.iter_mut().zip(ks) {
+                *h = self.hash.hash(k);
+                self.shards[0].prefetch(*h);
+            }
+            for (j, ((k, &w), &h)) in ks.iter().zip(ws).zip(&hs).enumerate() {
+                if w != 0 && self.wsaf.fits(k) {
+                    self.offer(|| *k, h, w, c * CHUNK + j, ts);
+                }
+            }
+        }
+        self.advance(keys.len());
+    }
+
+    /// The 4-byte keys hashed from their bytes directly (the `FlowKey` is built only for the
+    /// ~1% of packets that reach the table), prefetching as [`InstaMeasure::batch`]; same hash,
+    /// same state.
+    fn batch_u32(&mut self, keys: &[u32], weights: &[u64], ts: &[u64]) {
+        if !self.wsaf.fits(&FlowKey::from_u32(0)) {
+            self.advance(keys.len());
+            return;
+        }
+        let mut hs = [0u64; CHUNK];
+        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
+            for (h, k) in hs.iter_mut().zip(ks) {
+                *h = self.hash.hash_bytes(&k.to_be_bytes());
+                self.shards[0].prefetch(*h);
+            }
+            for (j, ((&k, &w), &h)) in ks.iter().zip(ws).zip(&hs).enumerate() {
+                if w != 0 {
+                    self.offer(|| FlowKey::from_u32(k), h, w, c * CHUNK + j, ts);
+                }
+            }
+        }
+        self.advance(keys.len());
     }
 
     /// The table's flows with their estimates, largest first (ties by key).
@@ -494,49 +591,34 @@ impl Algorithm for InstaMeasure {
             return;
         }
         let h = self.hash.hash(key);
-        self.offer(|| *key, h, weight, 0);
+        self.offer(|| *key, h, weight, 0, &[]);
         self.advance(1);
     }
 
-    /// Hash a chunk of keys first and prefetch their regulator words, then encode: the default
-    /// 1 MiB of L1 + L2 words is larger than a core's L2 cache. Same state as one by one.
     fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
-        let mut hs = [0u64; CHUNK];
-        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
-            for (h, k) in hs.iter_mut().zip(ks) {
-                *h = self.hash.hash(k);
-                self.shards[0].prefetch(*h);
-            }
-            for (j, ((k, &w), &h)) in ks.iter().zip(ws).zip(&hs).enumerate() {
-                if w != 0 && self.wsaf.fits(k) {
-                    self.offer(|| *k, h, w, c * CHUNK + j);
-                }
-            }
-        }
-        self.advance(keys.len());
+        self.batch(keys, weights, &[]);
     }
 
-    /// The 4-byte keys hashed from their bytes directly (the `FlowKey` is built only for the
-    /// ~1% of packets that reach the table), prefetching as `update_batch`; same hash, same
-    /// state.
     fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
-        if !self.wsaf.fits(&FlowKey::from_u32(0)) {
-            self.advance(keys.len());
-            return;
+        self.batch_u32(keys, weights, &[]);
+    }
+
+    /// The table records when each flow was inserted and last added to (`wsaf` module docs).
+    fn wants_time(&self) -> bool {
+        true
+    }
+
+    /// The batched updates, each emission stamped with its packet's time.
+    fn update_timed(&mut self, keys: KeyBatch<'_>, weights: &[u64], ts_ns: &[u64]) {
+        match keys {
+            KeyBatch::Keys(k) => self.batch(k, weights, ts_ns),
+            KeyBatch::U32(k) => self.batch_u32(k, weights, ts_ns),
         }
-        let mut hs = [0u64; CHUNK];
-        for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
-            for (h, k) in hs.iter_mut().zip(ks) {
-                *h = self.hash.hash_bytes(&k.to_be_bytes());
-                self.shards[0].prefetch(*h);
-            }
-            for (j, ((&k, &w), &h)) in ks.iter().zip(ws).zip(&hs).enumerate() {
-                if w != 0 {
-                    self.offer(|| FlowKey::from_u32(k), h, w, c * CHUNK + j);
-                }
-            }
-        }
-        self.advance(keys.len());
+    }
+
+    fn flow_times(&self, key: &FlowKey) -> Option<(u64, u64)> {
+        let s = self.wsaf.get(key, self.hash.hash(key))?;
+        self.wsaf.times(s)
     }
 
     fn reset(&mut self) {
@@ -666,7 +748,7 @@ impl Algorithm for InstaMeasure {
             return Ok(());
         }
         let offset = self.shards.len();
-        if offset + o.shards.len() > usize::from(u16::MAX) + 1 {
+        if offset + o.shards.len() > wsaf::MAX_SHARDS {
             return Err(MergeError::Mismatch(self.name()));
         }
         self.shards.extend(o.shards.iter().cloned());
@@ -675,9 +757,13 @@ impl Algorithm for InstaMeasure {
             self.wsaf.add(
                 &k,
                 h,
-                Slot {
-                    shard: s.shard + offset as u16,
-                    ..*s
+                Add {
+                    packets: s.packets,
+                    bytes: s.bytes,
+                    times: o.wsaf.times(s),
+                    fine: s.fine,
+                    shard: s.shard() + offset as u16,
+                    reported: s.reported(),
                 },
             );
         }

@@ -12,9 +12,16 @@
 //! costs at most `probe_limit` probes, full or not (RFlow+'s insert looped when the table was
 //! full). Counts saturate instead of wrapping.
 //!
-//! Time: an algorithm sees keys and weights, not packets, so `first` and `last` are the update
-//! index (the instance's packet count, saturating at `u32::MAX`) at the flow's first and latest
-//! emission, not capture time.
+//! Time: `first` and `last` are the capture times (ns) of the packets whose emissions inserted
+//! the flow into its slot and last added to it (`Wsaf::times`), when the instance is given
+//! times (`Algorithm::update_timed`; the runner gives them with no accelerator in front). The
+//! packets a flow sends before its first emission stay in the regulator, which keeps no times,
+//! so `first` is the time of the packet that saturated the last layer the first time (for a
+//! lone flow about its 95th packet with two layers, its 10th with one), not of the flow's first
+//! packet; a flow replaced and inserted again starts a new `first`. Times are stored in 48 bits
+//! as offsets from the table's base (the first time it stored, less 2^46 ns, about 19.5 hours of
+//! slack for a trace whose times go back): 78 hours of range, clamped at its ends, so the slot
+//! stays 32 bytes (the paper's entry has one 64-bit timestamp).
 
 use key::FlowKey;
 use serde::{Deserialize, Serialize};
@@ -23,28 +30,92 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[repr(C)]
 pub struct Slot {
-    /// High 32 bits of the flow's hash: most mismatches are told without reading the key.
-    pub hash: u32,
+    /// High 16 bits of the flow's hash: most mismatches are told without reading the key.
+    hash: u16,
+    /// The shard (low 14 bits), `referenced` (bit 14) and `reported` (bit 15).
+    flags: u16,
     pub packets: u32,
     /// In the run's weight (bytes, or packets when the run counts packets).
     pub bytes: u64,
-    pub first: u32,
-    pub last: u32,
-    /// Which merged regulator holds the rest of this flow (0 unless merged).
-    pub shard: u16,
-    pub referenced: bool,
-    /// Instant detection reported this flow in this epoch (`crate::instant`): it is reported
-    /// once (a flow replaced and counted again from its next emission may be reported again).
-    pub reported: bool,
     /// Instant detection's count of the flow, in 1/64 packets (`crate::instant`): the packets
     /// of the emission that inserted it, plus one L1 unit per L1 saturation since; 0 in an
     /// instance that is not armed.
     pub fine: u32,
+    /// First and last time as 48-bit offsets from the table's base plus 1 (0: no time): the
+    /// low 32 bits of each, then the high 16 bits of both (module docs).
+    first_lo: u32,
+    last_lo: u32,
+    hi: u32,
 }
 
 /// Bytes of a slot (the key's bytes come on top).
 pub const SLOT_BYTES: usize = std::mem::size_of::<Slot>();
 const _: () = assert!(SLOT_BYTES == 32);
+
+/// Merged shards a slot can name (14 bits of `Slot::flags`).
+pub const MAX_SHARDS: usize = 1 << 14;
+const SHARD_MASK: u16 = (MAX_SHARDS - 1) as u16;
+const REFERENCED: u16 = 1 << 14;
+const REPORTED: u16 = 1 << 15;
+/// Largest stored time offset (48 bits).
+const MAX_OFFSET: u64 = (1 << 48) - 1;
+/// How far before its first time the table's base is put: times up to this much earlier than
+/// the first one stored are kept exactly.
+const SLACK_NS: u64 = 1 << 46;
+
+impl Slot {
+    /// Which merged regulator holds the rest of this flow (0 unless merged).
+    pub fn shard(&self) -> u16 {
+        self.flags & SHARD_MASK
+    }
+
+    /// Updated since second-chance replacement last passed it.
+    pub fn referenced(&self) -> bool {
+        self.flags & REFERENCED != 0
+    }
+
+    /// Instant detection reported this flow in this epoch (`crate::instant`): it is reported
+    /// once (a flow replaced and counted again from its next emission may be reported again).
+    pub fn reported(&self) -> bool {
+        self.flags & REPORTED != 0
+    }
+
+    pub fn set_reported(&mut self) {
+        self.flags |= REPORTED;
+    }
+
+    fn set_referenced(&mut self, on: bool) {
+        self.flags = (self.flags & !REFERENCED) | if on { REFERENCED } else { 0 };
+    }
+
+    /// The stored offsets (0: none).
+    fn offsets(&self) -> (u64, u64) {
+        (
+            u64::from(self.first_lo) | u64::from(self.hi & 0xffff) << 32,
+            u64::from(self.last_lo) | u64::from(self.hi >> 16) << 32,
+        )
+    }
+
+    fn set_offsets(&mut self, first: u64, last: u64) {
+        self.first_lo = first as u32;
+        self.last_lo = last as u32;
+        self.hi = (first >> 32) as u32 & 0xffff | ((last >> 32) as u32) << 16;
+    }
+}
+
+/// What an emission (or a merged slot) adds to a flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Add {
+    /// At least 1.
+    pub packets: u32,
+    pub bytes: u64,
+    /// First and last capture time (ns) of what is added, if the instance is given times.
+    pub times: Option<(u64, u64)>,
+    /// For a new slot only: instant detection's count, the shard, whether it was reported.
+    pub fine: u32,
+    pub shard: u16,
+    pub reported: bool,
+}
 
 /// What an insertion did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +138,8 @@ pub struct Wsaf {
     evictions: u64,
     /// The largest flow (packets) replaced since the last reset.
     max_evicted: u32,
+    /// What stored time offsets count from (module docs); `None` until a time is stored.
+    base: Option<u64>,
 }
 
 impl Wsaf {
@@ -83,6 +156,7 @@ impl Wsaf {
             len: 0,
             evictions: 0,
             max_evicted: 0,
+            base: None,
         }
     }
 
@@ -144,13 +218,26 @@ impl Wsaf {
         self.find(key, h).map(|p| &self.slots[p])
     }
 
+    /// The capture times (ns) of slot `s`, first and last (module docs), if it has any.
+    pub fn times(&self, s: &Slot) -> Option<(u64, u64)> {
+        let (f, l) = s.offsets();
+        let base = self.base?;
+        (f != 0).then(|| (base + f - 1, base + l - 1))
+    }
+
+    /// The stored offset of time `t` (setting the base at the first).
+    fn offset(&mut self, t: u64) -> u64 {
+        let base = *self.base.get_or_insert(t.saturating_sub(SLACK_NS));
+        (t.saturating_sub(base) + 1).min(MAX_OFFSET)
+    }
+
     /// The slot of `key` (hash `h`), if stored, to change its flags.
     pub fn get_mut(&mut self, key: &FlowKey, h: u64) -> Option<&mut Slot> {
         self.find(key, h).map(|p| &mut self.slots[p])
     }
 
     fn find(&self, key: &FlowKey, h: u64) -> Option<usize> {
-        let tag = (h >> 32) as u32;
+        let tag = (h >> 48) as u16;
         for i in 0..self.probe_limit {
             let p = self.pos(h, i);
             let s = &self.slots[p];
@@ -164,33 +251,49 @@ impl Wsaf {
         None
     }
 
-    /// Add `packets` and `bytes` to `key` (hash `h`) at time `now`, inserting it (possibly in
-    /// place of a victim) when absent. `add.first`, `add.shard` are used for a new slot only.
-    /// `packets` must be at least 1. A key that does not fit is not stored (the instance's
-    /// `KeyFit` keeps such keys away).
-    pub fn add(&mut self, key: &FlowKey, h: u64, add: Slot) -> Outcome {
+    /// The slot `add` makes for a new flow of tag `tag`.
+    fn fresh(&mut self, tag: u16, add: &Add) -> Slot {
+        let mut s = Slot {
+            hash: tag,
+            flags: add.shard & SHARD_MASK | if add.reported { REPORTED } else { 0 },
+            packets: add.packets,
+            bytes: add.bytes,
+            fine: add.fine,
+            ..Slot::default()
+        };
+        if let Some((f, l)) = add.times {
+            let (f, l) = (self.offset(f), self.offset(l));
+            s.set_offsets(f, l);
+        }
+        s
+    }
+
+    /// Add `add`'s packets and bytes to `key` (hash `h`), inserting it (possibly in place of a
+    /// victim) when absent; its times widen the slot's first and last. A key that does not fit
+    /// is not stored (the instance's `KeyFit` keeps such keys away).
+    pub fn add(&mut self, key: &FlowKey, h: u64, add: Add) -> Outcome {
         debug_assert!(add.packets >= 1);
-        let tag = (h >> 32) as u32;
+        let tag = (h >> 48) as u16;
         for i in 0..self.probe_limit {
             let p = self.pos(h, i);
             let s = self.slots[p];
             if s.packets == 0 {
-                self.slots[p] = Slot {
-                    hash: tag,
-                    referenced: false,
-                    ..add
-                };
+                self.slots[p] = self.fresh(tag, &add);
                 self.set_key(p, key);
                 self.len += 1;
                 return Outcome::Inserted;
             }
             if s.hash == tag && self.key_at(p) == key.as_bytes() {
+                let times = add.times.map(|(f, l)| (self.offset(f), self.offset(l)));
                 let s = &mut self.slots[p];
                 s.packets = s.packets.saturating_add(add.packets);
                 s.bytes = s.bytes.saturating_add(add.bytes);
-                s.first = s.first.min(add.first);
-                s.last = s.last.max(add.last);
-                s.referenced = true;
+                if let Some((f, l)) = times {
+                    let (f0, l0) = s.offsets();
+                    let f = if f0 == 0 { f } else { f0.min(f) };
+                    s.set_offsets(f, l0.max(l));
+                }
+                s.set_referenced(true);
                 return Outcome::Updated;
             }
         }
@@ -202,8 +305,8 @@ impl Wsaf {
             if s.packets < best_any.0 {
                 best_any = (s.packets, p);
             }
-            if s.referenced {
-                s.referenced = false;
+            if s.referenced() {
+                s.set_referenced(false);
             } else if s.packets < best_unref {
                 best_unref = s.packets;
                 victim = p;
@@ -215,11 +318,7 @@ impl Wsaf {
         let gone = self.slots[victim].packets;
         self.evictions += 1;
         self.max_evicted = self.max_evicted.max(gone);
-        self.slots[victim] = Slot {
-            hash: tag,
-            referenced: false,
-            ..add
-        };
+        self.slots[victim] = self.fresh(tag, &add);
         self.set_key(victim, key);
         Outcome::Replaced(gone)
     }
@@ -244,6 +343,7 @@ impl Wsaf {
         self.len = 0;
         self.evictions = 0;
         self.max_evicted = 0;
+        self.base = None;
     }
 }
 
@@ -259,11 +359,11 @@ mod tests {
         key::HashFn::new(9).hash(&k(i))
     }
 
-    fn one(packets: u32) -> Slot {
-        Slot {
+    fn one(packets: u32) -> Add {
+        Add {
             packets,
             bytes: u64::from(packets) * 100,
-            ..Slot::default()
+            ..Add::default()
         }
     }
 
@@ -283,7 +383,7 @@ mod tests {
         assert_eq!(t.add(&k(1), h(1), one(3)), Outcome::Inserted);
         assert_eq!(t.add(&k(1), h(1), one(4)), Outcome::Updated);
         let s = t.get(&k(1), h(1)).unwrap();
-        assert_eq!((s.packets, s.bytes, s.referenced), (7, 700, true));
+        assert_eq!((s.packets, s.bytes, s.referenced()), (7, 700, true));
         assert!(t.get(&k(2), h(2)).is_none());
         assert_eq!(t.len(), 1);
     }
@@ -294,15 +394,51 @@ mod tests {
         t.add(
             &k(1),
             h(1),
-            Slot {
+            Add {
                 packets: u32::MAX - 1,
                 bytes: u64::MAX - 1,
-                ..Slot::default()
+                ..Add::default()
             },
         );
         t.add(&k(1), h(1), one(5));
         let s = t.get(&k(1), h(1)).unwrap();
         assert_eq!((s.packets, s.bytes), (u32::MAX, u64::MAX));
+    }
+
+    /// Times: Unix-time nanoseconds round-trip exactly through the 48-bit offsets; `first` is
+    /// the least and `last` the largest time added (also a time before the first stored, within
+    /// the slack); a time past the range is clamped; flags and times do not disturb each other;
+    /// a slot added without times has none.
+    #[test]
+    fn times_round_trip_and_widen() {
+        let mut t = Wsaf::new(64, 8, 4);
+        let at = |f, l| Add {
+            times: Some((f, l)),
+            ..one(1)
+        };
+        let t0 = 1_764_000_000_123_456_789u64;
+        t.add(&k(1), h(1), at(t0, t0));
+        t.add(&k(1), h(1), at(t0 + 5_000_000_007, t0 + 5_000_000_007));
+        t.add(&k(1), h(1), at(t0 - 3, t0 - 3));
+        let s = *t.get(&k(1), h(1)).unwrap();
+        assert_eq!(t.times(&s), Some((t0 - 3, t0 + 5_000_000_007)));
+        t.get_mut(&k(1), h(1)).unwrap().set_reported();
+        let s = *t.get(&k(1), h(1)).unwrap();
+        assert!(s.reported() && s.referenced() && s.shard() == 0);
+        assert_eq!(t.times(&s), Some((t0 - 3, t0 + 5_000_000_007)));
+        // 100 hours later: past the 48-bit range, clamped to its end.
+        let far = t0 + 100 * 3600 * 1_000_000_000;
+        t.add(&k(2), h(2), at(far, far));
+        let s = *t.get(&k(2), h(2)).unwrap();
+        let end = t0 - SLACK_NS + MAX_OFFSET - 1;
+        assert_eq!(t.times(&s), Some((end, end)));
+        t.add(&k(3), h(3), Add { shard: 9, ..one(2) });
+        let s = *t.get(&k(3), h(3)).unwrap();
+        assert_eq!((t.times(&s), s.shard()), (None, 9));
+        t.reset();
+        t.add(&k(1), h(1), at(5, 7));
+        let s = *t.get(&k(1), h(1)).unwrap();
+        assert_eq!(t.times(&s), Some((5, 7)));
     }
 
     /// A full table keeps taking insertions in bounded time, never holds more than its slots,

@@ -41,16 +41,27 @@ fn q<T>(spent: &Cell<u128>, f: impl FnOnce() -> T) -> T {
     v
 }
 
-/// The `n` largest of `v`, each with its exact value (`truth`: none without ground truth).
-fn listed(v: &[(FlowKey, u64)], n: usize, truth: impl Fn(&FlowKey) -> Option<u64>) -> Vec<Listed> {
+/// The `n` largest of `v`, each with its exact value (`truth`: none without ground truth) and
+/// the times `a` recorded for it (`Algorithm::flow_times`).
+fn listed(
+    v: &[(FlowKey, u64)],
+    n: usize,
+    a: &dyn Algorithm,
+    truth: impl Fn(&FlowKey) -> Option<u64>,
+) -> Vec<Listed> {
     let mut v = v.to_vec();
     v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     v.into_iter()
         .take(n)
-        .map(|(k, e)| Listed {
-            key: k.to_string(),
-            estimate: e,
-            truth: truth(&k),
+        .map(|(k, e)| {
+            let times = a.flow_times(&k);
+            Listed {
+                key: k.to_string(),
+                estimate: e,
+                truth: truth(&k),
+                first_ns: times.map(|t| t.0),
+                last_ns: times.map(|t| t.1),
+            }
         })
         .collect()
 }
@@ -136,7 +147,7 @@ pub(crate) fn evaluate(
                 .map(|(k, s)| (*k, s))
                 .collect();
             set_result(&mut r, &rep, &tru, point_ref);
-            r.answer.keys = listed(&rep, cfg.listed, size_of(truth, w));
+            r.answer.keys = listed(&rep, cfg.listed, a, size_of(truth, w));
         }
         Task::HeavyChangers => {
             // The exact change per flow, as the algorithm defines it.
@@ -170,7 +181,7 @@ pub(crate) fn evaluate(
                 .map(|(k, c)| (*k, c.round() as u64))
                 .collect();
             set_result(&mut r, &rep, &tru, None);
-            r.answer.keys = listed(&rep, cfg.listed, |k| {
+            r.answer.keys = listed(&rep, cfg.listed, a, |k| {
                 Some(change.get(k).map_or(0, |c| c.round() as u64))
             });
         }
@@ -188,7 +199,7 @@ pub(crate) fn evaluate(
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.spreaders(t)).unwrap_or_default();
             set_result(&mut r, &rep, &spread.above(t), None);
-            r.answer.keys = listed(&rep, cfg.listed, |k| {
+            r.answer.keys = listed(&rep, cfg.listed, a, |k| {
                 Some(spread.peers.get(k).copied().unwrap_or(0))
             });
         }
@@ -264,7 +275,7 @@ pub(crate) fn evaluate(
             r.accuracy.are = are_of(&rep, &members);
             r.answer.reported = Some(rep.len() as u64);
             r.truth.count = Some(want as u64);
-            r.answer.keys = listed(&rep, cfg.listed, size_of(truth, w));
+            r.answer.keys = listed(&rep, cfg.listed, a, size_of(truth, w));
         }
         Task::FlowSize => {
             // One timed region for every point query (a clock read per flow would cost more
@@ -312,7 +323,7 @@ pub(crate) fn answer_only(
     let mut r = blank(spec, kind);
     let set = |r: &mut TaskResult, rep: Vec<(FlowKey, u64)>| {
         r.answer.reported = Some(rep.len() as u64);
-        r.answer.keys = listed(&rep, cfg.listed, |_| None);
+        r.answer.keys = listed(&rep, cfg.listed, a, |_| None);
     };
     match spec.task {
         Task::HeavyHitters => {

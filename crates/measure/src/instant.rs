@@ -11,6 +11,14 @@
 //! of the batch, so a detection's delay is measured in capture time and in the flow's own packets.
 //! Both go to the reader over one channel ([`Log`]), which prints detections as they come and
 //! pairs them with the exact crossings of the same epoch for the report ([`InstantReport`]).
+//!
+//! Memory is bounded over an endless run: an epoch's detections and crossings are kept only
+//! until its report is collected (every plane sent its events before handing its state over, so
+//! they have all arrived by then); the epoch is then summarized ([`InstantEpoch`], at most
+//! [`FLOWS_PER_EPOCH`] flows listed) into the run's totals, and the report keeps the summaries
+//! of the last [`KEEP_EPOCHS`] epochs. Detections not yet taken for printing are capped at
+//! [`MAX_PENDING`] (the CLI takes them after every batch; past the cap the oldest are counted
+//! and dropped).
 
 use algo::{Crossing, KeyBatch, Task};
 use crossbeam_channel::{unbounded, Receiver, Sender};
@@ -18,10 +26,17 @@ use key::FlowKey;
 use serde::Serialize;
 use truth::{Counts, EpochSpec, Weight};
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::config::{ConfigError, RunConfig};
 use crate::runner::Instance;
+
+/// Epoch summaries the report keeps (the latest); older ones are in the totals only.
+pub const KEEP_EPOCHS: usize = 256;
+/// Detected flows listed per epoch and algorithm (in detection order); the rest are counted.
+pub const FLOWS_PER_EPOCH: usize = 256;
+/// Detections waiting to be taken for printing ([`crate::Runner::take_detections`]).
+pub const MAX_PENDING: usize = 1 << 16;
 
 fn refuse(reason: String) -> ConfigError {
     ConfigError::Field {
@@ -156,15 +171,7 @@ pub(crate) fn plan(
         ordinal: 0,
         tx,
     };
-    let log = Log {
-        rx,
-        threshold,
-        truth: cfg.truth,
-        closed: vec![],
-        detections: vec![],
-        crossed: vec![],
-        pending: vec![],
-    };
+    let log = Log::new(rx, threshold, cfg.truth);
     Ok(Some((watch, log)))
 }
 
@@ -240,40 +247,105 @@ impl Watch {
     }
 }
 
-/// The reader's side: every detection and exact crossing, by epoch.
+/// The reader's side: the detections and exact crossings of the epochs not yet summarized, the
+/// summaries kept and the run's totals (module docs: bounded).
 pub(crate) struct Log {
     rx: Receiver<Event>,
     threshold: u64,
     truth: bool,
-    /// The index of each epoch closed, in order (a plane's ordinal indexes it).
-    closed: Vec<u64>,
+    /// The index of each epoch closed and not yet summarized, in order: a plane's ordinal `o`
+    /// is `closed[o - settled]`.
+    closed: VecDeque<u64>,
+    /// Ordinals summarized (dropped from the front of `closed`).
+    settled: u64,
     detections: Vec<Detection>,
     /// (epoch index, flow, time, its packets) of each exact crossing.
     crossed: Vec<(u64, FlowKey, u64, u64)>,
-    /// Detections not yet taken for printing.
-    pending: Vec<Detection>,
+    /// Detections not yet taken for printing, at most [`MAX_PENDING`].
+    pending: VecDeque<Detection>,
+    /// Detections dropped from `pending` untaken.
+    unprinted_dropped: u64,
+    /// The latest epochs' summaries, at most [`KEEP_EPOCHS`].
+    summaries: VecDeque<InstantEpoch>,
+    totals: InstantTotals,
 }
 
 impl Log {
+    fn new(rx: Receiver<Event>, threshold: u64, truth: bool) -> Log {
+        Log {
+            rx,
+            threshold,
+            truth,
+            closed: VecDeque::new(),
+            settled: 0,
+            detections: vec![],
+            crossed: vec![],
+            pending: VecDeque::new(),
+            unprinted_dropped: 0,
+            summaries: VecDeque::new(),
+            totals: InstantTotals::default(),
+        }
+    }
+
     /// Take what the planes sent; `open` is the index of the epoch being measured.
     pub(crate) fn poll(&mut self, open: u64) {
-        let index = |closed: &[u64], o: u64| closed.get(o as usize).copied().unwrap_or(open);
+        let (closed, settled) = (&self.closed, self.settled);
+        // An ordinal already summarized cannot come (module docs); it would be dropped.
+        let index = |o: u64| {
+            o.checked_sub(settled)
+                .map(|i| closed.get(i as usize).copied().unwrap_or(open))
+        };
         while let Ok(e) = self.rx.try_recv() {
             match e {
                 Event::Detected(o, mut d) => {
-                    d.epoch = index(&self.closed, o);
-                    self.pending.push(d.clone());
+                    let Some(e) = index(o) else { continue };
+                    d.epoch = e;
+                    if self.pending.len() == MAX_PENDING {
+                        self.pending.pop_front();
+                        self.unprinted_dropped += 1;
+                    }
+                    self.pending.push_back(d.clone());
                     self.detections.push(d);
                 }
                 Event::Crossed(o, k, ts, p) => {
-                    self.crossed.push((index(&self.closed, o), k, ts, p));
+                    let Some(e) = index(o) else { continue };
+                    self.crossed.push((e, k, ts, p));
                 }
             }
         }
     }
 
     pub(crate) fn end_epoch(&mut self, index: u64) {
-        self.closed.push(index);
+        self.closed.push_back(index);
+    }
+
+    /// Epoch `index`'s report was collected: every plane's events for it have been sent
+    /// (module docs). Summarize it and every earlier epoch, and drop their events.
+    pub(crate) fn settle(&mut self, index: u64, open: u64) {
+        self.poll(open);
+        let mut epochs: Vec<(u64, String)> = self
+            .detections
+            .iter()
+            .filter(|d| d.epoch <= index)
+            .map(|d| (d.epoch, d.algorithm.clone()))
+            .collect();
+        epochs.sort();
+        epochs.dedup();
+        for (e, a) in epochs {
+            let s = self.epoch(e, &a);
+            self.totals.add(&s);
+            if self.summaries.len() == KEEP_EPOCHS {
+                self.summaries.pop_front();
+                self.totals.summaries_dropped += 1;
+            }
+            self.summaries.push_back(s);
+        }
+        self.detections.retain(|d| d.epoch > index);
+        self.crossed.retain(|c| c.0 > index);
+        while self.closed.front().is_some_and(|&c| c <= index) {
+            self.closed.pop_front();
+            self.settled += 1;
+        }
     }
 
     pub(crate) fn has_pending(&self) -> bool {
@@ -281,26 +353,34 @@ impl Log {
     }
 
     pub(crate) fn take_pending(&mut self) -> Vec<Detection> {
-        std::mem::take(&mut self.pending)
+        self.pending.drain(..).collect()
     }
 
-    /// The report, once every plane is done (`poll` called after).
-    pub(crate) fn report(&self) -> InstantReport {
-        let mut epochs: Vec<(u64, String)> = self
-            .detections
-            .iter()
-            .map(|d| (d.epoch, d.algorithm.clone()))
-            .collect();
-        epochs.sort();
-        epochs.dedup();
-        let out = epochs.into_iter().map(|(e, a)| self.epoch(e, &a)).collect();
+    /// What the log holds: events of unsummarized epochs, untaken detections, summaries
+    /// (the bound's test).
+    #[cfg(test)]
+    fn held(&self) -> (usize, usize, usize, usize) {
+        (
+            self.detections.len() + self.crossed.len(),
+            self.closed.len(),
+            self.pending.len(),
+            self.summaries.len(),
+        )
+    }
+
+    /// The report, once every plane is done and every epoch collected: the epochs left are
+    /// summarized first.
+    pub(crate) fn report(&mut self, open: u64) -> InstantReport {
+        self.settle(u64::MAX, open);
         InstantReport {
             threshold: self.threshold,
             truth: self.truth,
             note: (!self.truth)
                 .then(|| "no ground truth (--truth off): detections without delay".to_string()),
-            epochs: out,
-            unprinted: self.pending.clone(),
+            epochs: self.summaries.iter().cloned().collect(),
+            totals: self.totals.clone(),
+            unprinted: self.pending.iter().cloned().collect(),
+            unprinted_dropped: self.unprinted_dropped,
         }
     }
 
@@ -349,6 +429,8 @@ impl Log {
                 delay_packets,
             });
         }
+        let flows_omitted = flows.len().saturating_sub(FLOWS_PER_EPOCH);
+        flows.truncate(FLOWS_PER_EPOCH);
         let seen: HashSet<&FlowKey> = dets.iter().map(|d| &d.flow).collect();
         let never = crossed.keys().filter(|k| !seen.contains(*k)).count();
         let t = self.truth;
@@ -364,6 +446,7 @@ impl Log {
             delay_ns: Dist::of(ns),
             delay_packets: Dist::of(pk),
             flows,
+            flows_omitted,
         }
     }
 }
@@ -375,12 +458,53 @@ pub struct InstantReport {
     pub threshold: u64,
     pub truth: bool,
     pub note: Option<String>,
-    /// Per epoch and algorithm with detections.
+    /// Per epoch and algorithm with detections: the last [`KEEP_EPOCHS`] of the run.
     pub epochs: Vec<InstantEpoch>,
+    /// Every epoch's counts summed over the run.
+    pub totals: InstantTotals,
     /// Detections that arrived after the last [`crate::Runner::take_detections`] (the workers'
     /// last batches): a caller printing them as they come prints these before the report.
     #[serde(skip)]
     pub unprinted: Vec<Detection>,
+    /// Detections never taken for printing and dropped ([`MAX_PENDING`]).
+    pub unprinted_dropped: u64,
+}
+
+/// The counts of every epoch summarized, summed (`None`s as 0).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct InstantTotals {
+    /// Epoch summaries (per epoch and algorithm) made, and dropped from `epochs`.
+    pub summaries: u64,
+    pub summaries_dropped: u64,
+    pub detected: u64,
+    pub crossed: u64,
+    pub early: u64,
+    pub late: u64,
+    pub never: u64,
+    #[serde(rename = "false")]
+    pub falsely: u64,
+    /// The largest detection delay of the run (capture time, ns; packets).
+    pub max_delay_ns: Option<f64>,
+    pub max_delay_packets: Option<f64>,
+}
+
+impl InstantTotals {
+    fn add(&mut self, e: &InstantEpoch) {
+        let n = |v: Option<usize>| v.unwrap_or(0) as u64;
+        self.summaries += 1;
+        self.detected += e.detected as u64;
+        self.crossed += n(e.crossed);
+        self.early += n(e.early);
+        self.late += n(e.late);
+        self.never += n(e.never);
+        self.falsely += n(e.falsely);
+        let max = |a: Option<f64>, d: &Option<Dist>| match (a, d) {
+            (Some(a), Some(d)) => Some(a.max(d.max)),
+            (a, d) => a.or(d.as_ref().map(|d| d.max)),
+        };
+        self.max_delay_ns = max(self.max_delay_ns, &e.delay_ns);
+        self.max_delay_packets = max(self.max_delay_packets, &e.delay_packets);
+    }
 }
 
 /// One epoch's detections by one algorithm against exact detection.
@@ -402,7 +526,9 @@ pub struct InstantEpoch {
     /// between them.
     pub delay_ns: Option<Dist>,
     pub delay_packets: Option<Dist>,
+    /// The first [`FLOWS_PER_EPOCH`] detected flows, and how many more there were.
     pub flows: Vec<FlowDelay>,
+    pub flows_omitted: usize,
 }
 
 /// One detected flow.
@@ -516,6 +642,102 @@ impl InstantReport {
                 p
             );
         }
+        let t = &self.totals;
+        if t.summaries_dropped > 0 || t.summaries > 1 {
+            s += &format!(
+                "  run: {} detected, {} crossed, {} early, {} late, {} never, {} false; largest \
+                 delay {:.3} ms, {} packets{}\n",
+                t.detected,
+                t.crossed,
+                t.early,
+                t.late,
+                t.never,
+                t.falsely,
+                t.max_delay_ns.unwrap_or(0.0) / 1e6,
+                t.max_delay_packets.unwrap_or(0.0),
+                if t.summaries_dropped > 0 {
+                    format!(" (the first {} epoch rows not kept)", t.summaries_dropped)
+                } else {
+                    String::new()
+                }
+            );
+        }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detection(flow: FlowKey, ts_ns: u64, packets: u64) -> Detection {
+        Detection {
+            epoch: 0,
+            ts_ns,
+            algorithm: "instameasure".into(),
+            key: flow.to_string(),
+            estimate: 1000.0,
+            bound: 900.0,
+            threshold: 1000,
+            flow,
+            packets: Some(packets),
+        }
+    }
+
+    /// An endless run (5000 epochs of 400 detected flows each, 144 more every epoch than the
+    /// per-epoch list keeps; detections taken for printing in the first 1000 epochs only): what the log holds stays bounded (each epoch's events dropped once
+    /// it is collected, the summaries capped, the untaken detections capped), and the run's
+    /// totals still count every epoch.
+    #[test]
+    fn the_log_stays_bounded_over_an_endless_run() {
+        let (tx, rx) = unbounded();
+        let mut log = Log::new(rx, 1000, true);
+        let flows = FLOWS_PER_EPOCH + 144;
+        let epochs = 5000u64;
+        for e in 0..epochs {
+            for f in 0..flows {
+                let k = FlowKey::from_u32(f as u32);
+                let t = e * 1_000_000 + f as u64;
+                tx.send(Event::Crossed(e, k, t, 1000)).unwrap();
+                tx.send(Event::Detected(e, detection(k, t + 10, 1003)))
+                    .unwrap();
+            }
+            log.poll(e);
+            if e < 1000 {
+                // Printed as they come for a while; then never taken.
+                assert!(log.has_pending());
+                log.take_pending();
+            }
+            log.end_epoch(e);
+            // The answer thread's report of epoch e arrives (the CLI takes it).
+            log.settle(e, e + 1);
+            let (events, closed, pending, kept) = log.held();
+            assert_eq!((events, closed), (0, 0), "epoch {e}");
+            assert!(pending <= MAX_PENDING && kept <= KEEP_EPOCHS);
+        }
+        let r = log.report(epochs);
+        assert_eq!(r.epochs.len(), KEEP_EPOCHS);
+        assert_eq!(r.epochs.last().unwrap().epoch, epochs - 1);
+        let last = r.epochs.last().unwrap();
+        assert_eq!(last.detected, flows);
+        assert_eq!(
+            (last.flows.len(), last.flows_omitted),
+            (FLOWS_PER_EPOCH, 144)
+        );
+        assert_eq!(last.late, Some(flows));
+        let t = &r.totals;
+        assert_eq!(t.summaries, epochs);
+        assert_eq!(t.summaries_dropped, epochs - KEEP_EPOCHS as u64);
+        assert_eq!(t.detected, epochs * flows as u64);
+        assert_eq!((t.crossed, t.late, t.early), (t.detected, t.detected, 0));
+        assert_eq!(t.max_delay_ns, Some(10.0));
+        assert_eq!(t.max_delay_packets, Some(3.0));
+        assert_eq!(r.unprinted.len(), MAX_PENDING);
+        assert_eq!(
+            r.unprinted_dropped,
+            (epochs - 1000) * flows as u64 - MAX_PENDING as u64
+        );
+        // The newest are kept.
+        assert_eq!(r.unprinted.last().unwrap().epoch, epochs - 1);
     }
 }

@@ -18,6 +18,13 @@ pub struct Listed {
     /// 0 for a key that is not in the epoch at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truth: Option<u64>,
+    /// Capture times (ns) the algorithm recorded for the flow (`Algorithm::flow_times`:
+    /// instameasure and rcc, the packets whose emissions inserted the flow into the table and
+    /// last added to it); absent for algorithms that keep no times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_ns: Option<u64>,
 }
 
 /// What an algorithm answered.

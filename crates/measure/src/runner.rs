@@ -53,9 +53,13 @@ pub(crate) struct Instance {
     /// `nanos`, `timed` and `updates` when the last epoch was handed over: the next epoch's
     /// costs are the differences ([`Instance::epoch_spent`]).
     mark: UpdateSpent,
+    /// Its algorithm records capture times (`Algorithm::wants_time`): with no accelerator it
+    /// is fed through `update_timed` with the batch's times.
+    wants_time: bool,
     /// Scratch buffers for a filtered batch.
     keys: Vec<FlowKey>,
     weights: Vec<u64>,
+    ts: Vec<u64>,
 }
 
 impl Instance {
@@ -73,6 +77,7 @@ impl Instance {
             name,
             kind,
             key_len,
+            wants_time: algo.wants_time(),
             algo,
             reusable,
             spare: None,
@@ -87,6 +92,7 @@ impl Instance {
             mark: UpdateSpent::default(),
             keys: vec![],
             weights: vec![],
+            ts: vec![],
         }
     }
 
@@ -164,11 +170,13 @@ pub(crate) struct Plane {
 }
 
 impl Plane {
-    /// One batch of kind `ki` through its front to the instances of that kind.
-    pub(crate) fn feed(&mut self, ki: usize, batch: KeyBatch<'_>, weights: &[u64]) {
+    /// One batch of kind `ki` through its front to the instances of that kind; `ts`, the
+    /// packets' capture times when an instance wants them (`Runner::timed`), else empty.
+    pub(crate) fn feed(&mut self, ki: usize, batch: KeyBatch<'_>, weights: &[u64], ts: &[u64]) {
         let mut sink = Fan {
             instances: &mut self.instances,
             kind: self.kinds[ki],
+            ts,
         };
         self.fronts[ki].timed(&mut sink, |f, s| f.update(batch, weights, s));
         if let Some(w) = &mut self.watch {
@@ -179,9 +187,11 @@ impl Plane {
     /// Epoch end: every front hands what it holds to the algorithms.
     pub(crate) fn flush_fronts(&mut self) {
         for (front, &kind) in self.fronts.iter_mut().zip(&self.kinds) {
+            // An aggregator's flush has no packet times.
             let mut sink = Fan {
                 instances: &mut self.instances,
                 kind,
+                ts: &[],
             };
             front.timed(&mut sink, |f, s| f.flush(s));
         }
@@ -326,6 +336,12 @@ pub struct Runner {
     /// instead of a 38-byte `FlowKey` (same state, `algo::Algorithm::update_batch_u32`).
     batch_u32: Vec<Vec<u32>>,
     batch_weights: Vec<u64>,
+    /// Whether the run gathers each packet's capture time for the instances that want it
+    /// (`Algorithm::wants_time`, InstaMeasure's first/last times): only with no accelerator
+    /// (the front hands batches on unchanged) and when some instance wants them; then
+    /// `batch_ts` holds the batch's times (with workers, each part carries its own).
+    times: bool,
+    batch_ts: Vec<u64>,
     epochs: Vec<EpochReport>,
     totals: Totals,
     started: Instant,
@@ -738,6 +754,7 @@ impl Runner {
             &mut |i, t| instances[i].algo.arm_instant(t),
         )?
         .unzip();
+        let times = cfg.accel == front::Accel::None && instances.iter().any(|i| i.wants_time);
         let mut plane = Plane {
             kinds: kinds.clone(),
             fronts: fronts_for(&kinds, &cfg, &instances)?,
@@ -767,6 +784,7 @@ impl Runner {
                 cfg.seed,
                 cfg.batch,
                 cfg.truth,
+                times,
                 cfg.inject_failure,
             ))
         } else {
@@ -813,6 +831,8 @@ impl Runner {
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
             batch_weights: Vec::with_capacity(cfg.batch),
+            times,
+            batch_ts: Vec::with_capacity(if times { cfg.batch } else { 0 }),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
             clock,
             kinds,
@@ -894,7 +914,9 @@ impl Runner {
                 Some(pool) => {
                     self.truth[i].count(ts_ns, wire_len);
                     if self.failure.is_none() {
-                        if let Err(f) = pool.put(i, k, w, wire_len, ts_ns) {
+                        // A trace without times gives none (the instances record no times).
+                        let ts = (!self.untimed).then_some(ts_ns);
+                        if let Err(f) = pool.put(i, k, w, wire_len, ts) {
                             fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                         }
                     }
@@ -918,6 +940,9 @@ impl Runner {
             }
         }
         self.batch_weights.push(w);
+        if self.times && !self.untimed {
+            self.batch_ts.push(ts_ns);
+        }
         if self.batch_weights.len() == self.cfg.batch {
             self.flush();
         }
@@ -1002,7 +1027,7 @@ impl Runner {
             // With workers the keys went to their parts as they came (`push`); the batch is
             // then only a count of packets.
             if self.pool.is_none() {
-                self.plane.feed(ki, batch, weights);
+                self.plane.feed(ki, batch, weights, &self.batch_ts);
             }
         }
         for b in &mut self.batch_keys {
@@ -1012,6 +1037,7 @@ impl Runner {
             b.clear();
         }
         self.batch_weights.clear();
+        self.batch_ts.clear();
         // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
         self.collect_answers();
         if let Some(l) = &mut self.instant {
@@ -1178,6 +1204,10 @@ impl Runner {
     /// An answered epoch: kept for the report, its costs into the per-instance maxima (the
     /// epochs may be taken before the report is made).
     fn took(&mut self, e: EpochReport) {
+        // `--instant`: the epoch's events have all come; summarize it.
+        if let Some(l) = &mut self.instant {
+            l.settle(e.index, self.truth[0].index);
+        }
         self.epoch_most.resize(e.costs.len(), (0.0, 0.0));
         for (m, c) in self.epoch_most.iter_mut().zip(&e.costs) {
             m.0 = m.0.max(c.update_seconds);
@@ -1538,10 +1568,7 @@ impl Runner {
             .collect();
         let epoch = self.epoch_label();
         let warnings = self.epochs.iter().flat_map(Warning::of).collect();
-        let instant = self.instant.as_mut().map(|l| {
-            l.poll(self.truth[0].index);
-            l.report()
-        });
+        let instant = self.instant.as_mut().map(|l| l.report(self.truth[0].index));
         Ok(Report {
             trace: self.trace,
             key: self.cfg.key,
@@ -1565,55 +1592,76 @@ impl Runner {
     }
 }
 
+/// One batch to an instance, timed: with its capture times `ts` when given (the instance
+/// records them), else the untimed update of the batch's representation.
+fn give(inst: &mut Instance, batch: KeyBatch<'_>, weights: &[u64], ts: &[u64]) {
+    let t = Instant::now();
+    if ts.is_empty() {
+        batch.feed(inst.algo.as_mut(), weights);
+    } else {
+        inst.algo.update_timed(batch, weights, ts);
+    }
+    inst.nanos += t.elapsed().as_nanos();
+    inst.timed += 1;
+    inst.updates += batch.len() as u64;
+}
+
 /// The instances of one key kind, as the sink of that kind's front: each batch goes to every
 /// instance on the kind, timed per instance, with the keys an instance cannot hold counted in
 /// its `skipped`.
 struct Fan<'a> {
     instances: &'a mut [Instance],
     kind: KeyKind,
+    /// The batch's capture times, one per key, when the run gathers them (`Runner::timed`: no
+    /// accelerator, so the front hands the batch on unchanged); else empty.
+    ts: &'a [u64],
 }
 
 impl Sink for Fan<'_> {
     fn feed(&mut self, batch: KeyBatch<'_>, weights: &[u64]) {
         let n = batch.len().min(weights.len());
+        // Times go with the keys only when there is one per key (the batch as it came).
+        let ts = if self.ts.len() == batch.len() {
+            self.ts
+        } else {
+            &[]
+        };
         for inst in self.instances.iter_mut().filter(|i| i.kind == self.kind) {
             let (fit, key_len) = (inst.fit, inst.key_len);
+            // The times for an instance that records them, else none.
+            let ts = if inst.wants_time {
+                &ts[..n.min(ts.len())]
+            } else {
+                &[]
+            };
             match batch {
                 KeyBatch::U32(keys) if fit.accepts(4, key_len) => {
-                    let t = Instant::now();
-                    inst.algo.update_batch_u32(&keys[..n], &weights[..n]);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += n as u64;
+                    give(inst, KeyBatch::U32(&keys[..n]), &weights[..n], ts)
                 }
                 KeyBatch::U32(_) => inst.skipped += n as u64,
                 KeyBatch::Keys(keys)
                     if fit != KeyFit::Any
                         && keys.iter().any(|k| !fit.accepts(k.len(), key_len)) =>
                 {
-                    inst.keys.clear();
-                    inst.weights.clear();
-                    for (k, &w) in keys.iter().zip(weights) {
-                        if fit.accepts(k.len(), key_len) {
-                            inst.keys.push(*k);
-                            inst.weights.push(w);
+                    let mut k = std::mem::take(&mut inst.keys);
+                    let mut w = std::mem::take(&mut inst.weights);
+                    let mut t = std::mem::take(&mut inst.ts);
+                    k.clear();
+                    w.clear();
+                    t.clear();
+                    for (j, (key, &weight)) in keys.iter().zip(weights).enumerate() {
+                        if fit.accepts(key.len(), key_len) {
+                            k.push(*key);
+                            w.push(weight);
+                            t.extend(ts.get(j));
                         } else {
                             inst.skipped += 1;
                         }
                     }
-                    let t = Instant::now();
-                    inst.algo.update_batch(&inst.keys, &inst.weights);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += inst.keys.len() as u64;
+                    give(inst, KeyBatch::Keys(&k), &w, &t);
+                    (inst.keys, inst.weights, inst.ts) = (k, w, t);
                 }
-                KeyBatch::Keys(keys) => {
-                    let t = Instant::now();
-                    inst.algo.update_batch(&keys[..n], &weights[..n]);
-                    inst.nanos += t.elapsed().as_nanos();
-                    inst.timed += 1;
-                    inst.updates += n as u64;
-                }
+                KeyBatch::Keys(keys) => give(inst, KeyBatch::Keys(&keys[..n]), &weights[..n], ts),
             }
         }
     }

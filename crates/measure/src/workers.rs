@@ -40,8 +40,11 @@ struct Part {
     weights: Vec<u64>,
     /// Wire lengths, for the worker's ground truth (empty without truth).
     lens: Vec<u32>,
-    /// Capture times, for `--instant` (empty without it).
+    /// Capture times, for `--instant` and the instances that record times (empty without
+    /// them; `Pool::times`).
     ts: Vec<u64>,
+    /// The trace has no times (`ts` then holds zeros for the watch): the instances get none.
+    untimed: bool,
 }
 
 /// What a worker hands over at an epoch's end: its instances' state, and with ground truth its
@@ -77,8 +80,9 @@ pub(crate) struct Pool {
     parts: Vec<Vec<Part>>,
     /// Ground truth is kept by the workers.
     truth: bool,
-    /// `--instant`: capture times go with the keys.
-    instant: bool,
+    /// Capture times go with the keys: `--instant`, or an instance records times
+    /// (`Runner::times`).
+    times: bool,
 }
 
 /// The `worker` of a failure of the answer thread (`crate::answer`), not of a worker (and, as
@@ -142,10 +146,11 @@ impl Pool {
         seed: u64,
         batch: usize,
         truth: bool,
+        times: bool,
         inject_failure: Option<usize>,
     ) -> Pool {
         let kinds = planes.first().map_or(0, |p| p.kinds.len());
-        let instant = planes.first().is_some_and(|p| p.watch.is_some());
+        let times = times || planes.first().is_some_and(|p| p.watch.is_some());
         let workers = planes
             .into_iter()
             .enumerate()
@@ -167,7 +172,7 @@ impl Pool {
                 .map(|_| (0..kinds).map(|_| Part::default()).collect())
                 .collect(),
             truth,
-            instant,
+            times,
         }
     }
 
@@ -175,8 +180,8 @@ impl Pool {
         self.workers.len()
     }
 
-    /// Route one key of kind `ki` (its weight, its wire length for the ground truth) to the
-    /// worker its hash picks.
+    /// Route one key of kind `ki` (its weight, its wire length for the ground truth, its
+    /// capture time if the trace has times) to the worker its hash picks.
     #[inline]
     pub(crate) fn put(
         &mut self,
@@ -184,7 +189,7 @@ impl Pool {
         k: FlowKey,
         w: u64,
         len: u32,
-        ts_ns: u64,
+        ts_ns: Option<u64>,
     ) -> Result<(), WorkerFailure> {
         let i = key::reduce(self.hash.hash(&k), self.workers.len());
         let p = &mut self.parts[i][ki];
@@ -196,8 +201,10 @@ impl Pool {
         if self.truth {
             p.lens.push(len);
         }
-        if self.instant {
-            p.ts.push(ts_ns);
+        if self.times {
+            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
+            p.ts.push(ts_ns.unwrap_or(0));
+            p.untimed |= ts_ns.is_none();
         }
         if p.keys.len() >= PART {
             self.send(i)?;
@@ -240,6 +247,7 @@ impl Pool {
                     weights: Vec::with_capacity(PART),
                     lens: Vec::new(),
                     ts: Vec::new(),
+                    untimed: false,
                 })
                 .collect()
         });
@@ -339,12 +347,17 @@ fn work(
                                 w.packet(p.ts[j], &p.keys[j], after);
                             }
                         }
+                        // Times of a trace that has them (`Pool::put`).
+                        let ts = match p.untimed {
+                            false => p.ts.get(r.clone()).unwrap_or(&[]),
+                            true => &[],
+                        };
                         let b = if all_narrow {
                             KeyBatch::U32(&p.narrow[r])
                         } else {
                             KeyBatch::Keys(&p.keys[r])
                         };
-                        plane.feed(ki, b, ws);
+                        plane.feed(ki, b, ws, ts);
                     }
                 }
                 for p in &mut parts {
@@ -353,6 +366,7 @@ fn work(
                     p.weights.clear();
                     p.lens.clear();
                     p.ts.clear();
+                    p.untimed = false;
                 }
                 // The reader takes it back if it has room; else it is dropped.
                 let _ = back.try_send(parts);

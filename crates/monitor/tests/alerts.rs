@@ -25,6 +25,8 @@ fn result(task: Task, algorithm: &str, keys: &[(&str, u64)]) -> TaskResult {
                     key: k.to_string(),
                     estimate: *e,
                     truth: None,
+                    first_ns: None,
+                    last_ns: None,
                 })
                 .collect(),
             ..Answer::default()

@@ -19,6 +19,8 @@ fn epoch(index: u64, capture: Option<CaptureStats>) -> EpochReport {
             key: format!("10.0.{index}.{i}"),
             estimate: 1000 - i,
             truth: Some(990 - i),
+            first_ns: None,
+            last_ns: None,
         })
         .collect();
     EpochReport {

@@ -37,8 +37,10 @@ pub const MAGIC: [u8; 8] = *b"NSIFTSNP";
 /// The format version this build writes and the only one it reads.
 /// 2: Space-Saving's state is a Stream-Summary (its counters with their errors), no longer a
 /// heap; version 1 files are refused naming their version.
-pub const VERSION: u16 = 2;
-/// Bytes before the body (versions 1 and 2).
+/// 3: instameasure's and rcc's table slots hold capture times (first/last packet, ns) and a
+/// 16-bit hash tag; version 2 files are refused naming their version.
+pub const VERSION: u16 = 3;
+/// Bytes before the body (versions 1 to 3).
 pub const HEADER_LEN: usize = 32;
 /// File name extension of a snapshot.
 pub const EXT: &str = "nss";
