@@ -1134,8 +1134,16 @@ impl Runner {
             None => states,
             Some(Ok((s, fast))) => {
                 replayed_fast = Some(fast);
-                // Merged snapshots: no update was timed here.
-                States::Ready(s.into_iter().map(|s| (s, UpdateSpent::default())).collect())
+                // Merged snapshots answered; the costs stay those of the packet path's
+                // epoch (its plane measured the same packets), as the run's cost table counts.
+                let spent: Vec<UpdateSpent> = match &states {
+                    States::Ready(v) => v.iter().map(|(_, u)| *u).collect(),
+                    States::Workers(_) => vec![],
+                };
+                let spent = spent
+                    .into_iter()
+                    .chain(std::iter::repeat(UpdateSpent::default()));
+                States::Ready(s.into_iter().zip(spent).collect())
             }
             Some(Err(message)) => {
                 fail(
