@@ -260,9 +260,9 @@ impl Answers {
         }
     }
 
-    /// Reports answered so far, in epoch order, without waiting.
-    pub(crate) fn ready(&self) -> impl Iterator<Item = Result<EpochReport, WorkerFailure>> + '_ {
-        self.reports.try_iter()
+    /// The next report answered, in epoch order, without waiting.
+    pub(crate) fn next_ready(&self) -> Option<Result<EpochReport, WorkerFailure>> {
+        self.reports.try_recv().ok()
     }
 
     /// The reset states that came back, by instance, without waiting.

@@ -1196,9 +1196,7 @@ impl Runner {
 
     /// Move the reports the answer thread has finished into `epochs` (a failure into `failure`).
     fn collect_answers(&mut self) {
-        let Some(a) = &self.answers else { return };
-        let ready: Vec<_> = a.ready().collect();
-        for r in ready {
+        while let Some(r) = self.answers.as_ref().and_then(Answers::next_ready) {
             match r {
                 Ok(e) => self.took(e),
                 Err(f) => {
