@@ -5,7 +5,8 @@
 //!   generated Zipf(1.1) trace of IPv4 five-tuples in bytes (what a fast path sees: the packets
 //!   the FIFO model sends it with the normal path at 70% of the offered rate), and over the whole
 //!   trace (every packet, a harder stream: more distinct flows per packet), and over 150 flows
-//!   (no kick-out: the paper's 47 cycles are for an update or insertion alone).
+//!   (no kick-out: the paper's 47 cycles are for an update or insertion alone). Timed in thread
+//!   CPU time (`cpu_time::ThreadTime`), so a loaded machine's time-slicing does not count.
 //! - `recover/cm_4x65536_128_hosts`: the recovery of a 128-host merge of Count-Min 4 x 65536
 //!   (target < 5 s on one core): a 2.56 M-packet trace partitioned by flow over 128 hosts, each
 //!   with its FIFO at 70% of its own offered rate and an 8 KB fast path; the merged sketch and summary are built once,
@@ -14,7 +15,10 @@
 //! Run: `CARGO_TARGET_DIR=... cargo bench -p visor --bench visor`.
 
 use algo::Algorithm;
-use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use std::time::Duration;
+
+use cpu_time::ThreadTime;
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use gen::{Generator, Order, Size, Spec};
 use key::{FlowKey, KeyKind};
 use sketch::{CountMin, CountMinConfig};
@@ -86,31 +90,45 @@ fn fast_path(c: &mut Criterion) {
     for (name, stream) in streams {
         grp.throughput(Throughput::Elements(stream.len() as u64));
         grp.bench_function(format!("sketchvisor/{name}"), |b| {
-            b.iter_batched_ref(
-                || FastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap(),
-                |f| {
-                    for (k, w) in stream.iter() {
-                        f.update(k, *w);
-                    }
-                    black_box(f.total())
-                },
-                BatchSize::LargeInput,
-            )
+            b.iter_custom(|iters| {
+                cpu_time_of(
+                    iters,
+                    || FastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap(),
+                    stream,
+                )
+            })
         });
         grp.bench_function(format!("misra_gries/{name}"), |b| {
-            b.iter_batched_ref(
-                || MgFastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap(),
-                |f| {
-                    for (k, w) in stream.iter() {
-                        f.update(k, *w);
-                    }
-                    black_box(f.total())
-                },
-                BatchSize::LargeInput,
-            )
+            b.iter_custom(|iters| {
+                cpu_time_of(
+                    iters,
+                    || MgFastPath::new(visor::DEFAULT_BYTES, 13, 0).unwrap(),
+                    stream,
+                )
+            })
         });
     }
     grp.finish();
+}
+
+/// Thread CPU time of `iters` passes of `stream` through a fresh table each (built untimed):
+/// the machine is shared, and time-slicing inflates wall time but not this.
+fn cpu_time_of<F: FastTable>(
+    iters: u64,
+    new: impl Fn() -> F,
+    stream: &[(FlowKey, u64)],
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let mut f = new();
+        let t0 = ThreadTime::now();
+        for (k, w) in stream {
+            f.update(k, *w);
+        }
+        black_box(f.total());
+        total += t0.elapsed();
+    }
+    total
 }
 
 const HOSTS: usize = 128;
