@@ -31,10 +31,9 @@ use algo::ConfigError;
 use key::{FlowKey, HashFn};
 
 use crate::fast::{FastKind, FastStats, FastTable, Summary, Tracked};
-use crate::thresh::{Cached, DELTA};
+use crate::thresh::{Thresh, DELTA};
 
 const EMPTY: u32 = 0;
-const NONE: u32 = u32::MAX;
 
 /// A heap node: an entry id and its `s` when the node was last sifted (a lower bound of the
 /// entry's `s`).
@@ -44,6 +43,12 @@ struct Node {
     id: u32,
 }
 
+/// The node past the heap's end: larger than any child it stands in for.
+const PAST: Node = Node {
+    s: u64::MAX,
+    id: 0,
+};
+
 /// SketchVisor's fast path (Algorithm 1).
 #[derive(Clone, Debug)]
 pub struct FastPath {
@@ -51,24 +56,31 @@ pub struct FastPath {
     // Per entry id (0..cap), struct of arrays: the hit path reads `hashes`, `keys` and `s`.
     keys: Vec<FlowKey>,
     hashes: Vec<u64>,
-    /// `r + E`.
+    /// `r + E`, and one more entry, `s[cap] = 0`: the id `none` that `top` holds while the
+    /// table has fewer than two flows (any real `s` exceeds it: `r > 0`).
     s: Vec<u64>,
     /// `E` at insertion.
     e: Vec<u64>,
     /// Unused entry ids.
     free: Vec<u32>,
-    /// Min-heap of the tracked entries by their nodes' keys.
+    /// Min-heap of the tracked entries by their nodes' keys, in `heap[..n]`; `heap[n..]`
+    /// (at least one node: `cap + 1` of them) hold `PAST`, so a sift-down reads a right
+    /// child without asking whether it exists.
     heap: Vec<Node>,
+    /// Flows tracked.
+    n: usize,
     /// Index slots: entry id + 1, or EMPTY.
     slots: Vec<u32>,
     mask: usize,
     hash: HashFn,
-    /// Entry ids of the largest and second largest residual (NONE when absent).
+    /// Entry ids of the largest and second largest residual (`none` when absent).
     top: [u32; 2],
+    /// The sentinel id, `cap`.
+    none: u32,
     v: u64,
     big_e: u64,
-    /// COMPUTETHRESH, with the power of the last two largest residuals kept.
-    thresh: Cached,
+    /// COMPUTETHRESH, its power by a polynomial when that decides the floor.
+    thresh: Thresh,
     stats: FastStats,
 }
 
@@ -92,27 +104,29 @@ impl FastPath {
             cap,
             keys: vec![FlowKey::EMPTY; cap],
             hashes: vec![0; cap],
-            s: vec![0; cap],
+            s: vec![0; cap + 1],
             e: vec![0; cap],
             free: (0..cap as u32).rev().collect(),
-            heap: Vec::with_capacity(cap),
+            heap: vec![PAST; cap + 1],
+            n: 0,
             slots: vec![EMPTY; slots],
             mask: slots - 1,
             hash,
-            top: [NONE; 2],
+            top: [cap as u32; 2],
+            none: cap as u32,
             v: 0,
             big_e: 0,
-            thresh: Cached::new(DELTA),
+            thresh: Thresh::new(DELTA),
             stats: FastStats::default(),
         }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.n
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.n == 0
     }
 
     /// Slot of `key` (`Ok`) or the empty slot where it would go (`Err`).
@@ -125,7 +139,7 @@ impl FastPath {
                 return Err(i);
             }
             let id = (sl - 1) as usize;
-            if self.hashes[id] == h && self.keys[id] == *key {
+            if self.hashes[id] == h && same_key(&self.keys[id], key) {
                 return Ok(i);
             }
             i = (i + 1) & self.mask;
@@ -148,7 +162,7 @@ impl FastPath {
                 self.s[id] += v;
                 self.raise_top(id as u32);
             }
-            Err(slot) if self.heap.len() < self.cap => {
+            Err(slot) if self.n < self.cap => {
                 // Lines 9-10: insert (E, v, 0).
                 self.insert(slot, key, h, v + self.big_e, self.big_e);
             }
@@ -160,7 +174,8 @@ impl FastPath {
     /// `s`.
     #[inline]
     fn settle_root(&mut self) {
-        while let Some(&root) = self.heap.first() {
+        while self.n > 0 {
+            let root = self.heap[0];
             let s = self.s[root.id as usize];
             if s == root.s {
                 return;
@@ -181,11 +196,8 @@ impl FastPath {
         // the largest exist.
         let rmin = self.heap[0].s - ee;
         let t1 = r(self.top[0]);
-        let t2 = if self.top[1] == NONE {
-            0
-        } else {
-            r(self.top[1])
-        };
+        // The sentinel's s is 0: no second flow counts as 0, as in the literal pass.
+        let t2 = self.s[self.top[1] as usize].saturating_sub(ee);
         let (a1, a2) = if v >= t1 { (v, t1) } else { (t1, v.max(t2)) };
         let amin = v.min(rmin);
         let eh = self.thresh.get(a1, a2, amin);
@@ -199,7 +211,8 @@ impl FastPath {
         // a removal and an insertion.
         let mut pending = v > eh;
         let mut top_gone = false;
-        while let Some(&root) = self.heap.first() {
+        while self.n > 0 {
+            let root = self.heap[0];
             if root.s > new_e {
                 break;
             }
@@ -255,29 +268,29 @@ impl FastPath {
         self.s[i] = s;
         self.e[i] = e;
         self.slots[slot] = id + 1;
-        self.heap.push(Node { s, id });
-        self.sift_up(self.heap.len() - 1);
+        self.heap[self.n] = Node { s, id };
+        self.n += 1;
+        self.sift_up(self.n - 1);
         self.raise_top(id);
     }
 
-    /// Keep `top` the two largest after `id`'s `s` grew (or `id` arrived).
+    /// Keep `top` the two largest after `id`'s `s` grew (or `id` arrived). Selects, not
+    /// branches: whether a packet's flow overtakes one of the two is data, and a hit is most
+    /// packets. If `id` is already first or second its `s` equals that one's, so the strict
+    /// comparisons leave it in place; first cannot also become second.
     #[inline]
     fn raise_top(&mut self, id: u32) {
         let sv = self.s[id as usize];
         let [t1, t2] = self.top;
-        if id == t1 {
-            return;
-        }
-        if t1 == NONE || sv > self.s[t1 as usize] {
-            self.top = [id, t1];
-        } else if id != t2 && (t2 == NONE || sv > self.s[t2 as usize]) {
-            self.top[1] = id;
-        }
+        let above1 = sv > self.s[t1 as usize];
+        let above2 = sv > self.s[t2 as usize] && id != t1;
+        let second = if above2 { id } else { t2 };
+        self.top = if above1 { [id, t1] } else { [t1, second] };
     }
 
     fn rescan_top(&mut self) {
-        self.top = [NONE; 2];
-        for k in 0..self.heap.len() {
+        self.top = [self.none; 2];
+        for k in 0..self.n {
             let id = self.heap[k].id;
             self.raise_top(id);
         }
@@ -286,11 +299,11 @@ impl FastPath {
     /// Drop the root (its entry already unindexed) and free its entry.
     fn remove_root(&mut self) {
         let id = self.heap[0].id;
-        if let Some(last) = self.heap.pop() {
-            if !self.heap.is_empty() {
-                self.heap[0] = last;
-                self.sift_down(0);
-            }
+        self.n -= 1;
+        let last = std::mem::replace(&mut self.heap[self.n], PAST);
+        if self.n > 0 {
+            self.heap[0] = last;
+            self.sift_down(0);
         }
         self.free.push(id);
     }
@@ -346,22 +359,23 @@ impl FastPath {
 
     #[inline]
     fn sift_down(&mut self, mut k: usize) {
-        let h = &mut self.heap[..];
-        let n = h.len();
+        let n = self.n;
+        // One node past the end (PAST) is in the slice: the right child of the last left
+        // child.
+        let h = &mut self.heap[..=n];
         let node = h[k];
         loop {
             let l = 2 * k + 1;
             if l >= n {
                 break;
             }
-            // The smaller child without a data-dependent branch (a right child is missing
-            // only at the last level).
-            let rs = if l + 1 < n { h[l + 1].s } else { u64::MAX };
-            let c = l + usize::from(rs < h[l].s);
-            if h[c].s >= node.s {
+            // The smaller child by index arithmetic, not a data-dependent branch.
+            let c = l + usize::from(h[l + 1].s < h[l].s);
+            let child = h[c];
+            if child.s >= node.s {
                 break;
             }
-            h[k] = h[c];
+            h[k] = child;
             k = c;
         }
         h[k] = node;
@@ -378,7 +392,7 @@ impl FastPath {
 
     /// `(key, e, r, d)` of every tracked flow, in heap order.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
-        self.heap.iter().map(|n| {
+        self.heap[..self.n].iter().map(|n| {
             let i = n.id as usize;
             (
                 self.keys[i],
@@ -388,6 +402,14 @@ impl FastPath {
             )
         })
     }
+}
+
+/// Key equality as `FlowKey`'s, cheaper for the keys of at most 16 bytes that are the common
+/// case (IPv4 five-tuples: 13): one 128-bit compare and the lengths (bytes past a key's length
+/// are zero, so equal heads and lengths are equal keys).
+#[inline]
+fn same_key(a: &FlowKey, b: &FlowKey) -> bool {
+    a.head128() == b.head128() && ((a.len() <= 16 && a.len() == b.len()) || a == b)
 }
 
 impl FastTable for FastPath {
@@ -400,7 +422,7 @@ impl FastTable for FastPath {
     }
     fn summary(&self) -> Summary {
         let mut flows: Vec<Tracked> = self
-            .heap
+            .heap[..self.n]
             .iter()
             .map(|n| {
                 let i = n.id as usize;
@@ -434,8 +456,11 @@ impl FastTable for FastPath {
         *self = FastPath::with_capacity_hash(self.cap, self.hash);
     }
     fn memory_bytes(&self) -> usize {
-        // Per entry: key, hash, s, e, a heap node (16 bytes), a free-list id (4).
+        // Per entry: key, hash, s, e, a heap node (16 bytes), a free-list id (4); the
+        // sentinel's s and one more heap node.
         self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + std::mem::size_of::<Node>() + 4)
+            + 8
+            + std::mem::size_of::<Node>()
             + self.slots.len() * 4
     }
 }

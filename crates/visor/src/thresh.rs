@@ -83,45 +83,87 @@ fn scaled(amin: u64, pow: f64) -> u64 {
     (e as u64).max(amin)
 }
 
-/// [`thresh_with`] that keeps `b^c` of the last `(a1, a2)`: the two largest residuals are
-/// those of the heaviest flows, which often get no packet between two kick-outs, and the
-/// power (a `log` and an `exp`) is most of COMPUTETHRESH's cost. The same operations on the
-/// same values: the result is bit for bit [`thresh_with`]'s (tested).
+/// [`thresh_with`] without `libm` in the common case, bit for bit the same result (tested).
+///
+/// The residuals change at every kick-out (each pass lowers them all by `e`), so `b` is new
+/// almost every time and the power was most of COMPUTETHRESH's cost. But only
+/// `floor(amin * b^c)` is wanted, and `amin * b^c` is rarely within a part in 10^11 of an
+/// integer: a polynomial evaluation of `b^c` with a relative error below 10^-12 brackets the
+/// product that [`thresh_with`] floors, and when both ends of the bracket floor to the same
+/// integer that is the answer; otherwise (or for values past 2^52) `libm` decides as before.
+///
+/// The evaluation is the textbook table-and-polynomial power: `b = 2^k * m`, `m` in `[1, 2)`,
+/// `b^c = 2^(kc) * q_j * (1 + t)^c` with `j` the top [`TABLE_BITS`] bits of `m`, `t = m * r_j -
+/// 1`, `|t| <= 2^-(TABLE_BITS+1)`, `q_j = r_j^-c` and `2^(kc)` from tables built once with
+/// `libm`, and `(1 + t)^c` by its binomial series to `t^4` (the next term is below `0.013
+/// |t|^5 < 4e-13`). Each table entry and each of the dozen roundings adds about 10^-16.
 #[derive(Clone, Debug)]
-pub(crate) struct Cached {
+pub(crate) struct Thresh {
     c: f64,
-    a: (u64, u64),
-    b: f64,
-    /// `b^c`, NaN until needed.
-    pow: f64,
+    /// The binomial coefficients `C(c, 1..=4)` of `(1 + t)^c`.
+    coef: [f64; 4],
+    /// `2^(k c)` for the binary exponent `k` of `b`, 0..64.
+    pow2: [f64; 64],
+    /// Per top bits `j` of the mantissa: `r_j ~ 1 / (1 + (j + 1/2) / 2^TABLE_BITS)` and
+    /// `r_j^-c`.
+    recip: [(f64, f64); 1 << TABLE_BITS],
 }
 
-impl Cached {
-    pub(crate) fn new(delta: f64) -> Cached {
-        Cached {
-            c: exponent(delta),
-            // a1 >= 1 always (a packet weighs at least 1): (0, 0) is never asked.
-            a: (0, 0),
-            b: 1.0,
-            pow: f64::NAN,
+/// Mantissa bits that pick the table entry: `|t| <= 1/128`.
+const TABLE_BITS: u32 = 6;
+
+/// Relative half-width of the bracket: 10x the evaluation's error bound (10^-12).
+const MARGIN: f64 = 1e-11;
+
+impl Thresh {
+    pub(crate) fn new(delta: f64) -> Thresh {
+        let c = exponent(delta);
+        let c2 = c * (c - 1.0) / 2.0;
+        let c3 = c2 * (c - 2.0) / 3.0;
+        let c4 = c3 * (c - 3.0) / 4.0;
+        let n = (1u32 << TABLE_BITS) as f64;
+        Thresh {
+            c,
+            coef: [c, c2, c3, c4],
+            pow2: std::array::from_fn(|k| libm::pow(2.0, k as f64 * c)),
+            recip: std::array::from_fn(|j| {
+                let r = n / (n + j as f64 + 0.5);
+                (r, libm::pow(r, -c))
+            }),
         }
     }
 
+    /// `b^c` within a relative 10^-12, for `1 <= b < 2^64`.
     #[inline]
-    pub(crate) fn get(&mut self, a1: u64, a2: u64, amin: u64) -> u64 {
+    fn approx_pow(&self, b: f64) -> f64 {
+        let bits = b.to_bits();
+        let k = ((bits >> 52) as usize).wrapping_sub(1023);
+        let j = ((bits >> (52 - TABLE_BITS)) as usize) & ((1 << TABLE_BITS) - 1);
+        let m = f64::from_bits((bits & ((1u64 << 52) - 1)) | (1023u64 << 52));
+        let (r, q) = self.recip[j];
+        let t = m * r - 1.0;
+        let [c1, c2, c3, c4] = self.coef;
+        let series = 1.0 + t * (c1 + t * (c2 + t * (c3 + t * c4)));
+        self.pow2[k] * q * series
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, a1: u64, a2: u64, amin: u64) -> u64 {
         debug_assert!(a1 >= a2 && a2 >= amin);
-        if (a1, a2) != self.a {
-            self.a = (a1, a2);
-            self.b = ratio(a1, a2);
-            self.pow = f64::NAN;
-        }
-        if below_one(amin, self.b, self.c) {
+        let b = ratio(a1, a2);
+        if below_one(amin, b, self.c) {
             return amin;
         }
-        if self.pow.is_nan() {
-            self.pow = libm::exp(self.c * libm::log(self.b));
+        // Below 2^64 the binary exponent is at most 63 (the numerator may round up to 2^64);
+        // amin is exact in an f64.
+        if b < u64::MAX as f64 && amin < 1 << 52 {
+            let x = amin as f64 * self.approx_pow(b);
+            let (lo, hi) = ((x * (1.0 - MARGIN)).floor(), (x * (1.0 + MARGIN)).floor());
+            if lo == hi {
+                return (lo as u64).max(amin);
+            }
         }
-        scaled(amin, self.pow)
+        scaled(amin, libm::exp(self.c * libm::log(b)))
     }
 }
 
@@ -168,23 +210,56 @@ mod tests {
         assert!(compute_thresh(u64::MAX, 1, 1, DELTA) < u64::MAX);
     }
 
+    /// The polynomial power is within its stated 10^-12 of `libm`'s over every table entry and
+    /// binary exponent (this is what makes the bracket sound).
     #[test]
-    fn the_cache_gives_thresh_with_bit_for_bit() {
-        let mut c = Cached::new(DELTA);
+    fn the_polynomial_power_is_within_its_bound() {
+        let t = Thresh::new(DELTA);
+        let c = exponent(DELTA);
+        let mut worst = 0f64;
+        for k in 0..64 {
+            for i in 0..4096u64 {
+                let b = libm::ldexp(1.0 + i as f64 / 4096.0 + 1.0 / 8192.0, k);
+                let want = libm::exp(c * libm::log(b));
+                worst = worst.max((t.approx_pow(b) / want - 1.0).abs());
+            }
+        }
+        assert!(worst < 1e-12, "worst relative error {worst:e}");
+    }
+
+    /// Bit for bit [`thresh_with`], over the scales the fast path sees (packet counts to byte
+    /// counts) and past them: large `a_min` makes the bracket straddle an integer often, so the
+    /// `libm` fallback is exercised too.
+    #[test]
+    fn thresh_gives_thresh_with_bit_for_bit() {
+        let t = Thresh::new(DELTA);
+        let c = exponent(DELTA);
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for i in 0..20_000u64 {
-            // A few (a1, a2) pairs repeated, as between kick-outs, with varied a_min.
+        let mut next = || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let a1 = 2 + (i / 7) % 50 * 997;
-            let a2 = 1 + (x % a1);
-            let amin = 1 + (x >> 20) % a2;
+            x
+        };
+        for i in 0..400_000u64 {
+            let scale = 1u64 << (i % 62 + 1);
+            let a1 = 1 + next() % scale;
+            let a2 = 1 + next() % a1;
+            let amin = 1 + next() % a2;
             assert_eq!(
-                c.get(a1, a2, amin),
-                thresh_with(a1, a2, amin, exponent(DELTA)),
+                t.get(a1, a2, amin),
+                thresh_with(a1, a2, amin, c),
                 "{a1} {a2} {amin}"
             );
+        }
+        for (a1, a2, amin) in [
+            (u64::MAX, 1, 1),
+            (u64::MAX, u64::MAX, u64::MAX),
+            (u64::MAX, 2, 2),
+            (1 << 53, 3, 3),
+            (2, 1, 1),
+        ] {
+            assert_eq!(t.get(a1, a2, amin), thresh_with(a1, a2, amin, c));
         }
     }
 
