@@ -71,6 +71,8 @@ pub struct FastPath {
     n: usize,
     /// Index slots: entry id + 1, or EMPTY.
     slots: Vec<u32>,
+    /// Per entry id, its index slot: a kick-out unindexes without probing.
+    slot_of: Vec<u32>,
     mask: usize,
     hash: HashFn,
     /// Entry ids of the largest and second largest residual (`none` when absent).
@@ -110,6 +112,7 @@ impl FastPath {
             heap: vec![PAST; cap + 1],
             n: 0,
             slots: vec![EMPTY; slots],
+            slot_of: vec![0; cap],
             mask: slots - 1,
             hash,
             top: [cap as u32; 2],
@@ -253,6 +256,7 @@ impl FastPath {
         self.s[i] = s;
         self.e[i] = e;
         self.slots[slot] = id + 1;
+        self.slot_of[i] = slot as u32;
         self.heap[0].s = s;
         self.sift_down(0);
         self.raise_top(id);
@@ -268,6 +272,7 @@ impl FastPath {
         self.s[i] = s;
         self.e[i] = e;
         self.slots[slot] = id + 1;
+        self.slot_of[i] = slot as u32;
         self.heap[self.n] = Node { s, id };
         self.n += 1;
         self.sift_up(self.n - 1);
@@ -308,13 +313,9 @@ impl FastPath {
         self.free.push(id);
     }
 
-    /// Remove entry `id` from the index: find its slot, then backward-shift delete.
+    /// Remove entry `id` from the index (backward-shift delete at its slot).
     fn unindex(&mut self, id: usize) {
-        let mut i = (self.hashes[id] as usize) & self.mask;
-        while self.slots[i] != id as u32 + 1 {
-            i = (i + 1) & self.mask;
-        }
-        self.delete_slot(i);
+        self.delete_slot(self.slot_of[id] as usize);
     }
 
     /// Knuth's Algorithm R: empty slot `i`, then move back every later entry of the cluster
@@ -337,6 +338,7 @@ impl FastPath {
             };
             if !stays {
                 self.slots[i] = sl;
+                self.slot_of[(sl - 1) as usize] = i as u32;
                 self.slots[j] = EMPTY;
                 i = j;
             }
@@ -456,9 +458,9 @@ impl FastTable for FastPath {
         *self = FastPath::with_capacity_hash(self.cap, self.hash);
     }
     fn memory_bytes(&self) -> usize {
-        // Per entry: key, hash, s, e, a heap node (16 bytes), a free-list id (4); the
-        // sentinel's s and one more heap node.
-        self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + std::mem::size_of::<Node>() + 4)
+        // Per entry: key, hash, s, e, a heap node (16 bytes), a free-list id and its slot (4
+        // each); the sentinel's s and one more heap node.
+        self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + std::mem::size_of::<Node>() + 8)
             + 8
             + std::mem::size_of::<Node>()
             + self.slots.len() * 4

@@ -78,9 +78,10 @@ fn below_one(amin: u64, b: f64, c: f64) -> bool {
 /// `floor(amin * pow)`, never below `amin`.
 #[inline]
 fn scaled(amin: u64, pow: f64) -> u64 {
-    let e = (amin as f64 * pow).floor();
-    // `as u64` saturates; the max guards the rounding of b^c = 1.
-    (e as u64).max(amin)
+    // `as u64` truncates (the floor of a positive value: a conversion, where `floor` is a
+    // call on the baseline x86-64 target) and saturates; the max guards the rounding of
+    // b^c = 1.
+    ((amin as f64 * pow) as u64).max(amin)
 }
 
 /// [`thresh_with`] without `libm` in the common case, bit for bit the same result (tested).
@@ -158,9 +159,10 @@ impl Thresh {
         // amin is exact in an f64.
         if b < u64::MAX as f64 && amin < 1 << 52 {
             let x = amin as f64 * self.approx_pow(b);
-            let (lo, hi) = ((x * (1.0 - MARGIN)).floor(), (x * (1.0 + MARGIN)).floor());
+            // Floors by truncation, as in `scaled`.
+            let (lo, hi) = ((x * (1.0 - MARGIN)) as u64, (x * (1.0 + MARGIN)) as u64);
             if lo == hi {
-                return (lo as u64).max(amin);
+                return lo.max(amin);
             }
         }
         scaled(amin, libm::exp(self.c * libm::log(b)))
