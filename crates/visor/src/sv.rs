@@ -246,11 +246,12 @@ impl FastPath {
     fn reuse_root(&mut self, key: &FlowKey, h: u64, s: u64, e: u64) {
         let id = self.heap[0].id;
         let i = id as usize;
-        let Err(slot) = self.find(key, h) else {
-            // Unreachable: a kick-out is for an untracked key. Keep the table consistent.
-            self.remove_root();
-            return;
-        };
+        // The key is untracked (a kick-out is for a miss): its slot is the first empty one
+        // from its home (removals may have emptied one before the probe's).
+        let mut slot = (h as usize) & self.mask;
+        while self.slots[slot] != EMPTY {
+            slot = (slot + 1) & self.mask;
+        }
         self.keys[i] = *key;
         self.hashes[i] = h;
         self.s[i] = s;
