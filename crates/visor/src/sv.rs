@@ -11,21 +11,26 @@
 //!   Insertion with `(E, v, 0)` stores `s = v + E`; line 18's `(E, v - e^, e^)` stores `s = v +
 //!   E_old` with `e = E_old`. Two counters hold the paper's three exactly, which is what the
 //!   byte budget counts per flow ([`crate::FastKind::entry_bytes`]).
-//! - **A lazy min-heap on `s`.** COMPUTETHRESH needs the smallest residual and the two largest
-//!   (kept as two entry ids, updated on every increment; recomputed by a scan only when a
-//!   kick-out removes one of them, which needs nearly equal residuals). A flow is kicked out
-//!   when `r <= 0`, i.e. `s <= E`. The heap holds `(s when pushed, id)` pairs: a hit only adds
-//!   to the entry's `s`, so a node's key is a lower bound of its entry's `s` and the heap stays
-//!   a heap whatever the hits do. A kick-out looks at the root only: a stale root (its entry
-//!   grew) takes its current `s` and sifts down; a fresh one is the true minimum (every other
-//!   key is at least the root's key, and every entry at least its key). Large flows sit at
-//!   the leaves and are never refreshed.
+//! - **A lazy winner tree on `s`.** COMPUTETHRESH needs the smallest residual and the two
+//!   largest (kept as two entry ids, updated on every increment without a branch; recomputed
+//!   by a scan only when a kick-out removes one of them, which needs nearly equal residuals).
+//!   A flow is kicked out when `r <= 0`, i.e. `s <= E`. A tournament (winner) tree over the
+//!   entry ids holds at each leaf the entry's `s` when last set and at each inner node the
+//!   smaller child: a hit only adds to the entry's `s`, so a leaf is a lower bound of its
+//!   entry's `s` and the root is the smallest leaf whatever the hits do. A kick-out looks at
+//!   the root only: a stale root (its entry grew) has its leaf set to the current `s`; a fresh
+//!   one is the true minimum (every entry is at least its leaf, every leaf at least the
+//!   root). Large flows' leaves are never refreshed. Setting a leaf replays the log2 k matches
+//!   above it, always all of them and each a select, where a binary heap's sift stopped at a
+//!   data-dependent level (about one mispredicted branch per sift; the heap this replaced
+//!   measured 4-5% slower, 2026-11-25).
 //!
-//! So a hit is one hash, one probe and an addition (plus the two-largest check), and a
+//! So a hit is one hash, one probe and an addition (plus the two-largest selects), and a
 //! kick-out is O(1) plus O(log k) per removed flow and per stale root. The index is linear
 //! probing with backward-shift deletion (Knuth 6.4 Algorithm R), so removals leave no
-//! tombstones, with each entry's hash kept so that no key is hashed twice. Nothing allocates
-//! per packet: every array is sized to k at construction.
+//! tombstones, with each entry's hash and slot kept so that no key is hashed twice and a
+//! removal does not probe. Nothing allocates per packet: every array is sized to k at
+//! construction.
 
 use algo::ConfigError;
 use key::{FlowKey, HashFn};
@@ -35,7 +40,7 @@ use crate::thresh::{Thresh, DELTA};
 
 const EMPTY: u32 = 0;
 
-/// A heap node: an entry id and its `s` when the node was last sifted (a lower bound of the
+/// A tree node: an entry id and its `s` when its leaf was last set (a lower bound of the
 /// entry's `s`).
 #[derive(Clone, Copy, Debug)]
 struct Node {
@@ -43,8 +48,9 @@ struct Node {
     id: u32,
 }
 
-/// The node past the heap's end: larger than any child it stands in for.
-const PAST: Node = Node {
+/// The leaf of an unused entry id: never the smaller child (a real `s` is a sum of
+/// weights, far below).
+const FREE: Node = Node {
     s: u64::MAX,
     id: 0,
 };
@@ -63,10 +69,12 @@ pub struct FastPath {
     e: Vec<u64>,
     /// Unused entry ids.
     free: Vec<u32>,
-    /// Min-heap of the tracked entries by their nodes' keys, in `heap[..n]`; `heap[n..]`
-    /// (at least one node: `cap + 1` of them) hold `PAST`, so a sift-down reads a right
-    /// child without asking whether it exists.
-    heap: Vec<Node>,
+    /// Winner tree over the entry ids: leaf `id` at `leaves + id` holds the entry's `s` when
+    /// last set (`FREE` for an unused id), each inner node `j` the smaller of its children
+    /// `2j` and `2j + 1`, so `tree[1]` is the entry with the smallest key.
+    tree: Vec<Node>,
+    /// Leaves: `cap` rounded up to a power of two.
+    leaves: usize,
     /// Flows tracked.
     n: usize,
     /// Index slots: entry id + 1, or EMPTY.
@@ -109,7 +117,8 @@ impl FastPath {
             s: vec![0; cap + 1],
             e: vec![0; cap],
             free: (0..cap as u32).rev().collect(),
-            heap: vec![PAST; cap + 1],
+            tree: vec![FREE; 2 * cap.next_power_of_two()],
+            leaves: cap.next_power_of_two(),
             n: 0,
             slots: vec![EMPTY; slots],
             slot_of: vec![0; cap],
@@ -160,7 +169,7 @@ impl FastPath {
         let h = self.hash.hash(key);
         match self.find(key, h) {
             Ok(slot) => {
-                // Lines 7-8: r += v (the heap node goes stale: module docs).
+                // Lines 7-8: r += v (the leaf goes stale: module docs).
                 let id = (self.slots[slot] - 1) as usize;
                 self.s[id] += v;
                 self.raise_top(id as u32);
@@ -178,13 +187,12 @@ impl FastPath {
     #[inline]
     fn settle_root(&mut self) {
         while self.n > 0 {
-            let root = self.heap[0];
+            let root = self.tree[1];
             let s = self.s[root.id as usize];
             if s == root.s {
                 return;
             }
-            self.heap[0].s = s;
-            self.sift_down(0);
+            self.set_leaf(root.id, s);
         }
     }
 
@@ -197,7 +205,7 @@ impl FastPath {
         let r = |id: u32| self.s[id as usize] - ee;
         // The k + 1 values: the residuals and v. The table is full (k >= 1), so the root and
         // the largest exist.
-        let rmin = self.heap[0].s - ee;
+        let rmin = self.tree[1].s - ee;
         let t1 = r(self.top[0]);
         // The sentinel's s is 0: no second flow counts as 0, as in the literal pass.
         let t2 = self.s[self.top[1] as usize].saturating_sub(ee);
@@ -210,19 +218,18 @@ impl FastPath {
         // under the line may be stale: refresh it and look again. Lines 17-18 insert the new
         // flow with (E_old, v - eh, eh), i.e. s = v - eh + E_new = v + E_old > E_new: when
         // v > eh the first flow removed is a residual (eh >= amin, and v > eh), so the new
-        // flow takes its entry and its place at the root, and one sift-down does the work of
-        // a removal and an insertion.
+        // flow takes its entry and its leaf, and one replay of the leaf's path does the work
+        // of a removal and an insertion.
         let mut pending = v > eh;
         let mut top_gone = false;
         while self.n > 0 {
-            let root = self.heap[0];
+            let root = self.tree[1];
             if root.s > new_e {
                 break;
             }
             let s = self.s[root.id as usize];
             if s != root.s {
-                self.heap[0].s = s;
-                self.sift_down(0);
+                self.set_leaf(root.id, s);
                 continue;
             }
             top_gone |= self.top.contains(&root.id);
@@ -230,9 +237,9 @@ impl FastPath {
             self.stats.evicted += 1;
             if pending {
                 pending = false;
-                self.reuse_root(key, h, v + ee, ee);
+                self.reuse(root.id, key, h, v + ee, ee);
             } else {
-                self.remove_root();
+                self.remove(root.id);
             }
         }
         self.big_e = new_e; // line 19
@@ -242,9 +249,8 @@ impl FastPath {
         debug_assert!(!pending, "v > eh >= amin: a residual was removed");
     }
 
-    /// The root's entry, just unindexed, becomes the new flow's (lines 17-18).
-    fn reuse_root(&mut self, key: &FlowKey, h: u64, s: u64, e: u64) {
-        let id = self.heap[0].id;
+    /// Entry `id`, just unindexed, becomes the new flow's (lines 17-18).
+    fn reuse(&mut self, id: u32, key: &FlowKey, h: u64, s: u64, e: u64) {
         let i = id as usize;
         // The key is untracked (a kick-out is for a miss): its slot is the first empty one
         // from its home (removals may have emptied one before the probe's).
@@ -258,8 +264,7 @@ impl FastPath {
         self.e[i] = e;
         self.slots[slot] = id + 1;
         self.slot_of[i] = slot as u32;
-        self.heap[0].s = s;
-        self.sift_down(0);
+        self.set_leaf(id, s);
         self.raise_top(id);
     }
 
@@ -274,9 +279,8 @@ impl FastPath {
         self.e[i] = e;
         self.slots[slot] = id + 1;
         self.slot_of[i] = slot as u32;
-        self.heap[self.n] = Node { s, id };
+        self.set_leaf(id, s);
         self.n += 1;
-        self.sift_up(self.n - 1);
         self.raise_top(id);
     }
 
@@ -296,22 +300,42 @@ impl FastPath {
 
     fn rescan_top(&mut self) {
         self.top = [self.none; 2];
-        for k in 0..self.n {
-            let id = self.heap[k].id;
-            self.raise_top(id);
+        for id in 0..self.cap as u32 {
+            if self.tree[self.leaves + id as usize].s != FREE.s {
+                self.raise_top(id);
+            }
         }
     }
 
-    /// Drop the root (its entry already unindexed) and free its entry.
-    fn remove_root(&mut self) {
-        let id = self.heap[0].id;
+    /// Drop entry `id` (already unindexed) and free it.
+    fn remove(&mut self, id: u32) {
+        self.set_leaf(id, FREE.s);
         self.n -= 1;
-        let last = std::mem::replace(&mut self.heap[self.n], PAST);
-        if self.n > 0 {
-            self.heap[0] = last;
-            self.sift_down(0);
-        }
         self.free.push(id);
+    }
+
+    /// Set leaf `id` to `s` and replay the matches on its path to the root: a fixed number of
+    /// levels with a select each, no data-dependent branch (a heap's sift stops at a place the
+    /// data decides, one mispredicted branch per sift at least).
+    #[inline]
+    fn set_leaf(&mut self, id: u32, s: u64) {
+        let t = &mut self.tree[..];
+        let mut j = self.leaves + id as usize;
+        t[j] = Node { s, id };
+        while j > 1 {
+            let (a, b) = (t[j & !1], t[j | 1]);
+            j >>= 1;
+            t[j] = if b.s < a.s { b } else { a };
+        }
+    }
+
+    /// The ids of the tracked entries.
+    fn live(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tree[self.leaves..self.leaves + self.cap]
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.s != FREE.s)
+            .map(|(id, _)| id as u32)
     }
 
     /// Remove entry `id` from the index (backward-shift delete at its slot).
@@ -346,44 +370,6 @@ impl FastPath {
         }
     }
 
-    #[inline]
-    fn sift_up(&mut self, mut k: usize) {
-        let node = self.heap[k];
-        while k > 0 {
-            let p = (k - 1) / 2;
-            if self.heap[p].s <= node.s {
-                break;
-            }
-            self.heap[k] = self.heap[p];
-            k = p;
-        }
-        self.heap[k] = node;
-    }
-
-    #[inline]
-    fn sift_down(&mut self, mut k: usize) {
-        let n = self.n;
-        // One node past the end (PAST) is in the slice: the right child of the last left
-        // child.
-        let h = &mut self.heap[..=n];
-        let node = h[k];
-        loop {
-            let l = 2 * k + 1;
-            if l >= n {
-                break;
-            }
-            // The smaller child by index arithmetic, not a data-dependent branch.
-            let c = l + usize::from(h[l + 1].s < h[l].s);
-            let child = h[c];
-            if child.s >= node.s {
-                break;
-            }
-            h[k] = child;
-            k = c;
-        }
-        h[k] = node;
-    }
-
     /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
     pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
         let h = self.hash.hash(key);
@@ -393,10 +379,10 @@ impl FastPath {
         })
     }
 
-    /// `(key, e, r, d)` of every tracked flow, in heap order.
+    /// `(key, e, r, d)` of every tracked flow, by entry id.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
-        self.heap[..self.n].iter().map(|n| {
-            let i = n.id as usize;
+        self.live().map(|id| {
+            let i = id as usize;
             (
                 self.keys[i],
                 self.e[i],
@@ -425,10 +411,9 @@ impl FastTable for FastPath {
     }
     fn summary(&self) -> Summary {
         let mut flows: Vec<Tracked> = self
-            .heap[..self.n]
-            .iter()
-            .map(|n| {
-                let i = n.id as usize;
+            .live()
+            .map(|id| {
+                let i = id as usize;
                 Tracked {
                     key: self.keys[i],
                     lo: self.s[i] - self.e[i],
@@ -459,11 +444,11 @@ impl FastTable for FastPath {
         *self = FastPath::with_capacity_hash(self.cap, self.hash);
     }
     fn memory_bytes(&self) -> usize {
-        // Per entry: key, hash, s, e, a heap node (16 bytes), a free-list id and its slot (4
-        // each); the sentinel's s and one more heap node.
-        self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + std::mem::size_of::<Node>() + 8)
+        // Per entry: key, hash, s, e, a free-list id and its slot (4 each); the sentinel's s;
+        // the winner tree (16-byte nodes); the index.
+        self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + 8)
             + 8
-            + std::mem::size_of::<Node>()
+            + self.tree.len() * std::mem::size_of::<Node>()
             + self.slots.len() * 4
     }
 }
