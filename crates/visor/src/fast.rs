@@ -606,6 +606,32 @@ mod tests {
             prop_assert_eq!(a.summary(), FastTable::summary(&b));
             prop_assert_eq!(a.stats(), FastTable::stats(&b));
         }
+
+        /// The same with keys that share their first 16 bytes (the fast path's quick key
+        /// compare looks at those and the length first): 37-byte keys differing only in their
+        /// tail, and 13-byte keys equal to them in every byte they have.
+        #[test]
+        fn fast_path_equals_the_literal_algorithm_long_keys(
+            k in 1usize..40,
+            pkts in proptest::collection::vec((0u8..24, 1u64..1600), 0..400),
+        ) {
+            let key = |f: u8| {
+                let mut b = [7u8; 37];
+                b[13..16].fill(0);
+                b[36] = f / 2;
+                b[12] = if f % 2 == 0 { 7 } else { 7 + f % 3 };
+                FlowKey::from_bytes(if f % 2 == 0 { &b } else { &b[..13] }).unwrap()
+            };
+            let mut a = FastPath::with_capacity(k, 5);
+            let mut b = reference::RefFastPath::with_capacity(k, 5);
+            for &(f, w) in &pkts {
+                a.update(&key(f), w);
+                b.update(&key(f), w);
+                prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                prop_assert_eq!(a.bounds(&key(f)), b.bounds(&key(f)));
+            }
+            prop_assert_eq!(a.stats(), FastTable::stats(&b));
+        }
     }
 
     fn k(i: u32) -> FlowKey {

@@ -452,3 +452,33 @@ impl FastTable for FastPath {
             + self.slots.len() * 4
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_key_is_key_equality() {
+        let mut long = [9u8; 37];
+        long[13..16].fill(0);
+        let a = FlowKey::from_bytes(&long).unwrap();
+        let short = FlowKey::from_bytes(&long[..13]).unwrap();
+        long[36] = 1;
+        let b = FlowKey::from_bytes(&long).unwrap();
+        let keys = [
+            a,
+            b,
+            short,
+            FlowKey::from_bytes(&long[..16]).unwrap(),
+            FlowKey::from_bytes(&long[..17]).unwrap(),
+            FlowKey::from_u32(3),
+            FlowKey::EMPTY,
+        ];
+        for x in &keys {
+            for y in &keys {
+                assert_eq!(same_key(x, y), x == y, "{x:?} {y:?}");
+            }
+        }
+        assert_eq!(short.head128(), a.head128(), "equal heads, lengths differ");
+    }
+}
