@@ -563,7 +563,7 @@ mod tests {
             ..ProptestConfig::default()
         })]
 
-        /// The heap-and-offset implementation is Algorithm 1: after every update its summary,
+        /// The tree-and-offset implementation is Algorithm 1: after every update its summary,
         /// `E` and statistics equal those of the literal one.
         #[test]
         fn fast_path_equals_the_literal_algorithm(
@@ -584,7 +584,7 @@ mod tests {
             }
         }
 
-        /// The same with deep heaps (k up to 300) and long skewed streams, compared at the end
+        /// The same with deep trees (k up to 300) and long skewed streams, compared at the end
         /// and every 97 updates.
         #[test]
         fn fast_path_equals_the_literal_algorithm_deep(

@@ -50,10 +50,7 @@ struct Node {
 
 /// The leaf of an unused entry id: never the smaller child (a real `s` is a sum of
 /// weights, far below).
-const FREE: Node = Node {
-    s: u64::MAX,
-    id: 0,
-};
+const FREE: Node = Node { s: u64::MAX, id: 0 };
 
 /// SketchVisor's fast path (Algorithm 1).
 #[derive(Clone, Debug)]
