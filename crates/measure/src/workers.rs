@@ -20,7 +20,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use key::{FlowKey, HashFn};
 use truth::FlowTable;
 
-use crate::runner::{Plane, UpdateSpent};
+use crate::runner::{Peers, Plane, UpdateSpent};
 
 /// Packets per key kind gathered for one worker before they are sent: a channel message per
 /// 1024 packets keeps the hand-over cost (about 100 ns a message) near 0.1 ns a packet.
@@ -53,6 +53,8 @@ pub(crate) struct Handover {
     /// Per instance: the finished state, and what its updates cost this epoch.
     pub(crate) states: Vec<(Box<dyn Algorithm>, UpdateSpent)>,
     pub(crate) flows: Vec<FlowTable>,
+    /// Without ground truth: its part of the spreader base (`runner::Peers`).
+    pub(crate) peers: Option<Peers>,
 }
 
 enum Msg {
@@ -394,7 +396,15 @@ fn work(
                     .collect();
                 let fresh = (0..flows.len()).map(|_| FlowTable::new()).collect();
                 let flows = std::mem::replace(&mut flows, fresh);
-                if reply.send(Handover { states, flows }).is_err() {
+                let peers = plane.peers.as_mut().map(|(_, p)| p.take());
+                if reply
+                    .send(Handover {
+                        states,
+                        flows,
+                        peers,
+                    })
+                    .is_err()
+                {
                     break;
                 }
             }
