@@ -801,6 +801,7 @@ impl Runner {
                 Some((ki, p))
             }),
         };
+        let visor = visor_plane(&cfg, &kinds)?;
         let pool = if cfg.workers > 1 {
             // Every instance must merge the workers' states (an empty twin of itself, here).
             for inst in &plane.instances {
@@ -819,12 +820,15 @@ impl Runner {
             let planes = (0..cfg.workers)
                 .map(|_| plane.twin(&cfg))
                 .collect::<Result<Vec<_>, _>>()?;
+            // A fast path routes each packet by its keys in the reader: key by key then.
+            let whole = visor.is_none();
             Some(Pool::start(
                 planes,
                 cfg.seed,
                 cfg.batch,
                 cfg.truth,
                 times,
+                whole,
                 cfg.inject_failure,
             ))
         } else {
@@ -848,7 +852,6 @@ impl Runner {
                 kind: i.kind,
             })
             .collect();
-        let visor = visor_plane(&cfg, &kinds)?;
         let clock_ns = clock_overhead_ns();
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
         Ok(Runner {
@@ -932,7 +935,22 @@ impl Runner {
                 return;
             }
         }
-        for (i, &kind) in self.kinds.iter().enumerate() {
+        if let Some(pool) = self.pool.as_mut().filter(|p| p.takes_packets()) {
+            // The packet whole to its worker, which builds its keys (`Pool::put_packet`);
+            // the reader counts the epoch's totals only.
+            for t in &mut self.truth {
+                t.count(ts_ns, wire_len);
+            }
+            if self.failure.is_none() {
+                let ts = (!self.untimed).then_some(ts_ns);
+                if let Err(f) = pool.put_packet(tuple, w, wire_len, ts) {
+                    fail(&mut self.failure, f.in_epoch(self.truth[0].index));
+                }
+            }
+        }
+        // Otherwise key by key: to its worker, or to the runner's own batch.
+        let by_key = self.pool.as_ref().is_none_or(|p| !p.takes_packets());
+        for (i, &kind) in self.kinds.iter().enumerate().filter(|_| by_key) {
             // With a fast path the keys are built already (`self.keys`).
             let k = match self.visor {
                 Some(_) => self.keys[i],
