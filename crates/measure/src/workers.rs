@@ -224,13 +224,28 @@ impl Pool {
             true => self.hash.hash_bytes(&a[..]),
         };
         let i = key::reduce(h, self.workers.len());
-        let p = &mut self.parts[i][0];
-        p.tuples.push(*t);
+        self.parts[i][0].tuples.push(*t);
+        self.put_rest(i, 0, w, len, ts_ns)
+    }
+
+    /// What goes with a key or packet put in part `ki` of worker `i`: its weight, wire length
+    /// (ground truth) and time; the part is sent when full.
+    #[inline]
+    fn put_rest(
+        &mut self,
+        i: usize,
+        ki: usize,
+        w: u64,
+        len: u32,
+        ts_ns: Option<u64>,
+    ) -> Result<(), WorkerFailure> {
+        let p = &mut self.parts[i][ki];
         p.weights.push(w);
         if self.truth {
             p.lens.push(len);
         }
         if self.times {
+            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
             p.ts.push(ts_ns.unwrap_or(0));
             p.untimed |= ts_ns.is_none();
         }
@@ -261,19 +276,7 @@ impl Pool {
         if k.len() == 4 {
             p.narrow.push(k.prefix_u32());
         }
-        p.weights.push(w);
-        if self.truth {
-            p.lens.push(len);
-        }
-        if self.times {
-            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
-            p.ts.push(ts_ns.unwrap_or(0));
-            p.untimed |= ts_ns.is_none();
-        }
-        if p.keys.len() >= PART {
-            self.send(i)?;
-        }
-        Ok(())
+        self.put_rest(i, ki, w, len, ts_ns)
     }
 
     /// [`Pool::put`] of a 4-byte key given as its big-endian u32 (`Runner::push_keys4`): the
