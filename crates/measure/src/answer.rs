@@ -25,7 +25,7 @@ use truth::EpochTruth;
 use crate::config::RunConfig;
 use crate::evaluate::{answer_only, evaluate};
 use crate::report::{EpochCost, EpochReport};
-use crate::runner::{Measure, UpdateSpent};
+use crate::runner::{Measure, Peers, UpdateSpent};
 use crate::workers::{Handover, WorkerFailure, ANSWERS};
 
 /// What an instance's finished state is, as the packet path hands it over.
@@ -45,9 +45,9 @@ pub(crate) struct Job {
     pub(crate) truth: Vec<EpochTruth>,
     /// The epoch was cut short (a signal).
     pub(crate) partial: bool,
-    /// Without ground truth, the spreader tasks' bases: estimated distinct (source, destination)
-    /// addresses.
-    pub(crate) peers: Option<(f64, f64)>,
+    /// Without ground truth, the spreader tasks' base: the distinct (source, destination)
+    /// addresses the packet path saw (with workers, their parts come with their hand-overs).
+    pub(crate) peers: Option<Peers>,
     /// With a fast path: the epoch's packets per path and each key kind's fast-path summary
     /// (`visor::recovered`).
     pub(crate) fast: Option<visor::EpochPart>,
@@ -346,7 +346,7 @@ impl Answerer {
             states,
             mut truth,
             partial,
-            peers,
+            mut peers,
             fast,
             retune,
         } = job;
@@ -359,9 +359,8 @@ impl Answerer {
         }
         let (states, updates): (Vec<_>, Vec<_>) = match states {
             States::Ready(s) => s.into_iter().unzip(),
-            States::Workers(rx) => {
-                merge(rx, &mut truth, &self.slots, spares).map_err(|f| f.in_epoch(index))?
-            }
+            States::Workers(rx) => merge(rx, &mut truth, peers.as_mut(), &self.slots, spares)
+                .map_err(|f| f.in_epoch(index))?,
         };
         // Query time is counted from here: recovery, answers (not the scoring).
         let queried: Vec<u128> = self.slots.iter().map(|s| s.query_nanos.get()).collect();
@@ -395,6 +394,7 @@ impl Answerer {
             None => vec![],
         };
         let first = self.epochs == 0;
+        let peers = peers.as_ref().map(Peers::estimate);
         let mut tasks = Vec::with_capacity(self.measures.len());
         for m in &self.measures {
             let ki = self.kinds.iter().position(|&k| k == m.kind).unwrap_or(0);
@@ -610,6 +610,7 @@ fn paths(cfg: &RunConfig, kinds: &[KeyKind], part: &visor::EpochPart) -> crate::
 fn merge(
     rx: Vec<Receiver<Handover>>,
     truth: &mut [EpochTruth],
+    mut peers: Option<&mut Peers>,
     slots: &[Slot],
     spares: &Sender<(usize, Box<dyn Algorithm>)>,
 ) -> Result<(Vec<Box<dyn Algorithm>>, Vec<UpdateSpent>), WorkerFailure> {
@@ -624,6 +625,9 @@ fn merge(
         for (t, flows) in truth.iter_mut().zip(h.flows) {
             t.flows.reserve(flows.len());
             t.flows.extend(flows.iter());
+        }
+        if let (Some(all), Some(part)) = (peers.as_deref_mut(), &h.peers) {
+            all.merge(part);
         }
         let (states, costs): (Vec<_>, Vec<_>) = h.states.into_iter().unzip();
         for (total, c) in spent.iter_mut().zip(costs) {

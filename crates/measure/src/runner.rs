@@ -167,6 +167,9 @@ pub(crate) struct Plane {
     pub(crate) instances: Vec<Instance>,
     /// `--instant`: the armed instances' detections, stamped per batch (`crate::instant`).
     pub(crate) watch: Option<crate::instant::Watch>,
+    /// Without ground truth, when a spreader task asks: the spreader base of the pair keys
+    /// this plane's pair front hands on, and that front's kind index.
+    pub(crate) peers: Option<(usize, Peers)>,
 }
 
 impl Plane {
@@ -177,6 +180,7 @@ impl Plane {
             instances: &mut self.instances,
             kind: self.kinds[ki],
             ts,
+            peers: self.peers.as_mut().filter(|p| p.0 == ki).map(|p| &mut p.1),
         };
         self.fronts[ki].timed(&mut sink, |f, s| f.update(batch, weights, s));
         if let Some(w) = &mut self.watch {
@@ -186,12 +190,13 @@ impl Plane {
 
     /// Epoch end: every front hands what it holds to the algorithms.
     pub(crate) fn flush_fronts(&mut self) {
-        for (front, &kind) in self.fronts.iter_mut().zip(&self.kinds) {
+        for (ki, (front, &kind)) in self.fronts.iter_mut().zip(&self.kinds).enumerate() {
             // An aggregator's flush has no packet times.
             let mut sink = Fan {
                 instances: &mut self.instances,
                 kind,
                 ts: &[],
+                peers: self.peers.as_mut().filter(|p| p.0 == ki).map(|p| &mut p.1),
             };
             front.timed(&mut sink, |f, s| f.flush(s));
         }
@@ -221,6 +226,7 @@ impl Plane {
                 })
                 .collect(),
             watch: self.watch.as_ref().map(crate::instant::Watch::twin),
+            peers: self.peers.clone(),
         })
     }
 }
@@ -253,7 +259,15 @@ fn fronts_for(
 /// Distinct source and destination addresses of an epoch, estimated (HyperLogLog, 2^12
 /// registers: 1.6% relative standard error) for a run without ground truth: the base of the
 /// spreader tasks' fractional thresholds (ALGORITHMS.md 1: a fraction of the peer addresses).
-struct Peers {
+///
+/// Kept by each plane on what its pair front hands on, not by the reader on every packet: every
+/// pair key of an epoch leaves the front by that epoch's end (an aggregator evicts or flushes
+/// every key it took), and a HyperLogLog is idempotent and order-free, so the keys an
+/// aggregator hands on give the registers every packet would, at the 2% of packets it evicts
+/// (Agg-Evict section 3). The workers' parts merge exactly (register-wise max) on the answer
+/// thread, which estimates.
+#[derive(Clone)]
+pub(crate) struct Peers {
     src: distinct::HyperLogLog,
     dst: distinct::HyperLogLog,
     /// The pair added last: a HyperLogLog is idempotent, so the packets of a burst after its
@@ -291,10 +305,25 @@ impl Peers {
         }
     }
 
-    fn reset(&mut self) {
-        self.src.reset();
-        self.dst.reset();
-        self.last = FlowKey::EMPTY;
+    /// This epoch's part, handed over; an empty one of the same seed goes on in its place.
+    pub(crate) fn take(&mut self) -> Peers {
+        let mut next = self.clone();
+        next.src.reset();
+        next.dst.reset();
+        next.last = FlowKey::EMPTY;
+        std::mem::replace(self, next)
+    }
+
+    /// Add another part of the same epoch (same seed): the union of the addresses.
+    pub(crate) fn merge(&mut self, o: &Peers) {
+        // Same configuration and seed by construction: a merge cannot fail.
+        let _ = self.src.merge(&o.src);
+        let _ = self.dst.merge(&o.dst);
+    }
+
+    /// The estimated distinct (source, destination) addresses.
+    pub(crate) fn estimate(&self) -> (f64, f64) {
+        (self.src.estimate(), self.dst.estimate())
     }
 }
 
@@ -316,7 +345,8 @@ pub struct Runner {
     /// The failure of the earliest epoch (`fail`): the run stops measuring and `try_finish`
     /// reports it.
     failure: Option<WorkerFailure>,
-    /// Without ground truth, when a spreader task asks: the base of its fractional threshold.
+    /// Without ground truth, when a spreader task asks: the spreader base's part of the packets
+    /// the fast path measures alone (the planes keep the rest's, `Plane::peers`).
     peers: Option<Peers>,
     /// The open epoch is cut short (`interrupt`): the next epoch end marks it partial.
     interrupted: bool,
@@ -755,12 +785,23 @@ impl Runner {
         )?
         .unzip();
         let times = cfg.accel == front::Accel::None && instances.iter().any(|i| i.wants_time);
+        let spreads = cfg
+            .measures
+            .iter()
+            .any(|m| matches!(m.task, Task::Superspreaders | Task::Ddos));
+        let peers = (!cfg.truth && spreads).then(|| Peers::new(cfg.seed));
         let mut plane = Plane {
             kinds: kinds.clone(),
             fronts: fronts_for(&kinds, &cfg, &instances)?,
             instances,
             watch,
+            // Spreader tasks (the only ones `peers` is kept for) are on pair keys.
+            peers: peers.clone().and_then(|p| {
+                let ki = kinds.iter().position(|&k| k == KeyKind::Pair)?;
+                Some((ki, p))
+            }),
         };
+        let visor = visor_plane(&cfg, &kinds)?;
         let pool = if cfg.workers > 1 {
             // Every instance must merge the workers' states (an empty twin of itself, here).
             for inst in &plane.instances {
@@ -779,22 +820,20 @@ impl Runner {
             let planes = (0..cfg.workers)
                 .map(|_| plane.twin(&cfg))
                 .collect::<Result<Vec<_>, _>>()?;
+            // A fast path routes each packet by its keys in the reader: key by key then.
+            let whole = visor.is_none();
             Some(Pool::start(
                 planes,
                 cfg.seed,
                 cfg.batch,
                 cfg.truth,
                 times,
+                whole,
                 cfg.inject_failure,
             ))
         } else {
             None
         };
-        let spreads = cfg
-            .measures
-            .iter()
-            .any(|m| matches!(m.task, Task::Superspreaders | Task::Ddos));
-        let peers = (!cfg.truth && spreads).then(|| Peers::new(cfg.seed));
         // States per instance in the rotation: those measuring (one, or one per worker), as
         // many handed over to be answered, and the previous epoch's for heavy changers.
         let measuring = cfg.workers as u16;
@@ -813,7 +852,6 @@ impl Runner {
                 kind: i.kind,
             })
             .collect();
-        let visor = visor_plane(&cfg, &kinds)?;
         let clock_ns = clock_overhead_ns();
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
         Ok(Runner {
@@ -897,16 +935,27 @@ impl Runner {
                 return;
             }
         }
-        for (i, &kind) in self.kinds.iter().enumerate() {
+        if let Some(pool) = self.pool.as_mut().filter(|p| p.takes_packets()) {
+            // The packet whole to its worker, which builds its keys (`Pool::put_packet`);
+            // the reader counts the epoch's totals only.
+            for t in &mut self.truth {
+                t.count(ts_ns, wire_len);
+            }
+            if self.failure.is_none() {
+                let ts = (!self.untimed).then_some(ts_ns);
+                if let Err(f) = pool.put_packet(tuple, w, wire_len, ts) {
+                    fail(&mut self.failure, f.in_epoch(self.truth[0].index));
+                }
+            }
+        }
+        // Otherwise key by key: to its worker, or to the runner's own batch.
+        let by_key = self.pool.as_ref().is_none_or(|p| !p.takes_packets());
+        for (i, &kind) in self.kinds.iter().enumerate().filter(|_| by_key) {
             // With a fast path the keys are built already (`self.keys`).
             let k = match self.visor {
                 Some(_) => self.keys[i],
                 None => tuple.key(kind),
             };
-            // Spreader tasks (the only ones `peers` is kept for) are on pair keys.
-            if let (KeyKind::Pair, Some(p)) = (kind, &mut self.peers) {
-                p.add(&k);
-            }
             match &mut self.pool {
                 // Each key straight to its worker's part (no batch in between). Each worker
                 // keeps the exact counts of the flows it is given (merged at the epoch's end);
@@ -1157,10 +1206,14 @@ impl Runner {
                 return;
             }
         };
+        // The reader's part (fast path) and, with one plane, the plane's; the workers' parts
+        // come with their hand-overs.
         let peers = self.peers.as_mut().map(|p| {
-            let est = (p.src.estimate(), p.dst.estimate());
-            p.reset();
-            est
+            let mut part = p.take();
+            if let Some((_, mine)) = self.plane.peers.as_mut().filter(|_| self.pool.is_none()) {
+                part.merge(&mine.take());
+            }
+            part
         });
         let mut fresh = self
             .answers
@@ -1621,11 +1674,19 @@ struct Fan<'a> {
     /// The batch's capture times, one per key, when the run gathers them (`Runner::timed`: no
     /// accelerator, so the front hands the batch on unchanged); else empty.
     ts: &'a [u64],
+    /// The plane's spreader base, on the pair kind's sink.
+    peers: Option<&'a mut Peers>,
 }
 
 impl Sink for Fan<'_> {
     fn feed(&mut self, batch: KeyBatch<'_>, weights: &[u64]) {
         let n = batch.len().min(weights.len());
+        // Pair keys are wider than 4 bytes: never a u32 batch.
+        if let (Some(p), KeyBatch::Keys(keys)) = (self.peers.as_deref_mut(), batch) {
+            for k in keys {
+                p.add(k);
+            }
+        }
         // Times go with the keys only when there is one per key (the batch as it came).
         let ts = if self.ts.len() == batch.len() {
             self.ts

@@ -4,9 +4,14 @@
 //! Re-evaluating paper (section 5), Agg-Evict (section 5) and InstaMeasure (one regulator per
 //! worker) run one set of structures per core: no shared counters, no atomics on the hot path.
 //!
-//! Dispatch is per key kind: each of a packet's keys (source, pair, 5-tuple, ...) goes to the
-//! worker its seeded hash picks, so every flow of every kind lives in exactly one worker (a
-//! packet's source key and its 5-tuple may live in different ones). At epoch end every worker
+//! Dispatch keeps every flow of every kind in exactly one worker. When every key kind of the
+//! run holds the source address (src, pair, four- and five-tuple; else the destination), a
+//! packet goes whole to the worker the seeded hash of that address picks, and the worker builds
+//! its keys (`Pool::put_packet`): one hash and one tuple copied a packet on the reader, which
+//! bounds the run. Otherwise (source and destination kinds together, or a fast path that routes
+//! by the keys in the reader) dispatch is per key kind: each of a packet's keys goes to the
+//! worker its own seeded hash picks (a packet's source key and its destination key may then
+//! live in different ones). At epoch end every worker
 //! flushes its fronts and hands a copy of its instances' state back; the reader merges them
 //! (`Algorithm::merge`) into one state per instance and answers from it. For the linear and
 //! idempotent algorithms (ALGORITHMS.md classes A and B) the merged state is the state one worker
@@ -17,10 +22,10 @@ use std::thread::JoinHandle;
 
 use algo::{Algorithm, KeyBatch};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use key::{FlowKey, HashFn};
-use truth::FlowTable;
+use key::{FlowKey, HashFn, KeyKind, Tuple};
+use truth::{Counts, FlowTable};
 
-use crate::runner::{Plane, UpdateSpent};
+use crate::runner::{Peers, Plane, UpdateSpent};
 
 /// Packets per key kind gathered for one worker before they are sent: a channel message per
 /// 1024 packets keeps the hand-over cost (about 100 ns a message) near 0.1 ns a packet.
@@ -31,9 +36,12 @@ const DEPTH: usize = 8;
 /// Seed tag of the dispatch hash ("WORK"), distinct from every structure's own hashes.
 const DISPATCH_TAG: u64 = 0x574f_524b;
 
-/// One key kind's packets for one worker.
+/// One key kind's packets for one worker; or, dispatched whole (`Pool::route`), the packets'
+/// tuples in the first kind's part, each kind's keys built by the worker.
 #[derive(Default)]
 struct Part {
+    /// Whole packets (`Pool::put_packet`): the worker builds every kind's keys from them.
+    tuples: Vec<Tuple>,
     keys: Vec<FlowKey>,
     /// The same keys as big-endian u32 while every one is 4 bytes (the runner's u32 path).
     narrow: Vec<u32>,
@@ -53,6 +61,8 @@ pub(crate) struct Handover {
     /// Per instance: the finished state, and what its updates cost this epoch.
     pub(crate) states: Vec<(Box<dyn Algorithm>, UpdateSpent)>,
     pub(crate) flows: Vec<FlowTable>,
+    /// Without ground truth: its part of the spreader base (`runner::Peers`).
+    pub(crate) peers: Option<Peers>,
 }
 
 enum Msg {
@@ -83,6 +93,9 @@ pub(crate) struct Pool {
     /// Capture times go with the keys: `--instant`, or an instance records times
     /// (`Runner::times`).
     times: bool,
+    /// Whole packets go to the worker of their source (or destination) address, when every key
+    /// kind of the run holds it (`Pool::put_packet`).
+    route: Option<KeyKind>,
 }
 
 /// The `worker` of a failure of the answer thread (`crate::answer`), not of a worker (and, as
@@ -141,16 +154,23 @@ impl std::error::Error for WorkerFailure {}
 impl Pool {
     /// Start `planes.len()` workers, each owning one plane (built alike: same seeds), feeding
     /// its algorithms in batches of `batch` packets.
+    /// With `whole`, packets go whole to the worker of an address every kind holds, if there is
+    /// one (`Pool::route`).
     pub(crate) fn start(
         planes: Vec<Plane>,
         seed: u64,
         batch: usize,
         truth: bool,
         times: bool,
+        whole: bool,
         inject_failure: Option<usize>,
     ) -> Pool {
         let kinds = planes.first().map_or(0, |p| p.kinds.len());
         let times = times || planes.first().is_some_and(|p| p.watch.is_some());
+        let route = planes
+            .first()
+            .filter(|p| whole && p.watch.is_none())
+            .and_then(|p| common_address(&p.kinds));
         let workers = planes
             .into_iter()
             .enumerate()
@@ -173,7 +193,66 @@ impl Pool {
                 .collect(),
             truth,
             times,
+            route,
         }
+    }
+
+    /// Whether packets go whole to the workers ([`Pool::put_packet`]) instead of key by key.
+    pub(crate) fn takes_packets(&self) -> bool {
+        self.route.is_some()
+    }
+
+    /// One packet, whole, to the worker the seeded hash of its routing address picks (the same
+    /// hash as of that address's own key): every flow of every kind of the run holds that
+    /// address, so it still lives in one worker. The reader hashes once and copies one tuple a
+    /// packet, and the worker builds the kinds' keys (issue 13, the reader-bound scaling).
+    #[inline]
+    pub(crate) fn put_packet(
+        &mut self,
+        t: &Tuple,
+        w: u64,
+        len: u32,
+        ts_ns: Option<u64>,
+    ) -> Result<(), WorkerFailure> {
+        let a = match self.route {
+            Some(KeyKind::Dst) => &t.dst,
+            _ => &t.src,
+        };
+        // Constant lengths: xxh3's length dispatch folds away.
+        let h = match t.v6 {
+            false => self.hash.hash_bytes(&a[..4]),
+            true => self.hash.hash_bytes(&a[..]),
+        };
+        let i = key::reduce(h, self.workers.len());
+        self.parts[i][0].tuples.push(*t);
+        self.put_rest(i, 0, w, len, ts_ns)
+    }
+
+    /// What goes with a key or packet put in part `ki` of worker `i`: its weight, wire length
+    /// (ground truth) and time; the part is sent when full.
+    #[inline]
+    fn put_rest(
+        &mut self,
+        i: usize,
+        ki: usize,
+        w: u64,
+        len: u32,
+        ts_ns: Option<u64>,
+    ) -> Result<(), WorkerFailure> {
+        let p = &mut self.parts[i][ki];
+        p.weights.push(w);
+        if self.truth {
+            p.lens.push(len);
+        }
+        if self.times {
+            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
+            p.ts.push(ts_ns.unwrap_or(0));
+            p.untimed |= ts_ns.is_none();
+        }
+        if p.weights.len() >= PART {
+            self.send(i)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -197,19 +276,7 @@ impl Pool {
         if k.len() == 4 {
             p.narrow.push(k.prefix_u32());
         }
-        p.weights.push(w);
-        if self.truth {
-            p.lens.push(len);
-        }
-        if self.times {
-            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
-            p.ts.push(ts_ns.unwrap_or(0));
-            p.untimed |= ts_ns.is_none();
-        }
-        if p.keys.len() >= PART {
-            self.send(i)?;
-        }
-        Ok(())
+        self.put_rest(i, ki, w, len, ts_ns)
     }
 
     /// [`Pool::put`] of a 4-byte key given as its big-endian u32 (`Runner::push_keys4`): the
@@ -242,6 +309,7 @@ impl Pool {
         let empty = self.workers[i].free.try_recv().unwrap_or_else(|_| {
             (0..kinds)
                 .map(|_| Part {
+                    tuples: Vec::new(),
                     keys: Vec::with_capacity(PART),
                     narrow: Vec::with_capacity(PART),
                     weights: Vec::with_capacity(PART),
@@ -318,49 +386,26 @@ fn work(
     let mut flows: Vec<FlowTable> = (0..plane.kinds.len()).map(|_| FlowTable::new()).collect();
     // `--instant`: the watched kind's flow counts after each packet of a part.
     let mut counts = vec![];
+    // One kind's keys of a part of whole packets.
+    let mut keyed = Part::default();
     while let Ok(msg) = rx.recv() {
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
             Msg::Batch(mut parts) => {
-                for (ki, p) in parts.iter().enumerate() {
-                    let watched = plane.watch.as_ref().is_some_and(|w| w.ki == ki);
-                    counts.clear();
-                    if p.keys.len() == p.weights.len() {
-                        for (k, &len) in p.keys.iter().zip(&p.lens) {
-                            let c = flows[ki].add(k, 1, u64::from(len));
-                            if watched {
-                                counts.push(c);
-                            }
-                        }
-                    } else {
-                        // Keys given as u32 only (`Pool::put_u32`; never watched).
-                        for (&v, &len) in p.narrow.iter().zip(&p.lens) {
-                            flows[ki].add(&FlowKey::from_u32(v), 1, u64::from(len));
-                        }
+                if parts.first().is_some_and(|p| !p.tuples.is_empty()) {
+                    // Whole packets: each kind's keys built here, then fed as a kind's part.
+                    let (kinds, whole) = (plane.kinds.clone(), &parts[0]);
+                    for (ki, kind) in kinds.into_iter().enumerate() {
+                        keyed.fill(whole, kind);
+                        feed_part(&mut plane, &mut flows, &mut counts, ki, &keyed, batch);
                     }
-                    let all_narrow = p.narrow.len() == p.weights.len();
-                    for (c, ws) in p.weights.chunks(batch).enumerate() {
-                        let r = c * batch..c * batch + ws.len();
-                        if let Some(w) = plane.watch.as_mut().filter(|_| watched) {
-                            for j in r.clone() {
-                                let after = counts.get(j).map(|&n| (n, p.weights[j]));
-                                w.packet(p.ts[j], &p.keys[j], after);
-                            }
-                        }
-                        // Times of a trace that has them (`Pool::put`).
-                        let ts = match p.untimed {
-                            false => p.ts.get(r.clone()).unwrap_or(&[]),
-                            true => &[],
-                        };
-                        let b = if all_narrow {
-                            KeyBatch::U32(&p.narrow[r])
-                        } else {
-                            KeyBatch::Keys(&p.keys[r])
-                        };
-                        plane.feed(ki, b, ws, ts);
+                } else {
+                    for (ki, p) in parts.iter().enumerate() {
+                        feed_part(&mut plane, &mut flows, &mut counts, ki, p, batch);
                     }
                 }
                 for p in &mut parts {
+                    p.tuples.clear();
                     p.keys.clear();
                     p.narrow.clear();
                     p.weights.clear();
@@ -394,11 +439,96 @@ fn work(
                     .collect();
                 let fresh = (0..flows.len()).map(|_| FlowTable::new()).collect();
                 let flows = std::mem::replace(&mut flows, fresh);
-                if reply.send(Handover { states, flows }).is_err() {
+                let peers = plane.peers.as_mut().map(|(_, p)| p.take());
+                if reply
+                    .send(Handover {
+                        states,
+                        flows,
+                        peers,
+                    })
+                    .is_err()
+                {
                     break;
                 }
             }
         }
     }
     plane
+}
+
+/// One kind's part (`ki`) through the worker's plane in batches of `batch` packets, its flows
+/// counted into the worker's ground truth when the part carries wire lengths, and the watched
+/// kind's exact counts noted for `--instant`.
+fn feed_part(
+    plane: &mut Plane,
+    flows: &mut [FlowTable],
+    counts: &mut Vec<Counts>,
+    ki: usize,
+    p: &Part,
+    batch: usize,
+) {
+    let watched = plane.watch.as_ref().is_some_and(|w| w.ki == ki);
+    counts.clear();
+    if p.keys.len() == p.weights.len() {
+        for (k, &len) in p.keys.iter().zip(&p.lens) {
+            let c = flows[ki].add(k, 1, u64::from(len));
+            if watched {
+                counts.push(c);
+            }
+        }
+    } else {
+        // Keys given as u32 only (`Pool::put_u32`; never watched).
+        for (&v, &len) in p.narrow.iter().zip(&p.lens) {
+            flows[ki].add(&FlowKey::from_u32(v), 1, u64::from(len));
+        }
+    }
+    let all_narrow = p.narrow.len() == p.weights.len();
+    for (c, ws) in p.weights.chunks(batch).enumerate() {
+        let r = c * batch..c * batch + ws.len();
+        if let Some(w) = plane.watch.as_mut().filter(|_| watched) {
+            for j in r.clone() {
+                let after = counts.get(j).map(|&n| (n, p.weights[j]));
+                w.packet(p.ts[j], &p.keys[j], after);
+            }
+        }
+        // Times of a trace that has them (`Pool::put`).
+        let ts = match p.untimed {
+            false => p.ts.get(r.clone()).unwrap_or(&[]),
+            true => &[],
+        };
+        let b = if all_narrow {
+            KeyBatch::U32(&p.narrow[r])
+        } else {
+            KeyBatch::Keys(&p.keys[r])
+        };
+        plane.feed(ki, b, ws, ts);
+    }
+}
+
+impl Part {
+    /// This part as `whole`'s packets' keys of `kind`: what `Pool::put` would have gathered
+    /// for them, key by key (the 4-byte ones also as u32).
+    fn fill(&mut self, whole: &Part, kind: KeyKind) {
+        self.keys.clear();
+        self.narrow.clear();
+        self.keys.extend(whole.tuples.iter().map(|t| t.key(kind)));
+        if self.keys.iter().all(|k| k.len() == 4) {
+            self.narrow
+                .extend(self.keys.iter().map(FlowKey::prefix_u32));
+        }
+        self.weights.clone_from(&whole.weights);
+        self.lens.clone_from(&whole.lens);
+        self.ts.clone_from(&whole.ts);
+        self.untimed = whole.untimed;
+    }
+}
+
+/// The address every key of `kinds` holds (source, else destination), if one does: routing a
+/// packet by it keeps every flow of every kind in one worker.
+fn common_address(kinds: &[KeyKind]) -> Option<KeyKind> {
+    [KeyKind::Src, KeyKind::Dst].into_iter().find(|&a| {
+        kinds.iter().all(|&k| {
+            k == a || matches!(k, KeyKind::Pair | KeyKind::FourTuple | KeyKind::FiveTuple)
+        })
+    })
 }

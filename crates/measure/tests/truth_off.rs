@@ -100,3 +100,71 @@ fn without_truth_the_answers_stand_and_nothing_is_scored() {
         }
     }
 }
+
+/// The spreader base without truth is kept on what each plane's pair front hands on (the
+/// aggregator's evictions, merged across workers), not on every packet: its thresholds are
+/// exactly those of a HyperLogLog fed every packet's addresses, with or without Agg-Evict and
+/// for any number of workers.
+#[test]
+fn spreader_base_from_the_fronts_equals_one_fed_every_packet() {
+    use algo::{Algorithm, BuildCtx, Side};
+    use distinct::{HyperLogLog, HyperLogLogConfig};
+    use key::KeyKind;
+    let (seed, frac) = (9, 0.01);
+    let spec_g = gen::Spec {
+        packets: 120_000,
+        flows: 6_000,
+        seed: 3,
+        ..gen::Spec::default()
+    };
+    // The reference: every packet's source and destination, per epoch of 40 000 packets.
+    let ctx = BuildCtx {
+        seed,
+        key_len: 4,
+        side: Side::Src,
+    };
+    let hll = || HyperLogLog::new(HyperLogLogConfig { precision: 12 }, &ctx).unwrap();
+    let mut want = vec![];
+    let (mut src, mut dst, mut n) = (hll(), hll(), 0);
+    gen::generate(&spec_g, |p| {
+        src.update(&p.tuple.key(KeyKind::Src), 1);
+        dst.update(&p.tuple.key(KeyKind::Dst), 1);
+        n += 1;
+        if n % 40_000 == 0 {
+            let t = |h: &HyperLogLog| (frac * h.estimate()).ceil().max(1.0);
+            // Superspreaders against destinations, DDoS against sources.
+            want.push((t(&dst), t(&src)));
+            (src, dst) = (hll(), hll());
+        }
+    })
+    .unwrap();
+    for accel in [measure::Accel::None, measure::Accel::AggEvict] {
+        for workers in [1, 2, 3] {
+            let mut m = vec![
+                spec(Task::Superspreaders, "two_level"),
+                spec(Task::Ddos, "two_level"),
+                spec(Task::HeavyHitters, "count_min"),
+            ];
+            m[0].threshold = Some(frac);
+            m[1].threshold = Some(frac);
+            let cfg = RunConfig {
+                epoch_packets: Some(40_000),
+                measures: m,
+                truth: false,
+                seed,
+                accel,
+                workers,
+                ..RunConfig::default()
+            };
+            let mut r = Runner::new(cfg, "peers").unwrap();
+            gen::generate(&spec_g, |p| r.push(p.ts_ns, &p.tuple, p.wire_len)).unwrap();
+            let rep = r.finish();
+            let got: Vec<_> = rep
+                .epochs
+                .iter()
+                .map(|e| (e.tasks[0].threshold.unwrap(), e.tasks[1].threshold.unwrap()))
+                .collect();
+            assert_eq!(got, want, "{accel:?}, {workers} workers");
+        }
+    }
+}

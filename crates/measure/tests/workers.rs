@@ -148,6 +148,26 @@ fn linear_and_idempotent_answers_do_not_depend_on_the_workers() {
     }
 }
 
+/// Runs whose key kinds share no address (source and destination keys) go to the workers key
+/// by key, each by its own hash, not whole packets by an address: the same answers as one
+/// worker there too (the runs above, whose kinds all hold the source, go whole).
+#[test]
+fn kinds_without_a_common_address_go_key_by_key_alike() {
+    let ms = || {
+        vec![
+            on(Task::HeavyHitters, "count_min", KeyKind::Src),
+            on(Task::Cardinality, "hyperloglog", KeyKind::Dst),
+            on(Task::FlowSize, "count_min", KeyKind::Dst),
+        ]
+    };
+    for accel in [Accel::None, Accel::AggEvict] {
+        let one = run(ms(), 1, accel);
+        let two = run(ms(), 2, accel);
+        assert_eq!(answers(&one), answers(&two), "{accel:?}");
+        assert!(close(&scores(&one), &scores(&two)), "{accel:?}");
+    }
+}
+
 /// Every packet is measured once whatever the workers: each instance's updates (without an
 /// aggregator, one per packet) and every aggregator's packets sum to the run's.
 #[test]
