@@ -16,7 +16,10 @@
 //! bench agg-evict`), u32 and five-tuple keys; each order's ns/packet and runs/packet solve
 //! `ns = packet_ns + run_ns * runs/packet`.
 //!
-//! `cargo run --release -p catalog --example update_costs`
+//! `cargo run --release -p catalog --example update_costs [PRESET]`: with a preset (`agg-evict`),
+//! each algorithm is built with that preset's parameters, which is what
+//! `catalog::presets::cost` holds (the lab's figures run with the `agg-evict` preset, whose
+//! structures are smaller or do less per update than the defaults).
 
 use aggevict::{AggConfig, Aggregator, KeyBatch};
 use algo::{Algorithm, BuildCtx};
@@ -91,16 +94,22 @@ fn five_tuple(x: u32) -> FlowKey {
 
 const ROUNDS: usize = 3;
 
-fn build(name: &str, key_len: usize) -> Option<Box<dyn Algorithm>> {
+fn build(name: &str, key_len: usize, preset: Option<&str>) -> Option<Box<dyn Algorithm>> {
     let e = catalog::get(name)?;
     let ctx = BuildCtx {
         key_len,
         ..BuildCtx::default()
     };
-    e.build(&(e.defaults)(), &ctx).ok()
+    let params = match preset {
+        Some(p) => catalog::presets::params(p, name).expect("known preset"),
+        None => (e.defaults)(),
+    };
+    e.build(&params, &ctx).ok()
 }
 
 fn main() {
+    let preset = std::env::args().nth(1);
+    let preset = preset.as_deref();
     let ranks = testkit::zipf_ranks(PACKETS, 500_000, 1.1, 0x5eed);
     let u32s: Vec<u32> = ranks
         .iter()
@@ -155,12 +164,12 @@ fn main() {
         for (name, cost) in names.iter().zip(algos.iter_mut()) {
             min(
                 &mut cost.0,
-                build(name, 4).map(|mut a| time(a.as_mut(), &mut by_u32)),
+                build(name, 4, preset).map(|mut a| time(a.as_mut(), &mut by_u32)),
             );
-            let wide = if let Some(mut a) = build(name, 13) {
+            let wide = if let Some(mut a) = build(name, 13, preset) {
                 Some(time(a.as_mut(), &mut by_five))
             } else {
-                build(name, 8).map(|mut a| time(a.as_mut(), &mut by_pair))
+                build(name, 8, preset).map(|mut a| time(a.as_mut(), &mut by_pair))
             };
             min(&mut cost.1, wide);
         }

@@ -67,9 +67,11 @@ pub(crate) struct StreamSummary {
     /// other (a merge's rebuild, in ascending order) is linked in O(1).
     max: u32,
     /// Open addressing over slot ids, linear probing from the top bits of a slot's `hash`, at
-    /// most half full (`2 * cap` rounded up to a power of two), deletion by backward shift (no
-    /// tombstones, so no rehash ever): one xxh3 of the key per update, where a `KeyMap` took a
-    /// second for the replaced key. An entry is [`entry`]`(hash, slot)` ([`EMPTY`] = empty):
+    /// most a quarter full (`4 * cap` rounded up to a power of two: at half full, the probes
+    /// and a replacement's removal shifts ran about twice as long, and their unpredictable
+    /// loop exits were a third of Space-Saving's time at k = 128; issue 14), deletion by
+    /// backward shift (no tombstones, so no rehash ever): one xxh3 of the key per update, where
+    /// a `KeyMap` took a second for the replaced key. An entry is [`entry`]`(hash, slot)` ([`EMPTY`] = empty):
     /// with the hash's top half beside the slot id, a probe and a removal's shifts read only
     /// the index, never a slot, until a hash matches (issue 14: the shifts' slot loads were a
     /// third of a miss's cost).
@@ -178,7 +180,7 @@ impl StreamSummary {
     }
 
     fn index_len(cap: usize) -> usize {
-        (2 * cap.max(1)).next_power_of_two()
+        (4 * cap.max(1)).next_power_of_two()
     }
 
     /// The home position of hash `h`, or of an index entry (which keeps the same top bits).
@@ -189,7 +191,7 @@ impl StreamSummary {
     }
 
     /// `(slot of key, position)` if monitored, else `(None, the empty position ending its
-    /// probe)`. The index is at most half full, so an empty position exists.
+    /// probe)`. The index is at most a quarter full, so an empty position exists.
     #[inline(always)]
     fn find(&self, key: &impl HashInput, h: u64) -> (Option<u32>, usize) {
         let mask = self.index.len() - 1;
