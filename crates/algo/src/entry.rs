@@ -96,12 +96,14 @@ pub struct Entry {
 /// They matter only relative to the aggregator's own cost (`aggevict::COST`) measured on the
 /// same machine the same way.
 ///
-/// Measured on the 2-core Zen 4 VM (release build, 2026-11-24, the machine shared with other
-/// builds: thread CPU time keeps the load's time out, not its cache pollution) by
+/// Measured on the 2-core Zen 4 VM (release build, 2026-11-25 except Count-Min's of
+/// 2026-11-24, the machine shared with other builds: thread CPU time keeps the load's time
+/// out, not its cache pollution) by
 /// `cargo run --release -p catalog --example update_costs`: each algorithm alone with its
 /// defaults, 1 M packets of shuffled Zipf(1.1) over 500 k flows in batches of 32, u32 keys and
-/// five-tuple `FlowKey`s (pair keys where only those fit), least of 3 rounds, in the same
-/// process and rounds as the aggregator's constants.
+/// five-tuple `FlowKey`s (pair keys where only those fit), least of 3 rounds (of 6 in two runs
+/// since 2026-11-25), in the same process and rounds as the aggregator's constants. A preset's
+/// configurations have their own figures (`catalog::presets::cost`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UpdateCost {
     /// ns per update of a 4-byte key given as u32.

@@ -1,7 +1,7 @@
 //! Paired timing of figure 5's algorithms without Agg-Evict and with it (`auto` and `always`),
-//! for a shared machine: every round runs the three back to back for each algorithm, and the
-//! medians of the per-round ratios are printed, so that load drifting between runs hits all
-//! three alike (one `bench agg-evict` run measures each configuration once, minutes apart from
+//! for a shared machine: every round runs the three back to back for each algorithm (in reverse
+//! order every other round), and the medians of the per-round ratios are printed, so that load
+//! drifting between runs hits all three alike (one `bench agg-evict` run measures each configuration once, minutes apart from
 //! the next round).
 //!
 //! `cargo run --release -p lab --example adapt_pairs -- [shuffled|bursty] [SKEW] [PACKETS]
@@ -73,12 +73,17 @@ fn main() {
         };
         let (mut ns, mut ra, mut rl) = ([vec![], vec![], vec![]], vec![], vec![]);
         let mut through = 0.0;
-        for _ in 0..rounds {
+        for round in 0..rounds {
             let mut one = [0.0; 3];
-            for (i, mode) in [None, Some(AggMode::Auto), Some(AggMode::Always)]
-                .into_iter()
-                .enumerate()
-            {
+            let mut modes = [None, Some(AggMode::Auto), Some(AggMode::Always)];
+            let mut order = [0, 1, 2];
+            // Every other round backwards, so that a drift within a round (the machine's load,
+            // the allocator) does not favour one mode.
+            if round % 2 == 1 {
+                modes.reverse();
+                order.reverse();
+            }
+            for (i, mode) in order.into_iter().zip(modes) {
                 let m = measure(&w, &cfg(mode), &clock, 7).expect("run");
                 one[i] = 1e3 / m.mpps;
                 if i == 1 {

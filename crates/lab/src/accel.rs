@@ -44,7 +44,8 @@ impl AggSpec {
 }
 
 /// The front end of a run of `algorithm`: none, or an aggregator with these settings (in
-/// `Auto` mode weighed against the algorithm's `algo::Entry::cost`, as a run does).
+/// `Auto` mode weighed against the algorithm's update cost in the lab's preset,
+/// `catalog::presets::cost`, as a run weighs its entries' `algo::Entry::cost`).
 pub(crate) fn front(
     spec: Option<&AggSpec>,
     key_len: usize,
@@ -52,7 +53,8 @@ pub(crate) fn front(
 ) -> Result<Front, LabError> {
     Ok(match spec {
         Some(spec) => {
-            let sink_ns = catalog::get(algorithm).map_or(0.0, |e| e.cost.ns(key_len));
+            let sink_ns =
+                catalog::presets::cost(crate::PRESET, algorithm).map_or(0.0, |c| c.ns(key_len));
             Front::new(Accel::AggEvict, &spec.config(), key_len)?.with_mode(
                 spec.mode,
                 sink_ns,
