@@ -110,6 +110,13 @@ pub struct UpdateCost {
     pub u32_ns: f64,
     /// ns per update of a wider `FlowKey`.
     pub wide_ns: f64,
+    /// ns per update of what Agg-Evict hands on (its evictions of a shuffled Zipf(0.8) stream,
+    /// where aggregating is close to a tie) over ns per update of the stream itself: the
+    /// aggregator keeps the heavy keys' packets, so its evictions are more the tail's (cold
+    /// cells, new flows, new distinct values), dearer for some algorithms (Count-Min,
+    /// FlowRadar, the distinct counters), not for others (MRAC, FM). 1 where not measured
+    /// (algorithms without 4-byte keys).
+    pub behind: f64,
 }
 
 impl UpdateCost {

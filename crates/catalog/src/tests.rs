@@ -563,7 +563,10 @@ fn preset_costs_cover_the_presets_algorithms() {
         priced.sort_unstable();
         assert_eq!(priced, configured, "{preset}");
         for (algo, c) in *costs {
-            assert!(c.u32_ns > 0.0 && c.wide_ns > 0.0, "{preset} {algo}");
+            assert!(
+                c.u32_ns > 0.0 && c.wide_ns > 0.0 && c.behind > 0.0,
+                "{preset} {algo}"
+            );
             assert_eq!(crate::presets::cost(preset, algo), Some(*c));
         }
     }

@@ -537,6 +537,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 11.26,
         wide_ns: 128.12,
+        behind: 1.08,
     },
 };
 

@@ -201,6 +201,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 2.74,
         wide_ns: 3.19,
+        behind: 1.09,
     },
 };
 

@@ -249,6 +249,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 2.84,
         wide_ns: 4.28,
+        behind: 1.34,
     },
 };
 

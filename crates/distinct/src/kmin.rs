@@ -223,6 +223,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 6.67,
         wide_ns: 9.38,
+        behind: 1.49,
     },
 };
 

@@ -295,6 +295,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 8.74,
         wide_ns: 13.68,
+        behind: 1.80,
     },
 };
 

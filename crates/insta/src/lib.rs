@@ -847,6 +847,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 10.72,
         wide_ns: 11.9,
+        behind: 0.87,
     },
 };
 
@@ -866,6 +867,7 @@ pub const ENTRY_RCC: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 12.69,
         wide_ns: 14.55,
+        behind: 0.83,
     },
 };
 

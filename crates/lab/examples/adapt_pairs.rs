@@ -8,7 +8,8 @@
 //! [ROUNDS] [ALGORITHM,...]`
 //! (defaults: shuffled, 1.1, 5000000, 3, figure 5's algorithms and counters-only Count-Min).
 //! Prints per algorithm: median ns/packet of each mode, median ratio of speed with/without for
-//! `auto` and `always`, and `auto`'s share of packets through the aggregator.
+//! `auto` and `always`, `auto`'s share of packets through the aggregator and `always`'s share
+//! of packets that reached the algorithm as updates (the cost model's `updates / packets`).
 
 use lab::accel::AggSpec;
 use lab::clock::Clock;
@@ -50,7 +51,10 @@ fn main() {
     .expect("trace");
     let clock = Clock::calibrate(std::time::Duration::from_millis(200));
     println!("# order {order:?} skew {skew} packets {packets} rounds {rounds}");
-    println!("# algorithm  none_ns  auto_ns  always_ns  auto/none  always/none  auto_through");
+    println!(
+        "# algorithm  none_ns  auto_ns  always_ns  auto/none  always/none  auto_through  \
+         always_passed"
+    );
     for item in list.split(',') {
         let (name, params) = item.split_once(':').unwrap_or((item, ""));
         let params: &'static str = Box::leak(params.replace(';', "\n").into_boxed_str());
@@ -72,7 +76,7 @@ fn main() {
             epoch: 2_000_000,
         };
         let (mut ns, mut ra, mut rl) = ([vec![], vec![], vec![]], vec![], vec![]);
-        let mut through = 0.0;
+        let (mut through, mut passed) = (0.0, 0.0);
         for round in 0..rounds {
             let mut one = [0.0; 3];
             let mut modes = [None, Some(AggMode::Auto), Some(AggMode::Always)];
@@ -89,6 +93,9 @@ fn main() {
                 if i == 1 {
                     through = m.through_share.unwrap_or(0.0);
                 }
+                if i == 2 {
+                    passed = m.evicted_share.unwrap_or(0.0);
+                }
             }
             for (v, x) in ns.iter_mut().zip(one) {
                 v.push(x);
@@ -97,13 +104,14 @@ fn main() {
             rl.push(one[0] / one[2]);
         }
         println!(
-            "{item:28} {:7.2} {:7.2} {:7.2}   {:5.3}  {:5.3}  {:5.3}",
+            "{item:28} {:7.2} {:7.2} {:7.2}   {:5.3}  {:5.3}  {:5.3}  {:5.3}",
             median(&mut ns[0]),
             median(&mut ns[1]),
             median(&mut ns[2]),
             median(&mut ra),
             median(&mut rl),
-            through
+            through,
+            passed
         );
     }
 }

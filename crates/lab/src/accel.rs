@@ -53,11 +53,12 @@ pub(crate) fn front(
 ) -> Result<Front, LabError> {
     Ok(match spec {
         Some(spec) => {
-            let sink_ns =
-                catalog::presets::cost(crate::PRESET, algorithm).map_or(0.0, |c| c.ns(key_len));
-            Front::new(Accel::AggEvict, &spec.config(), key_len)?.with_mode(
+            let (sink_ns, behind_ns) = catalog::presets::cost(crate::PRESET, algorithm)
+                .map_or((0.0, 0.0), |c| (c.ns(key_len), c.ns(key_len) * c.behind));
+            Front::new(Accel::AggEvict, &spec.config(), key_len)?.with_costs(
                 spec.mode,
                 sink_ns,
+                behind_ns,
                 front::WINDOW,
             )
         }

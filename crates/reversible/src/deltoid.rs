@@ -440,6 +440,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 52.37,
         wide_ns: 141.43,
+        behind: 1.01,
     },
 };
 

@@ -618,6 +618,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 34.36,
         wide_ns: 58.89,
+        behind: 1.05,
     },
 };
 

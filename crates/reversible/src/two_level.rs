@@ -539,6 +539,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 81.47,
         wide_ns: 81.47,
+        behind: 1.00,
     },
 };
 

@@ -99,5 +99,6 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 10.74,
         wide_ns: 14.48,
+        behind: 0.95,
     },
 };

@@ -360,5 +360,6 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 46.4,
         wide_ns: 46.72,
+        behind: 0.98,
     },
 };

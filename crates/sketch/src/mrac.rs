@@ -677,6 +677,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 3.98,
         wide_ns: 6.18,
+        behind: 1.04,
     },
 };
 

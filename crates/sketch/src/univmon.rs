@@ -629,5 +629,6 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 154.9,
         wide_ns: 171.18,
+        behind: 0.98,
     },
 };

@@ -460,6 +460,7 @@ pub const ENTRY_1: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 335.7,
         wide_ns: 402.94,
+        behind: 1.60,
     },
 };
 
@@ -481,6 +482,7 @@ pub const ENTRY_4: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 33.42,
         wide_ns: 34.65,
+        behind: 1.41,
     },
 };
 

@@ -229,6 +229,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 43.01,
         wide_ns: 45.44,
+        behind: 1.07,
     },
 };
 

@@ -636,6 +636,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 34.63,
         wide_ns: 38.57,
+        behind: 1.09,
     },
 };
 

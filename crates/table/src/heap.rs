@@ -164,6 +164,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 87.19,
         wide_ns: 98.41,
+        behind: 1.03,
     },
 };
 

@@ -324,6 +324,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 27.48,
         wide_ns: 26.71,
+        behind: 1.33,
     },
 };
 

@@ -253,6 +253,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 83.94,
         wide_ns: 106.07,
+        behind: 1.62,
     },
 };
 

@@ -208,6 +208,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 24.7,
         wide_ns: 28.4,
+        behind: 1.09,
     },
 };
 
