@@ -196,8 +196,7 @@ fn main() {
     };
     // Per algorithm: u32 ns, wide ns, ns per update of the Zipf 0.8 stream's evictions and of
     // the stream itself (u32).
-    let mut algos: Vec<(Option<f64>, Option<f64>, Option<f64>, Option<f64>)> =
-        vec![(None, None, None, None); names.len()];
+    let mut algos: Vec<[Option<f64>; 4]> = vec![[None; 4]; names.len()];
     // Per path: (bursty ns, bursty runs, shuffled ns, shuffled runs), least ns of the rounds.
     let mut aggs = [(f64::INFINITY, 0.0, f64::INFINITY, 0.0); 2];
     for _ in 0..ROUNDS {
@@ -213,7 +212,7 @@ fn main() {
         }
         for (name, cost) in names.iter().zip(algos.iter_mut()) {
             min(
-                &mut cost.0,
+                &mut cost[0],
                 build(name, 4, preset).map(|mut a| time(a.as_mut(), &mut by_u32)),
             );
             let wide = if let Some(mut a) = build(name, 13, preset) {
@@ -221,13 +220,13 @@ fn main() {
             } else {
                 build(name, 8, preset).map(|mut a| time(a.as_mut(), &mut by_pair))
             };
-            min(&mut cost.1, wide);
+            min(&mut cost[1], wide);
             min(
-                &mut cost.2,
+                &mut cost[2],
                 build(name, 4, preset).map(|mut a| time_n(a.as_mut(), &mut by_ev, ev_n)),
             );
             min(
-                &mut cost.3,
+                &mut cost[3],
                 build(name, 4, preset).map(|mut a| time(a.as_mut(), &mut by_raw)),
             );
         }
@@ -238,7 +237,7 @@ fn main() {
          0.8 stream over ns per update of the stream; {:.3} evictions per packet)",
         ev_n as f64 / PACKETS as f64
     );
-    for (name, (u, w, e, r)) in names.iter().zip(&algos) {
+    for (name, [u, w, e, r]) in names.iter().zip(&algos) {
         let behind = match (r, e) {
             (Some(r), Some(e)) => format!("{:.2}", e / r),
             _ => "1.00".to_string(),
