@@ -543,3 +543,38 @@ fn agg_evict_preset_is_at_the_artifacts_memory() {
         );
     }
 }
+
+/// Every algorithm a preset configures has its update cost in that preset (`presets::COSTS`),
+/// and only those: the adaptive front of a run built with the preset weighs what it runs. An
+/// algorithm the preset leaves at its defaults costs its entry's figure.
+#[test]
+fn preset_costs_cover_the_presets_algorithms() {
+    for (preset, costs) in crate::presets::COSTS {
+        let mut configured: Vec<&str> = crate::presets::PRESETS
+            .iter()
+            .find(|p| p.0 == *preset)
+            .unwrap_or_else(|| panic!("costs of an unknown preset {preset}"))
+            .1
+            .iter()
+            .map(|e| e.0)
+            .collect();
+        let mut priced: Vec<&str> = costs.iter().map(|e| e.0).collect();
+        configured.sort_unstable();
+        priced.sort_unstable();
+        assert_eq!(priced, configured, "{preset}");
+        for (algo, c) in *costs {
+            assert!(
+                c.u32_ns > 0.0 && c.wide_ns > 0.0 && c.behind > 0.0,
+                "{preset} {algo}"
+            );
+            assert_eq!(crate::presets::cost(preset, algo), Some(*c));
+        }
+    }
+    let rev = crate::presets::cost("agg-evict", "rev_sketch").unwrap();
+    assert!(rev.u32_ns < get("rev_sketch").unwrap().cost.u32_ns);
+    assert_eq!(
+        crate::presets::cost("agg-evict", "hyperloglog"),
+        Some(get("hyperloglog").unwrap().cost)
+    );
+    assert_eq!(crate::presets::cost("agg-evict", "nope"), None);
+}

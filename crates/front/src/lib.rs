@@ -141,8 +141,16 @@ impl Front {
     /// Set the Agg-Evict mode: with [`AggMode::Auto`] the front decides per window of `window`
     /// packets ([`WINDOW`] in runs) whether to aggregate, weighing the aggregator's cost on
     /// its key path against `sink_ns`, the summed ns per update of the algorithms it feeds
-    /// (their `algo::Entry::cost`). No effect on a front without an aggregator.
-    pub fn with_mode(mut self, mode: AggMode, sink_ns: f64, window: u64) -> Front {
+    /// (their `algo::Entry::cost`), taken to cost as much per update of its evictions. No
+    /// effect on a front without an aggregator.
+    pub fn with_mode(self, mode: AggMode, sink_ns: f64, window: u64) -> Front {
+        self.with_costs(mode, sink_ns, sink_ns, window)
+    }
+
+    /// [`Front::with_mode`] with the algorithms' cost on the aggregator's evictions too,
+    /// `behind_ns` (the sum of their `algo::UpdateCost::behind` times their ns per update):
+    /// what aggregation leaves them costs that much per update ([`Model::behind_ns`]).
+    pub fn with_costs(mut self, mode: AggMode, sink_ns: f64, behind_ns: f64, window: u64) -> Front {
         self.adapt = match (&self.kind, mode) {
             (Kind::AggEvict(a), AggMode::Auto) => {
                 let agg = if a.is_narrow() {
@@ -150,7 +158,14 @@ impl Front {
                 } else {
                     aggevict::COST_WIDE
                 };
-                Some(Adapt::new(Model { agg, sink_ns }, window))
+                Some(Adapt::new(
+                    Model {
+                        agg,
+                        sink_ns,
+                        behind_ns,
+                    },
+                    window,
+                ))
             }
             _ => None,
         };

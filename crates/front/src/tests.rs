@@ -282,11 +282,20 @@ fn the_model_weighs_the_aggregator_against_the_updates_it_saves() {
             run_ns: 4.0,
         },
         sink_ns: 10.0,
+        behind_ns: 10.0,
     };
     // Bursty: a lookup per 5 packets, an update per 10: 1 + 0.8 + 1 < 10.
     assert!(m.pays(1000, 200, 100));
     // Shuffled: a lookup per packet, 60% of packets an update: 1 + 4 + 6 > 10.
     assert!(!m.pays(1000, 1000, 600));
+    // A lookup per packet, 30% of packets an update: 1 + 4 + 3 < 9 pays, unless the evictions
+    // cost the algorithm 1.5x the packets' updates: 1 + 4 + 4.5 > 9.
+    assert!(m.pays(1000, 1000, 300));
+    let dear = Model {
+        behind_ns: 15.0,
+        ..m
+    };
+    assert!(!dear.pays(1000, 1000, 300));
 }
 
 #[test]

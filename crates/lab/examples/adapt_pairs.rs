@@ -1,14 +1,15 @@
 //! Paired timing of figure 5's algorithms without Agg-Evict and with it (`auto` and `always`),
-//! for a shared machine: every round runs the three back to back for each algorithm, and the
-//! medians of the per-round ratios are printed, so that load drifting between runs hits all
-//! three alike (one `bench agg-evict` run measures each configuration once, minutes apart from
+//! for a shared machine: every round runs the three back to back for each algorithm (in reverse
+//! order every other round), and the medians of the per-round ratios are printed, so that load
+//! drifting between runs hits all three alike (one `bench agg-evict` run measures each configuration once, minutes apart from
 //! the next round).
 //!
 //! `cargo run --release -p lab --example adapt_pairs -- [shuffled|bursty] [SKEW] [PACKETS]
 //! [ROUNDS] [ALGORITHM,...]`
 //! (defaults: shuffled, 1.1, 5000000, 3, figure 5's algorithms and counters-only Count-Min).
 //! Prints per algorithm: median ns/packet of each mode, median ratio of speed with/without for
-//! `auto` and `always`, and `auto`'s share of packets through the aggregator.
+//! `auto` and `always`, `auto`'s share of packets through the aggregator and `always`'s share
+//! of packets that reached the algorithm as updates (the cost model's `updates / packets`).
 
 use lab::accel::AggSpec;
 use lab::clock::Clock;
@@ -50,7 +51,10 @@ fn main() {
     .expect("trace");
     let clock = Clock::calibrate(std::time::Duration::from_millis(200));
     println!("# order {order:?} skew {skew} packets {packets} rounds {rounds}");
-    println!("# algorithm  none_ns  auto_ns  always_ns  auto/none  always/none  auto_through");
+    println!(
+        "# algorithm  none_ns  auto_ns  always_ns  auto/none  always/none  auto_through  \
+         always_passed"
+    );
     for item in list.split(',') {
         let (name, params) = item.split_once(':').unwrap_or((item, ""));
         let params: &'static str = Box::leak(params.replace(';', "\n").into_boxed_str());
@@ -72,17 +76,25 @@ fn main() {
             epoch: 2_000_000,
         };
         let (mut ns, mut ra, mut rl) = ([vec![], vec![], vec![]], vec![], vec![]);
-        let mut through = 0.0;
-        for _ in 0..rounds {
+        let (mut through, mut passed) = (0.0, 0.0);
+        for round in 0..rounds {
             let mut one = [0.0; 3];
-            for (i, mode) in [None, Some(AggMode::Auto), Some(AggMode::Always)]
-                .into_iter()
-                .enumerate()
-            {
+            let mut modes = [None, Some(AggMode::Auto), Some(AggMode::Always)];
+            let mut order = [0, 1, 2];
+            // Every other round backwards, so that a drift within a round (the machine's load,
+            // the allocator) does not favour one mode.
+            if round % 2 == 1 {
+                modes.reverse();
+                order.reverse();
+            }
+            for (i, mode) in order.into_iter().zip(modes) {
                 let m = measure(&w, &cfg(mode), &clock, 7).expect("run");
                 one[i] = 1e3 / m.mpps;
                 if i == 1 {
                     through = m.through_share.unwrap_or(0.0);
+                }
+                if i == 2 {
+                    passed = m.evicted_share.unwrap_or(0.0);
                 }
             }
             for (v, x) in ns.iter_mut().zip(one) {
@@ -92,13 +104,14 @@ fn main() {
             rl.push(one[0] / one[2]);
         }
         println!(
-            "{item:28} {:7.2} {:7.2} {:7.2}   {:5.3}  {:5.3}  {:5.3}",
+            "{item:28} {:7.2} {:7.2} {:7.2}   {:5.3}  {:5.3}  {:5.3}  {:5.3}",
             median(&mut ns[0]),
             median(&mut ns[1]),
             median(&mut ns[2]),
             median(&mut ra),
             median(&mut rl),
-            through
+            through,
+            passed
         );
     }
 }

@@ -44,7 +44,8 @@ impl AggSpec {
 }
 
 /// The front end of a run of `algorithm`: none, or an aggregator with these settings (in
-/// `Auto` mode weighed against the algorithm's `algo::Entry::cost`, as a run does).
+/// `Auto` mode weighed against the algorithm's update cost in the lab's preset,
+/// `catalog::presets::cost`, as a run weighs its entries' `algo::Entry::cost`).
 pub(crate) fn front(
     spec: Option<&AggSpec>,
     key_len: usize,
@@ -52,10 +53,12 @@ pub(crate) fn front(
 ) -> Result<Front, LabError> {
     Ok(match spec {
         Some(spec) => {
-            let sink_ns = catalog::get(algorithm).map_or(0.0, |e| e.cost.ns(key_len));
-            Front::new(Accel::AggEvict, &spec.config(), key_len)?.with_mode(
+            let (sink_ns, behind_ns) = catalog::presets::cost(crate::PRESET, algorithm)
+                .map_or((0.0, 0.0), |c| (c.ns(key_len), c.ns(key_len) * c.behind));
+            Front::new(Accel::AggEvict, &spec.config(), key_len)?.with_costs(
                 spec.mode,
                 sink_ns,
+                behind_ns,
                 front::WINDOW,
             )
         }

@@ -847,6 +847,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     cost: algo::UpdateCost {
         u32_ns: 9.93,
         wide_ns: 16.12,
+        behind: 1.32,
     },
 };
 

@@ -17,7 +17,7 @@
 //! counts, the caveats each count's own ε and the run's N, [`SpaceSaving::total`] is `N1 + N2`.
 
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
-use key::FlowKey;
+use key::{FlowKey, HashInput};
 use serde::{Deserialize, Serialize};
 
 use crate::exact;
@@ -85,6 +85,28 @@ impl SpaceSaving {
         self.summary.get(key)
     }
 
+    /// A batch in order, each run of equal consecutive keys as one update of the run's summed
+    /// weight: the same state as one update per key, since `update(k, w)` equals `w` unit
+    /// updates (module docs), and a train of packets of one flow (bursty traffic: about 4 in 5
+    /// packets repeat the one before) costs one lookup instead of one each.
+    fn offer_runs<K: HashInput + PartialEq>(&mut self, keys: &[K], weights: &[u64]) {
+        let n = keys.len().min(weights.len());
+        let mut i = 0;
+        while i < n {
+            let k = keys[i];
+            let mut w = weights[i];
+            i += 1;
+            while i < n && keys[i] == k {
+                w = w.saturating_add(weights[i]);
+                i += 1;
+            }
+            if w != 0 {
+                self.total = self.total.saturating_add(w);
+                self.summary.offer(&k, w);
+            }
+        }
+    }
+
     /// Monitored `(key, c, ε)` triples, in no particular order.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64)> + '_ {
         self.summary.entries()
@@ -110,6 +132,16 @@ impl Algorithm for SpaceSaving {
         }
         self.total = self.total.saturating_add(weight);
         self.summary.offer(key, weight);
+    }
+
+    fn update_batch(&mut self, keys: &[FlowKey], weights: &[u64]) {
+        self.offer_runs(keys, weights);
+    }
+
+    /// 4-byte keys without building `FlowKey`s (the same state as `update` of
+    /// `FlowKey::from_u32`: the summary hashes and compares them alike).
+    fn update_batch_u32(&mut self, keys: &[u32], weights: &[u64]) {
+        self.offer_runs(keys, weights);
     }
 
     fn reset(&mut self) {
@@ -174,8 +206,9 @@ pub const ENTRY: algo::Entry = algo::Entry {
     load: |b| algo::load_state::<SpaceSaving>(NAME, b),
     // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 122.98,
-        wide_ns: 131.25,
+        u32_ns: 24.7,
+        wide_ns: 28.4,
+        behind: 1.09,
     },
 };
 
@@ -255,6 +288,48 @@ mod tests {
             let hh = unit.heavy_hitters(n / 100).unwrap();
             let want = t.values().filter(|&&f| f >= n / 100).count();
             assert!(hh.len() >= want);
+        }
+    }
+
+    /// The batch paths (runs of equal keys merged, 4-byte keys as u32) leave exactly the state
+    /// of one `update` per key, in order: same keys, counts and ε, so the same answers. The
+    /// stream repeats keys in trains (as bursty traffic does), with weights 0..=3, in batches
+    /// of assorted sizes, at a k small enough for most updates to replace the minimum.
+    #[test]
+    fn batch_paths_leave_the_state_of_single_updates() {
+        let mut keys = Vec::new();
+        let mut weights = Vec::new();
+        for (i, &r) in testkit::zipf_u32(20_000, 3_000, 1.1, 44).iter().enumerate() {
+            for j in 0..(1 + i % 4) {
+                keys.push(r);
+                weights.push(((i + j) % 4) as u64);
+            }
+        }
+        for k in [1usize, 16, 128] {
+            let cfg = SpaceSavingConfig { k };
+            let mut one = SpaceSaving::new(cfg.clone()).unwrap();
+            for (&x, &w) in keys.iter().zip(&weights) {
+                one.update(&FlowKey::from_u32(x), w);
+            }
+            let (mut by_u32, mut by_key) = (
+                SpaceSaving::new(cfg.clone()).unwrap(),
+                SpaceSaving::new(cfg).unwrap(),
+            );
+            let flow: Vec<FlowKey> = keys.iter().map(|&x| FlowKey::from_u32(x)).collect();
+            let mut start = 0;
+            for len in [1usize, 32, 7, 100, 3].iter().cycle() {
+                if start >= keys.len() {
+                    break;
+                }
+                let end = (start + len).min(keys.len());
+                by_u32.update_batch_u32(&keys[start..end], &weights[start..end]);
+                by_key.update_batch(&flow[start..end], &weights[start..end]);
+                start = end;
+            }
+            by_u32.summary.check();
+            assert_eq!(by_u32, one, "k {k}: u32 batches");
+            assert_eq!(by_key, one, "k {k}: FlowKey batches");
+            assert_eq!(by_u32.total(), one.total());
         }
     }
 

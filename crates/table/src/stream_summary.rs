@@ -20,7 +20,7 @@
 
 use std::cmp::Reverse;
 
-use key::{FlowKey, HashFn};
+use key::{FlowKey, HashFn, HashInput};
 use serde::{Deserialize, Serialize};
 
 /// No slot / no bucket.
@@ -66,17 +66,38 @@ pub(crate) struct StreamSummary {
     /// Bucket of the largest count (`NIL` when empty): a new slot with a count above every
     /// other (a merge's rebuild, in ascending order) is linked in O(1).
     max: u32,
-    /// Open addressing over slot ids (`NIL` = empty), linear probing from the top bits of a
-    /// slot's `hash`, at most half full (`2 * cap` rounded up to a power of two), deletion by
-    /// backward shift (no tombstones, so no rehash ever): one xxh3 of the key per update, where a
-    /// `KeyMap` took a second for the replaced key.
-    index: Vec<u32>,
+    /// Open addressing over slot ids, linear probing from the top bits of a slot's `hash`, at
+    /// most a quarter full (`4 * cap` rounded up to a power of two: at half full, the probes
+    /// and a replacement's removal shifts ran about twice as long, and their unpredictable
+    /// loop exits were a third of Space-Saving's time at k = 128; issue 14), deletion by
+    /// backward shift (no tombstones, so no rehash ever): one xxh3 of the key per update, where
+    /// a `KeyMap` took a second for the replaced key. An entry is [`entry`]`(hash, slot)` ([`EMPTY`] = empty):
+    /// with the hash's top half beside the slot id, a probe and a removal's shifts read only
+    /// the index, never a slot, until a hash matches (issue 14: the shifts' slot loads were a
+    /// third of a miss's cost).
+    index: Vec<u64>,
+}
+
+/// An empty index entry (its slot part is `NIL`; a used entry's is below `MAX_CAP`).
+const EMPTY: u64 = u64::MAX;
+
+/// The index entry of slot `id` whose key hashes to `h`: the hash's top 32 bits (which hold
+/// its home, the index being at most 2^25 long) above the slot id.
+#[inline(always)]
+fn entry(h: u64, id: u32) -> u64 {
+    (h & !0xffff_ffff) | u64::from(id)
+}
+
+/// The slot id of an index entry (`NIL` for [`EMPTY`]).
+#[inline(always)]
+fn slot_of(e: u64) -> u32 {
+    e as u32
 }
 
 /// The index's hash of a key (any fixed seed: the index is layout, not state).
 #[inline(always)]
-fn index_hash(key: &FlowKey) -> u64 {
-    HashFn::new(0x7374_7265_616d_5f73).hash(key) // "stream_s"
+fn index_hash(key: &impl HashInput) -> u64 {
+    key.hash_by(&HashFn::new(0x7374_7265_616d_5f73)) // "stream_s"
 }
 
 /// The saved form: the contents, slot by slot.
@@ -141,7 +162,7 @@ impl StreamSummary {
             free: NIL,
             min: NIL,
             max: NIL,
-            index: vec![NIL; Self::index_len(cap)],
+            index: vec![EMPTY; Self::index_len(cap)],
         }
     }
 
@@ -149,19 +170,20 @@ impl StreamSummary {
     /// slots and buckets and the index, all allocated at construction and never grown.
     pub fn bytes_for(cap: usize) -> u64 {
         cap as u64 * (std::mem::size_of::<Slot>() + std::mem::size_of::<Bucket>()) as u64
-            + Self::index_len(cap) as u64 * 4
+            + Self::index_len(cap) as u64 * 8
     }
 
     pub fn memory_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.buckets.capacity() * std::mem::size_of::<Bucket>()
-            + self.index.len() * 4
+            + self.index.len() * 8
     }
 
     fn index_len(cap: usize) -> usize {
-        (2 * cap.max(1)).next_power_of_two()
+        (4 * cap.max(1)).next_power_of_two()
     }
 
+    /// The home position of hash `h`, or of an index entry (which keeps the same top bits).
     #[inline(always)]
     fn home(&self, h: u64) -> usize {
         // The top bits (the length is a power of two >= 2).
@@ -169,19 +191,23 @@ impl StreamSummary {
     }
 
     /// `(slot of key, position)` if monitored, else `(None, the empty position ending its
-    /// probe)`. The index is at most half full, so an empty position exists.
+    /// probe)`. The index is at most a quarter full, so an empty position exists.
     #[inline(always)]
-    fn find(&self, key: &FlowKey, h: u64) -> (Option<u32>, usize) {
+    fn find(&self, key: &impl HashInput, h: u64) -> (Option<u32>, usize) {
         let mask = self.index.len() - 1;
         let mut i = self.home(h);
+        let tag = h >> 32;
         loop {
-            let id = self.index[i];
+            let e = self.index[i];
+            let id = slot_of(e);
             if id == NIL {
                 return (None, i);
             }
-            let s = &self.slots[id as usize];
-            if s.hash == h && s.key == *key {
-                return (Some(id), i);
+            if e >> 32 == tag {
+                let s = &self.slots[id as usize];
+                if s.hash == h && s.key == key.to_key() {
+                    return (Some(id), i);
+                }
             }
             i = (i + 1) & mask;
         }
@@ -192,23 +218,23 @@ impl StreamSummary {
     fn unindex(&mut self, id: u32, h: u64) {
         let mask = self.index.len() - 1;
         let mut hole = self.home(h);
-        while self.index[hole] != id {
+        while slot_of(self.index[hole]) != id {
             hole = (hole + 1) & mask;
         }
         let mut j = (hole + 1) & mask;
         loop {
             let other = self.index[j];
-            if other == NIL {
+            if other == EMPTY {
                 break;
             }
-            let home = self.home(self.slots[other as usize].hash);
+            let home = self.home(other);
             if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
                 self.index[hole] = other;
                 hole = j;
             }
             j = (j + 1) & mask;
         }
-        self.index[hole] = NIL;
+        self.index[hole] = EMPTY;
     }
 
     pub fn cap(&self) -> usize {
@@ -249,7 +275,7 @@ impl StreamSummary {
         self.free = NIL;
         self.min = NIL;
         self.max = NIL;
-        self.index.iter_mut().for_each(|x| *x = NIL);
+        self.index.iter_mut().for_each(|x| *x = EMPTY);
     }
 
     #[inline]
@@ -260,8 +286,10 @@ impl StreamSummary {
     /// The Space-Saving step (ALGORITHMS.md 10; `w > 0`): a monitored key adds `w`; a new key
     /// takes a free slot with `(c, ε) = (w, 0)`, or else replaces a key of the minimum count
     /// `c_min` with `(c_min + w, c_min)`.
+    /// The key comes as a `FlowKey` or (4-byte keys, `update_batch_u32`) as its big-endian
+    /// u32, which hashes and compares as `FlowKey::from_u32` of it: the same slot either way.
     #[inline]
-    pub fn offer(&mut self, key: &FlowKey, w: u64) {
+    pub fn offer(&mut self, key: &impl HashInput, w: u64) {
         let h = index_hash(key);
         match self.find(key, h) {
             (Some(s), _) => self.add(s, w),
@@ -281,9 +309,9 @@ impl StreamSummary {
                 // probe run.
                 self.unindex(first, old);
                 let pos = self.find(key, h).1;
-                self.index[pos] = first;
+                self.index[pos] = entry(h, first);
                 let slot = &mut self.slots[first as usize];
-                (slot.hash, slot.key, slot.err) = (h, *key, count);
+                (slot.hash, slot.key, slot.err) = (h, key.to_key(), count);
                 self.add(first, w);
             }
         }
@@ -291,12 +319,12 @@ impl StreamSummary {
 
     /// A new slot for `key` (hash `h`, not monitored, a free slot left) at index position `pos`
     /// (the empty one ending its probe); its bucket is the caller's to [`Self::place`].
-    fn push_slot(&mut self, key: &FlowKey, h: u64, err: u64, pos: usize) -> u32 {
+    fn push_slot(&mut self, key: &impl HashInput, h: u64, err: u64, pos: usize) -> u32 {
         let s = self.slots.len() as u32;
-        self.index[pos] = s;
+        self.index[pos] = entry(h, s);
         self.slots.push(Slot {
             hash: h,
-            key: *key,
+            key: key.to_key(),
             err,
             bucket: NIL,
             prev: NIL,
@@ -316,6 +344,22 @@ impl StreamSummary {
         };
         let c = old.count.saturating_add(w);
         if c == old.count {
+            return;
+        }
+        // Alone in its bucket, and the next bucket's count above the new one: the bucket takes
+        // the new count where it is. Detaching would free the bucket and linking would take it
+        // back at the same place, so the structure ends the same; this skips the relinking, and
+        // it is the common case of the hits (a heavy key's count is usually its own, and every
+        // packet of a train of it lands here).
+        let Slot { prev, next, .. } = self.slots[s as usize];
+        if prev == NIL
+            && next == NIL
+            && self
+                .buckets
+                .get(old.next as usize)
+                .is_none_or(|n| n.count > c)
+        {
+            self.buckets[b as usize].count = c;
             return;
         }
         let after = if self.detach(s) { old.prev } else { b };
@@ -483,7 +527,7 @@ impl StreamSummary {
         assert_eq!(self.max, prev_b, "max bucket");
         assert_eq!(seen, self.slots.len(), "every slot in a bucket");
         assert_eq!(
-            self.index.iter().filter(|&&x| x != NIL).count(),
+            self.index.iter().filter(|&&x| x != EMPTY).count(),
             self.slots.len()
         );
         assert!(self.slots.len() <= self.cap);
