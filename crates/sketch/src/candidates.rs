@@ -26,6 +26,11 @@ use algo::Estimate;
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
 
+/// Probe slots a batch's member check looks at ([`Candidates::needs_offer`]): four u64, one
+/// 32-byte compare. Members further from their home slot are found by the exact `offer`.
+static XS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+pub const PROBE_SLOTS: usize = 4;
+
 /// The probe-table entry of a member with code `h`: `h + 1`, so that `0` can mark an empty slot.
 /// Injective except that `u64::MAX` and `0` share a tag; Count-Min's key codes are never
 /// `u64::MAX` (`CounterMatrix::code`), and for a hash the clash has probability 2^-64.
@@ -211,23 +216,90 @@ impl Candidates {
         }
     }
 
+    /// Insertions that cannot trigger a compaction (the set stays below `2 * cap` members):
+    /// [`Candidates::room_for`]`(n)` is `n <= room()`.
+    #[inline(always)]
+    pub fn room(&self) -> usize {
+        (2 * self.cap).saturating_sub(self.keys.len() + 1)
+    }
+
     /// Whether a key with hash `h` and new estimate `est` may need inserting: `est >= theta` and
-    /// `h` is in neither of its first two probe slots. No data-dependent branches. `false` is
-    /// final while no compaction happens (nothing leaves the table before one), so a batch may
-    /// evaluate it for all keys up front ([`Candidates::room_for`]) and skip those keys.
+    /// `h` is in none of its first [`PROBE_SLOTS`] probe slots. No data-dependent branches.
+    /// `false` is final while no compaction happens (nothing leaves the table before one), so a
+    /// batch may evaluate it for all keys up front ([`Candidates::room_for`]) and skip those keys.
     #[inline(always)]
     pub fn needs_offer(&self, h: u64, est: u64) -> bool {
+        (est >= self.theta) & !self.in_probe_slots(h)
+    }
+
+    /// Whether `h` is in one of its first [`PROBE_SLOTS`] slots (then it is a member).
+    #[inline(always)]
+    fn in_probe_slots(&self, h: u64) -> bool {
         let mask = self.table.len() - 1;
         let s0 = self.slot0(h);
-        let s1 = (s0 + 1) & mask;
-        debug_assert!(s0 < self.table.len() && s1 < self.table.len());
-        let tab = self.table.as_ptr();
-        // SAFETY: `s0` and `s1` are masked with `table.len() - 1` and the table length is a
-        // nonzero power of two, so both are in bounds of the live `table` allocation. The safe
-        // twin is `find` (via `offer`); the batch-vs-one-by-one tests compare the states.
-        let (a, b) = unsafe { (*tab.add(s0), *tab.add(s1)) };
         let tag = tag(h);
-        (est >= self.theta) & (a != tag) & (b != tag)
+        let mut hit = false;
+        for k in 0..PROBE_SLOTS {
+            // Masked with `table.len() - 1`: in bounds (the length is a power of two).
+            hit |= self.table[(s0 + k) & mask] == tag;
+        }
+        hit
+    }
+
+    /// Bit `i` set where [`Candidates::needs_offer`]`(hs[i], ests[i])` holds, for the first
+    /// `min(64, hs.len(), ests.len())` keys: a batch's member check in one call. With AVX2, one
+    /// 32-byte compare per key covers its [`PROBE_SLOTS`] slots
+    /// ([`Candidates::needs_offer_mask_scalar`] is the twin; the tests compare them).
+    #[inline]
+    pub fn needs_offer_mask(&self, hs: &[u64], ests: &[u32]) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && !*XS.get_or_init(|| std::env::var_os("XS").is_some()) {
+            // SAFETY: AVX2 is present (checked just above).
+            return unsafe { self.needs_offer_mask_avx2(hs, ests) };
+        }
+        self.needs_offer_mask_scalar(hs, ests)
+    }
+
+    /// The scalar twin of [`Candidates::needs_offer_mask`].
+    #[inline]
+    pub fn needs_offer_mask_scalar(&self, hs: &[u64], ests: &[u32]) -> u64 {
+        let mut need = 0u64;
+        for (i, (&h, &e)) in hs.iter().zip(ests).enumerate().take(64) {
+            need |= u64::from(self.needs_offer(h, u64::from(e))) << i;
+        }
+        need
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn needs_offer_mask_avx2(&self, hs: &[u64], ests: &[u32]) -> u64 {
+        use std::arch::x86_64::{
+            __m256i, _mm256_castsi256_pd, _mm256_cmpeq_epi64, _mm256_loadu_si256,
+            _mm256_movemask_pd, _mm256_set1_epi64x,
+        };
+        let len = self.table.len();
+        let tab = self.table.as_ptr();
+        let mut need = 0u64;
+        for (i, (&h, &e)) in hs.iter().zip(ests).enumerate().take(64) {
+            let s0 = self.slot0(h);
+            let tag = tag(h);
+            let hit = if s0 + PROBE_SLOTS <= len {
+                // SAFETY: slots `s0 .. s0 + 4` are in bounds of the live `table` (checked
+                // just above; an unaligned 32-byte load), and the caller guarantees AVX2.
+                unsafe {
+                    let v = _mm256_loadu_si256(tab.add(s0).cast::<__m256i>());
+                    let eq = _mm256_cmpeq_epi64(v, _mm256_set1_epi64x(tag as i64));
+                    _mm256_movemask_pd(_mm256_castsi256_pd(eq)) != 0
+                }
+            } else {
+                // The probe wraps around the table's end (3 home slots of `len`).
+                self.in_probe_slots(h)
+            };
+            need |= u64::from((u64::from(e) >= self.theta) & !hit) << i;
+        }
+        need
     }
 
     /// `offer(ks[i], hs[i], ests[i])` for every bit `i` set in `todo`, in increasing `i`: the
@@ -417,7 +489,7 @@ mod tests {
             for (_, h) in bat.iter() {
                 let (found, slot) = bat.find(h);
                 assert!(found);
-                let displaced = (slot.wrapping_sub(bat.slot0(h)) & mask) >= 2;
+                let displaced = (slot.wrapping_sub(bat.slot0(h)) & mask) >= PROBE_SLOTS;
                 assert_eq!(bat.needs_offer(h, u64::MAX), displaced);
             }
             assert!(bat.needs_offer(0xdead_beef, bat.theta()));

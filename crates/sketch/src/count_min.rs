@@ -438,19 +438,22 @@ impl CmState {
     /// 1. prefetch the chunk's keys (FlowKeys); per key, the code and `R` columns (one
     ///    multiply-add-shift each, independent across keys), and prefetch the `R` counters;
     /// 2. apply the counter updates in order, keeping each key's new estimate;
-    /// 3. branch-free for every key, the theta compare and the two-slot member check
-    ///    ([`Candidates::needs_offer`]; a per-key branch on theta measured slower, as most keys
-    ///    pass it), then the exact [`Candidates::offer`] only for the keys flagged, in order
-    ///    (about 1% of updates on the Zipf(1.1) bench stream once `theta` has settled, against
-    ///    about 75% that reach `theta`).
+    /// 3. for every key, the theta compare and the member check of its first
+    ///    [`crate::candidates::PROBE_SLOTS`] probe slots ([`Candidates::needs_offer_mask`]: one
+    ///    32-byte compare per key with AVX2; branch-free, as most keys reach theta: about 75%
+    ///    of updates on the Zipf(1.1) bench stream, nearly all by members), then the exact
+    ///    [`Candidates::offer`] only for the keys flagged, in order.
     ///
     /// Passes 2-3 leave the state of the one-by-one loop: key `i`'s estimate is computed at its
     /// own update (`old_min + w`), and no compaction (the only thing that raises `theta` or
-    /// removes a member) can happen inside the chunk ([`Candidates::room_for`]), so a key not
-    /// flagged would have been a no-op offer. When a compaction might happen (the set is within
-    /// `BATCH` insertions of `2 * cap`), the chunk takes the fused loop instead, so compaction
-    /// re-queries see exactly the counters of the one-by-one order. Prefetching the candidate
-    /// table slots as well measured slower (it evicts counter lines from L1), so it is not done.
+    /// removes a member) can happen between the two passes, so a key not flagged would have
+    /// been a no-op offer. For that the chunk is cut into pieces of at most
+    /// [`Candidates::room`] keys (each inserts at most once); when the next insertion would
+    /// compact, that key is updated and offered alone, so compaction re-queries see exactly
+    /// the counters of the one-by-one order. (Earlier a chunk within 32 insertions of a
+    /// compaction took the one-by-one loop whole: 5% of the bench stream's chunks, 2% of its
+    /// updates offered.) Prefetching the candidate table slots in pass 1 measured slower (it
+    /// evicts counter lines from L1), so it is not done.
     #[inline(always)]
     fn chunk_pow2<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
         let n = ks.len().min(ws.len()).min(BATCH);
@@ -509,38 +512,51 @@ impl CmState {
         let hs = &hs[..n];
         // While the total fits u32, every weight does too and no counter can saturate.
         let exact = self.m.take_chunk(ws);
-        if self.cand.room_for(n) {
+        let add = |cs: &[u32; R], w: u64| {
+            if exact {
+                add_cells::<R, false>(base, cs, w as u32)
+            } else {
+                add_cells::<R, true>(base, cs, weight32(w))
+            }
+        };
+        // Pieces of the chunk in which no compaction can happen: at most `room()` insertions.
+        let mut start = 0;
+        while start < n {
+            let end = (start + self.cand.room()).min(n);
+            if end == start {
+                // The next insertion compacts: this key alone, in the one-by-one order.
+                let est = u64::from(add(&cells[start], ws[start]));
+                if let Some(k) = ks.key(start) {
+                    self.after_update(&k, hs[start], est);
+                }
+                start += 1;
+                continue;
+            }
             // Pass 2: the counter updates alone, each key's new estimate kept.
             let mut ests = [0u32; BATCH];
-            for ((&w, cs), e) in ws.iter().zip(&cells).zip(ests.iter_mut()) {
-                *e = if exact {
-                    add_cells::<R, false>(base, cs, w as u32)
-                } else {
-                    add_cells::<R, true>(base, cs, weight32(w))
-                };
+            for ((&w, cs), e) in ws[start..end]
+                .iter()
+                .zip(&cells[start..end])
+                .zip(ests.iter_mut())
+            {
+                *e = add(cs, w);
             }
-            // Pass 3: which keys reached theta (vectorisable), then the member check and the
-            // exact offer for those only.
-            // Most keys at or above theta are members (about 75% of updates reach theta on
-            // the Zipf(1.1) bench stream), so the two-slot probe runs branch-free for every key
-            // of the chunk rather than behind a per-key branch.
-            let mut need = 0u64;
-            for (i, (&h, &e)) in hs.iter().zip(&ests).enumerate() {
-                need |= u64::from(self.cand.needs_offer(h, u64::from(e))) << i;
-            }
+            // Pass 3: the theta compare and member check of every key (branch-free; most keys
+            // at or above theta are members), then the exact offer for those flagged, in order.
+            let (phs, pests) = (&hs[start..end], &ests[..end - start]);
+            let need = self.cand.needs_offer_mask(phs, pests);
             if need != 0 {
                 let ests: [u64; BATCH] = std::array::from_fn(|i| u64::from(ests[i]));
                 let m = &self.m;
-                self.cand
-                    .offer_marked(need, |i| ks.key(i), hs, &ests[..n], |h| m.estimate_h(h));
+                self.cand.offer_marked(
+                    need,
+                    |i| ks.key(start + i),
+                    phs,
+                    &ests[..end - start],
+                    |h| m.estimate_h(h),
+                );
             }
-        } else {
-            for (i, ((&w, &h), cs)) in ws.iter().zip(hs).zip(&cells).enumerate() {
-                let est = u64::from(add_cells::<R, true>(base, cs, weight32(w)));
-                if let Some(k) = ks.key(i) {
-                    self.after_update(&k, h, est);
-                }
-            }
+            start = end;
         }
     }
 
