@@ -246,60 +246,60 @@ impl Candidates {
         hit
     }
 
-    /// Bit `i` set where [`Candidates::needs_offer`]`(hs[i], ests[i])` holds, for the first
-    /// `min(64, hs.len(), ests.len())` keys: a batch's member check in one call. With AVX2, one
-    /// 32-byte compare per key covers its [`PROBE_SLOTS`] slots
-    /// ([`Candidates::needs_offer_mask_scalar`] is the twin; the tests compare them).
+    /// Bit `i` set where `hs[i]` is in one of its first [`PROBE_SLOTS`] probe slots (a member),
+    /// for the first `min(64, hs.len())` hashes: a batch's member check in one call. With AVX2,
+    /// one 32-byte compare per key ([`Candidates::member_mask_scalar`] is the twin; the tests
+    /// compare them). A bit set stays true until the next compaction (nothing else removes a
+    /// member); a bit clear may turn true by an insertion.
     #[inline]
-    pub fn needs_offer_mask(&self, hs: &[u64], ests: &[u32]) -> u64 {
+    pub fn member_mask(&self, hs: &[u64]) -> u64 {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && !*XS.get_or_init(|| std::env::var_os("XS").is_some()) {
             // SAFETY: AVX2 is present (checked just above).
-            return unsafe { self.needs_offer_mask_avx2(hs, ests) };
+            return unsafe { self.member_mask_avx2(hs) };
         }
-        self.needs_offer_mask_scalar(hs, ests)
+        self.member_mask_scalar(hs)
     }
 
-    /// The scalar twin of [`Candidates::needs_offer_mask`].
+    /// The scalar twin of [`Candidates::member_mask`].
     #[inline]
-    pub fn needs_offer_mask_scalar(&self, hs: &[u64], ests: &[u32]) -> u64 {
-        let mut need = 0u64;
-        for (i, (&h, &e)) in hs.iter().zip(ests).enumerate().take(64) {
-            need |= u64::from(self.needs_offer(h, u64::from(e))) << i;
+    pub fn member_mask_scalar(&self, hs: &[u64]) -> u64 {
+        let mut m = 0u64;
+        for (i, &h) in hs.iter().enumerate().take(64) {
+            m |= u64::from(self.in_probe_slots(h)) << i;
         }
-        need
+        m
     }
 
     /// # Safety
     /// The CPU must support AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    unsafe fn needs_offer_mask_avx2(&self, hs: &[u64], ests: &[u32]) -> u64 {
+    unsafe fn member_mask_avx2(&self, hs: &[u64]) -> u64 {
         use std::arch::x86_64::{
             __m256i, _mm256_castsi256_pd, _mm256_cmpeq_epi64, _mm256_loadu_si256,
             _mm256_movemask_pd, _mm256_set1_epi64x,
         };
         let len = self.table.len();
         let tab = self.table.as_ptr();
-        let mut need = 0u64;
-        for (i, (&h, &e)) in hs.iter().zip(ests).enumerate().take(64) {
+        let mut m = 0u64;
+        for (i, &h) in hs.iter().enumerate().take(64) {
             let s0 = self.slot0(h);
-            let tag = tag(h);
             let hit = if s0 + PROBE_SLOTS <= len {
                 // SAFETY: slots `s0 .. s0 + 4` are in bounds of the live `table` (checked
                 // just above; an unaligned 32-byte load), and the caller guarantees AVX2.
                 unsafe {
                     let v = _mm256_loadu_si256(tab.add(s0).cast::<__m256i>());
-                    let eq = _mm256_cmpeq_epi64(v, _mm256_set1_epi64x(tag as i64));
+                    let eq = _mm256_cmpeq_epi64(v, _mm256_set1_epi64x(tag(h) as i64));
                     _mm256_movemask_pd(_mm256_castsi256_pd(eq)) != 0
                 }
             } else {
                 // The probe wraps around the table's end (3 home slots of `len`).
                 self.in_probe_slots(h)
             };
-            need |= u64::from((u64::from(e) >= self.theta) & !hit) << i;
+            m |= u64::from(hit) << i;
         }
-        need
+        m
     }
 
     /// `offer(ks[i], hs[i], ests[i])` for every bit `i` set in `todo`, in increasing `i`: the

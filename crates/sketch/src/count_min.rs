@@ -145,6 +145,26 @@ fn add_cells<const R: usize, const SAT: bool>(base: *mut u32, cells: &[u32; R], 
     old_min.saturating_add(w)
 }
 
+/// Key `i`'s estimate right after its own update, from counters that already include the
+/// updates `i + 1 ..` of the same piece (`cells`, `ws`): per row, the counter less those later
+/// updates that hit it. Exact while no counter saturates (the caller's `take_chunk` check).
+#[inline(never)]
+fn own_estimate<const R: usize>(base: *const u32, cells: &[[u32; R]], ws: &[u64], i: usize) -> u32 {
+    let mut est = u32::MAX;
+    for r in 0..R {
+        let j = cells[i][r];
+        // SAFETY: as in `add_cells`.
+        let mut c = unsafe { *base.add(j as usize) };
+        for (cs, &w) in cells.iter().zip(ws).skip(i + 1) {
+            if cs[r] == j {
+                c = c.wrapping_sub(w as u32);
+            }
+        }
+        est = est.min(c);
+    }
+    est
+}
+
 #[inline(always)]
 fn weight32(w: u64) -> u32 {
     u32::try_from(w).unwrap_or(u32::MAX)
@@ -512,46 +532,60 @@ impl CmState {
         let hs = &hs[..n];
         // While the total fits u32, every weight does too and no counter can saturate.
         let exact = self.m.take_chunk(ws);
-        let add = |cs: &[u32; R], w: u64| {
-            if exact {
-                add_cells::<R, false>(base, cs, w as u32)
-            } else {
-                add_cells::<R, true>(base, cs, weight32(w))
-            }
-        };
+        // Which keys are members (their probe slots' loads overlap the counter pass).
+        let mut members = self.cand.member_mask(hs);
         // Pieces of the chunk in which no compaction can happen: at most `room()` insertions.
         let mut start = 0;
         while start < n {
             let end = (start + self.cand.room()).min(n);
-            if end == start {
-                // The next insertion compacts: this key alone, in the one-by-one order.
-                let est = u64::from(add(&cells[start], ws[start]));
+            if end == start || !exact {
+                // The next insertion compacts (or a counter may saturate, so the subtraction
+                // below would not be exact): this key alone, in the one-by-one order.
+                let est = u64::from(add_cells::<R, true>(base, &cells[start], weight32(ws[start])));
+                let before = self.cand.len();
                 if let Some(k) = ks.key(start) {
                     self.after_update(&k, hs[start], est);
+                }
+                if self.cand.len() < before {
+                    // Compacted: members may have left.
+                    members = self.cand.member_mask(hs);
                 }
                 start += 1;
                 continue;
             }
-            // Pass 2: the counter updates alone, each key's new estimate kept.
-            let mut ests = [0u32; BATCH];
-            for ((&w, cs), e) in ws[start..end]
-                .iter()
-                .zip(&cells[start..end])
-                .zip(ests.iter_mut())
-            {
-                *e = add(cs, w);
+            let (pws, pcells) = (&ws[start..end], &cells[start..end]);
+            // Pass 2: the counter updates alone.
+            for (&w, cs) in pws.iter().zip(pcells) {
+                add_cells::<R, false>(base, cs, w as u32);
             }
-            // Pass 3: the theta compare and member check of every key (branch-free; most keys
-            // at or above theta are members), then the exact offer for those flagged, in order.
-            let (phs, pests) = (&hs[start..end], &ests[..end - start]);
-            let need = self.cand.needs_offer_mask(phs, pests);
+            // Pass 3: the estimates of the keys that are not known members, from the counters
+            // as the piece left them: below theta there, below theta at their own update.
+            let theta = self.cand.theta();
+            let mut need = 0u64;
+            let mut ests = [0u64; BATCH];
+            let mut todo = !(members >> start) & ((1u64 << (end - start)) - 1);
+            while todo != 0 {
+                let i = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                // SAFETY: as in `add_cells` (cells checked once per chunk, `&mut` held).
+                let now = pcells[i]
+                    .iter()
+                    .map(|&j| unsafe { *base.add(j as usize) })
+                    .min()
+                    .unwrap_or(0);
+                if u64::from(now) >= theta {
+                    // The estimate at the key's own update: less the later updates of the
+                    // piece on the same counters (exact: no counter saturates).
+                    ests[i] = u64::from(own_estimate::<R>(base, pcells, pws, i));
+                    need |= u64::from(ests[i] >= theta) << i;
+                }
+            }
             if need != 0 {
-                let ests: [u64; BATCH] = std::array::from_fn(|i| u64::from(ests[i]));
                 let m = &self.m;
                 self.cand.offer_marked(
                     need,
                     |i| ks.key(start + i),
-                    phs,
+                    &hs[start..end],
                     &ests[..end - start],
                     |h| m.estimate_h(h),
                 );
