@@ -569,9 +569,12 @@ impl CmState {
             let mut need = 0u64;
             let mut ests = [0u64; BATCH];
             let mut todo = !(members >> start) & ((1u64 << (end - start)) - 1);
+            // Last to first, so that a run of one key (bursty traffic) costs one
+            // `own_estimate`: the key just before in the run has one update less.
+            let mut next: Option<(usize, u32)> = None;
             while todo != 0 {
-                let i = todo.trailing_zeros() as usize;
-                todo &= todo - 1;
+                let i = 63 - todo.leading_zeros() as usize;
+                todo &= !(1u64 << i);
                 // SAFETY: as in `add_cells` (cells checked once per chunk, `&mut` held).
                 let now = pcells[i]
                     .iter()
@@ -581,7 +584,14 @@ impl CmState {
                 if u64::from(now) >= theta {
                     // The estimate at the key's own update: less the later updates of the
                     // piece on the same counters (exact: no counter saturates).
-                    ests[i] = u64::from(own_estimate::<R>(base, pcells, pws, i));
+                    let est = match next {
+                        Some((j, e)) if j == i + 1 && hs[start + j] == hs[start + i] => {
+                            e.wrapping_sub(pws[j] as u32)
+                        }
+                        _ => own_estimate::<R>(base, pcells, pws, i),
+                    };
+                    next = Some((i, est));
+                    ests[i] = u64::from(est);
                     need |= u64::from(ests[i] >= theta) << i;
                 }
             }

@@ -298,6 +298,31 @@ fn count_min_batch_equals_single_and_seeds_matter() {
     assert_eq!(json(&a), json(&cm(4, 1024, 64)));
 }
 
+/// Bursty order (runs of one key, as a capture's trains): the batch kernel's shortcut for a
+/// run of a key that is not yet a candidate (one update less than the next in the run) leaves
+/// the one-by-one state, weighted, for several shapes.
+#[test]
+fn count_min_batch_equals_single_on_runs() {
+    let keys = zipf_keys(6_000, 2_000, 1.1, 9);
+    let mut stream = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        stream.extend(std::iter::repeat_n(*k, 1 + (i * 7919) % 23));
+    }
+    let ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
+    for (rows, width, cands) in [(4, 1024, 16), (2, 256, 8), (1, 4096, 32)] {
+        let (mut batch, mut single) = (cm(rows, width, cands), cm(rows, width, cands));
+        feed_u32(&mut batch, &stream, 32);
+        for (k, &w) in stream.iter().zip(&ws) {
+            single.update(k, w);
+        }
+        assert_eq!(
+            json(&batch),
+            json(&single),
+            "{rows} x {width}, {cands} candidates"
+        );
+    }
+}
+
 #[test]
 fn count_min_linear_merge_and_aggregation_are_exact() {
     let stream = zipf_keys(30_000, 4_000, 1.1, 3);
