@@ -26,6 +26,10 @@ use algo::Estimate;
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
 
+/// Probe slots a batch's member check looks at ([`Candidates::needs_offer`]): four u64, one
+/// 32-byte compare. Members further from their home slot are found by the exact `offer`.
+pub const PROBE_SLOTS: usize = 4;
+
 /// The probe-table entry of a member with code `h`: `h + 1`, so that `0` can mark an empty slot.
 /// Injective except that `u64::MAX` and `0` share a tag; Count-Min's key codes are never
 /// `u64::MAX` (`CounterMatrix::code`), and for a hash the clash has probability 2^-64.
@@ -182,7 +186,7 @@ impl Candidates {
     /// apply a whole batch's counter updates first and run this afterwards.
     ///
     /// Why it is cheaper: most offers (about 70% of updates on Zipf traffic) are by keys that are
-    /// already members, usually sitting in their first or second probe slot. A branch-free
+    /// already members, usually within [`PROBE_SLOTS`] of their home slot. A branch-free
     /// pre-pass ([`Candidates::needs_offer`]) marks the keys that need work in a bit mask; only
     /// those take the exact `offer` path, in key order ([`Candidates::offer_marked`]).
     ///
@@ -211,23 +215,90 @@ impl Candidates {
         }
     }
 
+    /// Insertions that cannot trigger a compaction (the set stays below `2 * cap` members):
+    /// [`Candidates::room_for`]`(n)` is `n <= room()`.
+    #[inline(always)]
+    pub fn room(&self) -> usize {
+        (2 * self.cap).saturating_sub(self.keys.len() + 1)
+    }
+
     /// Whether a key with hash `h` and new estimate `est` may need inserting: `est >= theta` and
-    /// `h` is in neither of its first two probe slots. No data-dependent branches. `false` is
-    /// final while no compaction happens (nothing leaves the table before one), so a batch may
-    /// evaluate it for all keys up front ([`Candidates::room_for`]) and skip those keys.
+    /// `h` is in none of its first [`PROBE_SLOTS`] probe slots. No data-dependent branches.
+    /// `false` is final while no compaction happens (nothing leaves the table before one), so a
+    /// batch may evaluate it for all keys up front ([`Candidates::room_for`]) and skip those keys.
     #[inline(always)]
     pub fn needs_offer(&self, h: u64, est: u64) -> bool {
+        (est >= self.theta) & !self.in_probe_slots(h)
+    }
+
+    /// Whether `h` is in one of its first [`PROBE_SLOTS`] slots (then it is a member).
+    #[inline(always)]
+    fn in_probe_slots(&self, h: u64) -> bool {
         let mask = self.table.len() - 1;
         let s0 = self.slot0(h);
-        let s1 = (s0 + 1) & mask;
-        debug_assert!(s0 < self.table.len() && s1 < self.table.len());
-        let tab = self.table.as_ptr();
-        // SAFETY: `s0` and `s1` are masked with `table.len() - 1` and the table length is a
-        // nonzero power of two, so both are in bounds of the live `table` allocation. The safe
-        // twin is `find` (via `offer`); the batch-vs-one-by-one tests compare the states.
-        let (a, b) = unsafe { (*tab.add(s0), *tab.add(s1)) };
         let tag = tag(h);
-        (est >= self.theta) & (a != tag) & (b != tag)
+        let mut hit = false;
+        for k in 0..PROBE_SLOTS {
+            // Masked with `table.len() - 1`: in bounds (the length is a power of two).
+            hit |= self.table[(s0 + k) & mask] == tag;
+        }
+        hit
+    }
+
+    /// Bit `i` set where `hs[i]` is in one of its first [`PROBE_SLOTS`] probe slots (a member),
+    /// for the first `min(64, hs.len())` hashes: a batch's member check in one call. With AVX2,
+    /// one 32-byte compare per key ([`Candidates::member_mask_scalar`] is the twin; the tests
+    /// compare them). A bit set stays true until the next compaction (nothing else removes a
+    /// member); a bit clear may turn true by an insertion.
+    #[inline]
+    pub fn member_mask(&self, hs: &[u64]) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present (checked just above).
+            return unsafe { self.member_mask_avx2(hs) };
+        }
+        self.member_mask_scalar(hs)
+    }
+
+    /// The scalar twin of [`Candidates::member_mask`].
+    #[inline]
+    pub fn member_mask_scalar(&self, hs: &[u64]) -> u64 {
+        let mut m = 0u64;
+        for (i, &h) in hs.iter().enumerate().take(64) {
+            m |= u64::from(self.in_probe_slots(h)) << i;
+        }
+        m
+    }
+
+    /// # Safety
+    /// The CPU must support AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn member_mask_avx2(&self, hs: &[u64]) -> u64 {
+        use std::arch::x86_64::{
+            __m256i, _mm256_castsi256_pd, _mm256_cmpeq_epi64, _mm256_loadu_si256,
+            _mm256_movemask_pd, _mm256_set1_epi64x,
+        };
+        let len = self.table.len();
+        let tab = self.table.as_ptr();
+        let mut m = 0u64;
+        for (i, &h) in hs.iter().enumerate().take(64) {
+            let s0 = self.slot0(h);
+            let hit = if s0 + PROBE_SLOTS <= len {
+                // SAFETY: slots `s0 .. s0 + 4` are in bounds of the live `table` (checked
+                // just above; an unaligned 32-byte load), and the caller guarantees AVX2.
+                unsafe {
+                    let v = _mm256_loadu_si256(tab.add(s0).cast::<__m256i>());
+                    let eq = _mm256_cmpeq_epi64(v, _mm256_set1_epi64x(tag(h) as i64));
+                    _mm256_movemask_pd(_mm256_castsi256_pd(eq)) != 0
+                }
+            } else {
+                // The probe wraps around the table's end (3 home slots of `len`).
+                self.in_probe_slots(h)
+            };
+            m |= u64::from(hit) << i;
+        }
+        m
     }
 
     /// `offer(ks[i], hs[i], ests[i])` for every bit `i` set in `todo`, in increasing `i`: the
@@ -417,11 +488,63 @@ mod tests {
             for (_, h) in bat.iter() {
                 let (found, slot) = bat.find(h);
                 assert!(found);
-                let displaced = (slot.wrapping_sub(bat.slot0(h)) & mask) >= 2;
+                let displaced = (slot.wrapping_sub(bat.slot0(h)) & mask) >= PROBE_SLOTS;
                 assert_eq!(bat.needs_offer(h, u64::MAX), displaced);
             }
             assert!(bat.needs_offer(0xdead_beef, bat.theta()));
             assert!(!bat.needs_offer(0xdead_beef, bat.theta() - 1));
         }
+    }
+
+    /// The batch member check: bit `i` set exactly when `hs[i]` is a member within
+    /// [`PROBE_SLOTS`] of its home slot, on the dispatched kernel (AVX2 where present) and its
+    /// scalar twin alike; with members displaced further, homes in the table's last slots (the
+    /// probe wraps around) and non-members.
+    #[test]
+    fn member_mask_agrees_with_its_scalar_twin() {
+        let mut c = Candidates::new(64, 1);
+        let len = c.table.len();
+        let q = |_: u64| 1u64;
+        // Six members sharing the home slot `len - 2`: displacements 0..=5, wrapping.
+        let mut x = 0u64;
+        let mut same_home = Vec::new();
+        while same_home.len() < 6 {
+            x += 1;
+            let h = key::mix64(x);
+            if c.slot0(h) == len - 2 {
+                same_home.push(h);
+            }
+        }
+        let mut members = same_home.clone();
+        members.extend((0..100u64).map(|i| key::mix64(i << 32 | 7)));
+        for (i, &h) in members.iter().enumerate() {
+            c.offer(&FlowKey::from_u32(i as u32), h, 1, q);
+        }
+        assert_eq!(c.len(), members.len());
+        let probes: Vec<u64> = members
+            .iter()
+            .copied()
+            .chain((0..100u64).map(|i| key::mix64(i << 40 | 9)))
+            .collect();
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = std::arch::is_x86_feature_detected!("avx2");
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx2 = false;
+        if !avx2 {
+            eprintln!("skip: the AVX2 kernel (not on this CPU); the scalar kernel is checked");
+        }
+        let (mut far, mut wrapped) = (0, 0);
+        for chunk in probes.chunks(64) {
+            let want = c.member_mask_scalar(chunk);
+            assert_eq!(c.member_mask(chunk), want);
+            for (i, &h) in chunk.iter().enumerate() {
+                let (found, slot) = c.find(h);
+                let d = slot.wrapping_sub(c.slot0(h)) & (len - 1);
+                assert_eq!(want >> i & 1 == 1, found && d < PROBE_SLOTS, "{h:#x}");
+                far += usize::from(found && d >= PROBE_SLOTS);
+                wrapped += usize::from(found && d < PROBE_SLOTS && slot < c.slot0(h));
+            }
+        }
+        assert!(far >= 2 && wrapped >= 1, "far {far}, wrapped {wrapped}");
     }
 }

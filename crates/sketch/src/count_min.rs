@@ -21,12 +21,11 @@
 //! as the bare multiply-shift loop the benchmarks compare against. The code also identifies the
 //! key in the candidate set (exactly, for 4-byte keys).
 //!
-//! Hot path: batches of 32 hashed first and their counters prefetched, then the
-//! increments. Because every row of a key grows by the same `w`, the new minimum is exactly
-//! `old_min + w`, so the candidate check needs no re-query: a compare against the running
-//! threshold and a branch-free look at two probe slots, with the exact candidate work done
-//! after the counter pass for the few keys that need it ([`crate::candidates`],
-//! `CmState::chunk_split`).
+//! Hot path: batches of 32 hashed first and their counters prefetched (and the candidate
+//! set's members among them marked), then the increments alone, then the candidate work only
+//! for the keys that are not members: their estimate (recovered exactly as of their own
+//! update), and the exact offer for the few that reach the running threshold
+//! ([`crate::candidates`], `CmState::chunk_pow2`).
 
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{Affine, FlowKey, HashFn};
@@ -143,6 +142,26 @@ fn add_cells<const R: usize, const SAT: bool>(base: *mut u32, cells: &[u32; R], 
         *c = c.saturating_add(w);
     }
     old_min.saturating_add(w)
+}
+
+/// Key `i`'s estimate right after its own update, from counters that already include the
+/// updates `i + 1 ..` of the same piece (`cells`, `ws`): per row, the counter less those later
+/// updates that hit it. Exact while no counter saturates (the caller's `take_chunk` check).
+#[inline(never)]
+fn own_estimate<const R: usize>(base: *const u32, cells: &[[u32; R]], ws: &[u64], i: usize) -> u32 {
+    let mut est = u32::MAX;
+    for r in 0..R {
+        let j = cells[i][r];
+        // SAFETY: as in `add_cells`.
+        let mut c = unsafe { *base.add(j as usize) };
+        for (cs, &w) in cells.iter().zip(ws).skip(i + 1) {
+            if cs[r] == j {
+                c = c.wrapping_sub(w as u32);
+            }
+        }
+        est = est.min(c);
+    }
+    est
 }
 
 #[inline(always)]
@@ -437,20 +456,28 @@ impl CmState {
     ///
     /// 1. prefetch the chunk's keys (FlowKeys); per key, the code and `R` columns (one
     ///    multiply-add-shift each, independent across keys), and prefetch the `R` counters;
-    /// 2. apply the counter updates in order, keeping each key's new estimate;
-    /// 3. branch-free for every key, the theta compare and the two-slot member check
-    ///    ([`Candidates::needs_offer`]; a per-key branch on theta measured slower, as most keys
-    ///    pass it), then the exact [`Candidates::offer`] only for the keys flagged, in order
-    ///    (about 1% of updates on the Zipf(1.1) bench stream once `theta` has settled, against
-    ///    about 75% that reach `theta`).
+    ///    then which keys are members, from their first [`crate::candidates::PROBE_SLOTS`]
+    ///    probe slots ([`Candidates::member_mask`]: one 32-byte compare per key with AVX2);
+    /// 2. the counter increments alone, as with no candidate set (no minimum kept);
+    /// 3. only for the keys not known as members (about a fifth of the updates on the
+    ///    Zipf(1.1) bench stream: members make about 75%), the minimum of their counters as the
+    ///    piece left them; where that reaches theta, the estimate at the key's own update
+    ///    ([`own_estimate`]: less the piece's later increments of the same counters), then the
+    ///    exact [`Candidates::offer`] for the keys whose own estimate reached theta, in order.
     ///
-    /// Passes 2-3 leave the state of the one-by-one loop: key `i`'s estimate is computed at its
-    /// own update (`old_min + w`), and no compaction (the only thing that raises `theta` or
-    /// removes a member) can happen inside the chunk ([`Candidates::room_for`]), so a key not
-    /// flagged would have been a no-op offer. When a compaction might happen (the set is within
-    /// `BATCH` insertions of `2 * cap`), the chunk takes the fused loop instead, so compaction
-    /// re-queries see exactly the counters of the one-by-one order. Prefetching the candidate
-    /// table slots as well measured slower (it evicts counter lines from L1), so it is not done.
+    /// This leaves the state of the one-by-one loop: a member's offer is a no-op whatever its
+    /// estimate; an estimate below theta at the end of the piece was below it at the key's own
+    /// update (counters only grow); and no compaction (the only thing that raises `theta` or
+    /// removes a member) happens between the passes: the chunk is cut into pieces of at most
+    /// [`Candidates::room`] keys (each inserts at most once), and when the next insertion would
+    /// compact, that key is updated and offered alone, so the compaction's re-queries see the
+    /// counters of the one-by-one order (then the member bits are taken again). While a
+    /// counter may saturate (`take_chunk`), the subtraction would not be exact: every key then
+    /// goes alone. Before (until 2026-11-25) pass 2 kept every key's minimum and pass 3
+    /// checked two probe slots of every key, and a chunk within 32 insertions of a compaction
+    /// went one by one whole (5% of the bench stream's chunks); the default cost 1.8x counters
+    /// only, now about 1.6x (docs/agg-evict-results.md, "Point 2"). Prefetching the probe
+    /// slots in pass 1 measured slower (it evicts counter lines from L1).
     #[inline(always)]
     fn chunk_pow2<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
         let n = ks.len().min(ws.len()).min(BATCH);
@@ -509,38 +536,76 @@ impl CmState {
         let hs = &hs[..n];
         // While the total fits u32, every weight does too and no counter can saturate.
         let exact = self.m.take_chunk(ws);
-        if self.cand.room_for(n) {
-            // Pass 2: the counter updates alone, each key's new estimate kept.
-            let mut ests = [0u32; BATCH];
-            for ((&w, cs), e) in ws.iter().zip(&cells).zip(ests.iter_mut()) {
-                *e = if exact {
-                    add_cells::<R, false>(base, cs, w as u32)
-                } else {
-                    add_cells::<R, true>(base, cs, weight32(w))
-                };
+        // Which keys are members (their probe slots' misses overlap the counter pass).
+        let mut members = self.cand.member_mask(hs);
+        // Pieces of the chunk in which no compaction can happen: at most `room()` insertions.
+        let mut start = 0;
+        while start < n {
+            let end = (start + self.cand.room()).min(n);
+            if end == start || !exact {
+                // The next insertion compacts (or a counter may saturate, so the subtraction
+                // below would not be exact): this key alone, in the one-by-one order.
+                let est = add_cells::<R, true>(base, &cells[start], weight32(ws[start]));
+                let est = u64::from(est);
+                let before = self.cand.len();
+                if let Some(k) = ks.key(start) {
+                    self.after_update(&k, hs[start], est);
+                }
+                if self.cand.len() < before {
+                    // Compacted: members may have left.
+                    members = self.cand.member_mask(hs);
+                }
+                start += 1;
+                continue;
             }
-            // Pass 3: which keys reached theta (vectorisable), then the member check and the
-            // exact offer for those only.
-            // Most keys at or above theta are members (about 75% of updates reach theta on
-            // the Zipf(1.1) bench stream), so the two-slot probe runs branch-free for every key
-            // of the chunk rather than behind a per-key branch.
+            let (pws, pcells) = (&ws[start..end], &cells[start..end]);
+            // Pass 2: the counter updates alone.
+            for (&w, cs) in pws.iter().zip(pcells) {
+                add_cells::<R, false>(base, cs, w as u32);
+            }
+            // Pass 3: the estimates of the keys that are not known members, from the counters
+            // as the piece left them: below theta there, below theta at their own update.
+            let theta = self.cand.theta();
             let mut need = 0u64;
-            for (i, (&h, &e)) in hs.iter().zip(&ests).enumerate() {
-                need |= u64::from(self.cand.needs_offer(h, u64::from(e))) << i;
-            }
-            if need != 0 {
-                let ests: [u64; BATCH] = std::array::from_fn(|i| u64::from(ests[i]));
-                let m = &self.m;
-                self.cand
-                    .offer_marked(need, |i| ks.key(i), hs, &ests[..n], |h| m.estimate_h(h));
-            }
-        } else {
-            for (i, ((&w, &h), cs)) in ws.iter().zip(hs).zip(&cells).enumerate() {
-                let est = u64::from(add_cells::<R, true>(base, cs, weight32(w)));
-                if let Some(k) = ks.key(i) {
-                    self.after_update(&k, h, est);
+            let mut ests = [0u64; BATCH];
+            let mut todo = !(members >> start) & ((1u64 << (end - start)) - 1);
+            // Last to first, so that a run of one key (bursty traffic) costs one
+            // `own_estimate`: the key just before in the run has one update less.
+            let mut next: Option<(usize, u32)> = None;
+            while todo != 0 {
+                let i = 63 - todo.leading_zeros() as usize;
+                todo &= !(1u64 << i);
+                // SAFETY: as in `add_cells` (cells checked once per chunk, `&mut` held).
+                let now = pcells[i]
+                    .iter()
+                    .map(|&j| unsafe { *base.add(j as usize) })
+                    .min()
+                    .unwrap_or(0);
+                if u64::from(now) >= theta {
+                    // The estimate at the key's own update: less the later updates of the
+                    // piece on the same counters (exact: no counter saturates).
+                    let est = match next {
+                        Some((j, e)) if j == i + 1 && hs[start + j] == hs[start + i] => {
+                            e.wrapping_sub(pws[j] as u32)
+                        }
+                        _ => own_estimate::<R>(base, pcells, pws, i),
+                    };
+                    next = Some((i, est));
+                    ests[i] = u64::from(est);
+                    need |= u64::from(ests[i] >= theta) << i;
                 }
             }
+            if need != 0 {
+                let m = &self.m;
+                self.cand.offer_marked(
+                    need,
+                    |i| ks.key(start + i),
+                    &hs[start..end],
+                    &ests[..end - start],
+                    |h| m.estimate_h(h),
+                );
+            }
+            start = end;
         }
     }
 
@@ -949,5 +1014,47 @@ mod tests {
         assert_eq!(m.code(&FlowKey::from_u32(0xdead_beef)), 0xdead_beef);
         assert_eq!(CounterMatrix::long_code(u64::MAX), u64::MAX - 1);
         assert_eq!(CounterMatrix::long_code(0), 1 << 63);
+    }
+
+    /// Pass 3 of the batch kernel: `own_estimate` recovers key `i`'s estimate right after its
+    /// own update from counters that already hold the rest of the piece, checked against the
+    /// matrix replayed up to key `i` (the one-by-one path). The piece repeats keys and, on a
+    /// narrow matrix, makes different keys share counters; weights 1..=4.
+    #[test]
+    fn own_estimate_is_the_estimate_at_the_own_update() {
+        const R: usize = 4;
+        let mut m = CounterMatrix::new(R, 16, HashFn::new(5));
+        for c in 0..50u64 {
+            m.add_h(c * 31, 2);
+        }
+        let codes: Vec<u64> = (0..BATCH as u64)
+            .map(|i| [3, 7, 11, 3, 19, 7][i as usize % 6] * 1000 + i % 5)
+            .collect();
+        let ws: Vec<u64> = (0..BATCH as u64).map(|i| 1 + i % 4).collect();
+        let cells: Vec<[u32; R]> = codes
+            .iter()
+            .map(|&h| std::array::from_fn(|r| m.cell(h, r) as u32))
+            .collect();
+        let mut replay = m.clone();
+        let want: Vec<u32> = codes
+            .iter()
+            .zip(&ws)
+            .map(|(&h, &w)| replay.add_h(h, w as u32) as u32)
+            .collect();
+        let base = m.counters.as_mut_ptr();
+        for (cs, &w) in cells.iter().zip(&ws) {
+            add_cells::<R, false>(base, cs, w as u32);
+        }
+        assert_eq!(m.counters, replay.counters);
+        let mut later_differs = false;
+        for (i, &h) in codes.iter().enumerate() {
+            let got = own_estimate::<R>(m.counters.as_ptr(), &cells, &ws, i);
+            assert_eq!(got, want[i], "key {i}");
+            later_differs |= u64::from(got) < m.estimate_h(h);
+        }
+        assert!(
+            later_differs,
+            "the piece's later updates never changed an estimate"
+        );
     }
 }

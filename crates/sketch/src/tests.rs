@@ -45,6 +45,13 @@ fn feed_weighted(a: &mut dyn Algorithm, stream: &[FlowKey], batch: usize) {
     }
 }
 
+/// `stream` one update at a time with weights `ws` (the safe path the batch kernels must match).
+fn feed_single_weighted(a: &mut dyn Algorithm, stream: &[FlowKey], ws: &[u64]) {
+    for (k, &w) in stream.iter().zip(ws) {
+        a.update(k, w);
+    }
+}
+
 fn feed_single(a: &mut dyn Algorithm, stream: &[FlowKey]) {
     for k in stream {
         a.update(k, 1);
@@ -267,9 +274,7 @@ fn count_min_batch_equals_single_and_seeds_matter() {
         for (k, w) in stream.chunks(32).zip(ws.chunks(32)) {
             batch.update_batch(k, w);
         }
-        for (k, &w) in stream.iter().zip(&ws) {
-            single.update(k, w);
-        }
+        feed_single_weighted(&mut single, &stream, &ws);
         assert_eq!(
             json(&batch),
             json(&single),
@@ -296,6 +301,29 @@ fn count_min_batch_equals_single_and_seeds_matter() {
     // reset keeps shape and seeds.
     a.reset();
     assert_eq!(json(&a), json(&cm(4, 1024, 64)));
+}
+
+/// Bursty order (runs of one key, as a capture's trains): the batch kernel's shortcut for a
+/// run of a key that is not yet a candidate (one update less than the next in the run) leaves
+/// the one-by-one state, weighted, for several shapes.
+#[test]
+fn count_min_batch_equals_single_on_runs() {
+    let keys = zipf_keys(6_000, 2_000, 1.1, 9);
+    let mut stream = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        stream.extend(std::iter::repeat_n(*k, 1 + (i * 7919) % 23));
+    }
+    let ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
+    for (rows, width, cands) in [(4, 1024, 16), (2, 256, 8), (1, 4096, 32)] {
+        let (mut batch, mut single) = (cm(rows, width, cands), cm(rows, width, cands));
+        feed_u32(&mut batch, &stream, 32);
+        feed_single_weighted(&mut single, &stream, &ws);
+        assert_eq!(
+            json(&batch),
+            json(&single),
+            "{rows} x {width}, {cands} candidates"
+        );
+    }
 }
 
 #[test]
