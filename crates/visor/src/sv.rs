@@ -114,7 +114,11 @@ impl FastPath {
         let slots = (2 * cap).next_power_of_two();
         // A complete 4-ary tree: `leaves` a power of 4, `inner` nodes above them.
         let leaves = cap.next_power_of_two().max(2);
-        let leaves = if leaves.trailing_zeros() % 2 == 1 { 2 * leaves } else { leaves };
+        let leaves = if leaves.trailing_zeros() % 2 == 1 {
+            2 * leaves
+        } else {
+            leaves
+        };
         let inner = (leaves - 1) / 3;
         FastPath {
             cap,
