@@ -16,14 +16,18 @@
 //!   by a scan only when a kick-out removes one of them, which needs nearly equal residuals).
 //!   A flow is kicked out when `r <= 0`, i.e. `s <= E`. A tournament (winner) tree over the
 //!   entry ids holds at each leaf the entry's `s` when last set and at each inner node the
-//!   smaller child: a hit only adds to the entry's `s`, so a leaf is a lower bound of its
+//!   smallest child: a hit only adds to the entry's `s`, so a leaf is a lower bound of its
 //!   entry's `s` and the root is the smallest leaf whatever the hits do. A kick-out looks at
 //!   the root only: a stale root (its entry grew) has its leaf set to the current `s`; a fresh
 //!   one is the true minimum (every entry is at least its leaf, every leaf at least the
-//!   root). Large flows' leaves are never refreshed. Setting a leaf replays the log2 k matches
-//!   above it, always all of them and each a select, where a binary heap's sift stopped at a
-//!   data-dependent level (about one mispredicted branch per sift; the heap this replaced
-//!   measured 4-5% slower, 2026-11-25).
+//!   root). Large flows' leaves are never refreshed. Setting a leaf replays the log4 k matches
+//!   above it, always all of them and each three selects, where a binary heap's sift stopped
+//!   at a data-dependent level (about one mispredicted branch per sift; the heap this replaced
+//!   measured 4-5% slower, 2026-11-25). Fan-out 4, not 2: each level waits on the store the
+//!   level below made (store-to-load forwarding), and its two first matches run in parallel,
+//!   so half the levels make a shorter chain (measured 6% faster than the binary tree). Keeping
+//!   the winner in a register instead made LLVM turn the select into a branch, mispredicted
+//!   about half the time (25-30% slower, tried 2026-11-25).
 //!
 //! So a hit is one hash, one probe and an addition (plus the two-largest selects), and a
 //! kick-out is O(1) plus O(log k) per removed flow and per stale root. The index is linear
@@ -66,11 +70,12 @@ pub struct FastPath {
     e: Vec<u64>,
     /// Unused entry ids.
     free: Vec<u32>,
-    /// Winner tree over the entry ids: leaf `id` at `leaves + id` holds the entry's `s` when
-    /// last set (`FREE` for an unused id), each inner node `j` the smaller of its children
-    /// `2j` and `2j + 1`, so `tree[1]` is the entry with the smallest key.
+    /// Winner tree of fan-out 4 over the entry ids: leaf `id` at `leaves + id` holds the
+    /// entry's `s` when last set (`FREE` for an unused id), each inner node `j` the smallest of
+    /// its children `4j + 1 ..= 4j + 4`, so `tree[0]` is the entry with the smallest key.
     tree: Vec<Node>,
-    /// Leaves: `cap` rounded up to a power of two.
+    /// Index of the first leaf: the inner nodes of a complete 4-ary tree with at least `cap`
+    /// leaves.
     leaves: usize,
     /// Flows tracked.
     n: usize,
@@ -107,6 +112,14 @@ impl FastPath {
         let cap = k.max(1);
         // At most half full: an unsuccessful probe then reads 2.5 slots on average (Knuth).
         let slots = (2 * cap).next_power_of_two();
+        // A complete 4-ary tree: `leaves` a power of 4, `inner` nodes above them.
+        let leaves = cap.next_power_of_two().max(2);
+        let leaves = if leaves.trailing_zeros() % 2 == 1 {
+            2 * leaves
+        } else {
+            leaves
+        };
+        let inner = (leaves - 1) / 3;
         FastPath {
             cap,
             keys: vec![FlowKey::EMPTY; cap],
@@ -114,8 +127,8 @@ impl FastPath {
             s: vec![0; cap + 1],
             e: vec![0; cap],
             free: (0..cap as u32).rev().collect(),
-            tree: vec![FREE; 2 * cap.next_power_of_two()],
-            leaves: cap.next_power_of_two(),
+            tree: vec![FREE; inner + leaves],
+            leaves: inner,
             n: 0,
             slots: vec![EMPTY; slots],
             slot_of: vec![0; cap],
@@ -184,7 +197,7 @@ impl FastPath {
     #[inline]
     fn settle_root(&mut self) {
         while self.n > 0 {
-            let root = self.tree[1];
+            let root = self.tree[0];
             let s = self.s[root.id as usize];
             if s == root.s {
                 return;
@@ -202,7 +215,7 @@ impl FastPath {
         let r = |id: u32| self.s[id as usize] - ee;
         // The k + 1 values: the residuals and v. The table is full (k >= 1), so the root and
         // the largest exist.
-        let rmin = self.tree[1].s - ee;
+        let rmin = self.tree[0].s - ee;
         let t1 = r(self.top[0]);
         // The sentinel's s is 0: no second flow counts as 0, as in the literal pass.
         let t2 = self.s[self.top[1] as usize].saturating_sub(ee);
@@ -220,7 +233,7 @@ impl FastPath {
         let mut pending = v > eh;
         let mut top_gone = false;
         while self.n > 0 {
-            let root = self.tree[1];
+            let root = self.tree[0];
             if root.s > new_e {
                 break;
             }
@@ -319,9 +332,14 @@ impl FastPath {
         let t = &mut self.tree[..];
         let mut j = self.leaves + id as usize;
         t[j] = Node { s, id };
-        while j > 1 {
-            let (a, b) = (t[j & !1], t[j | 1]);
-            j >>= 1;
+        while j > 0 {
+            // Four children, two matches in parallel then the final: the path's dependent
+            // chain is half a binary tree's levels.
+            let first = (j - 1) & !3;
+            let c = &t[first + 1..first + 5];
+            let a = if c[1].s < c[0].s { c[1] } else { c[0] };
+            let b = if c[3].s < c[2].s { c[3] } else { c[2] };
+            j = first / 4;
             t[j] = if b.s < a.s { b } else { a };
         }
     }
