@@ -41,9 +41,11 @@ pub(crate) struct Instance {
     /// Which key lengths the algorithm can store (its catalog entry's); keys it cannot are
     /// counted in `skipped`, never silently dropped.
     fit: KeyFit,
-    /// Its entry's ns per update on its key path (`algo::UpdateCost`): what the adaptive
-    /// front of its kind weighs against the aggregator's cost.
-    cost_ns: f64,
+    /// Its ns per update on its key path (`algo::UpdateCost`, the run's preset's figure where
+    /// it has one: `catalog::presets::cost`) and that times its cost on an aggregator's
+    /// evictions (`UpdateCost::behind`): what the adaptive front of its kind weighs against
+    /// the aggregator's cost.
+    cost_ns: (f64, f64),
     skipped: u64,
     /// Wall time of its timed batches, clock reads included.
     nanos: u128,
@@ -71,7 +73,7 @@ impl Instance {
         algo: Box<dyn Algorithm>,
         fit: KeyFit,
         reusable: bool,
-        cost_ns: f64,
+        cost_ns: (f64, f64),
     ) -> Instance {
         Instance {
             name,
@@ -232,7 +234,8 @@ impl Plane {
 }
 
 /// One front per key kind, in `cfg`'s accelerator and Agg-Evict mode; an adaptive front weighs
-/// its aggregator against the summed update cost of the instances of its kind.
+/// its aggregator against the summed update cost of the instances of its kind, on the raw
+/// stream and on its evictions.
 fn fronts_for(
     kinds: &[KeyKind],
     cfg: &RunConfig,
@@ -241,13 +244,12 @@ fn fronts_for(
     kinds
         .iter()
         .map(|&k| {
-            let sink_ns = instances
+            let (sink_ns, behind_ns) = instances
                 .iter()
                 .filter(|i| i.kind == k)
-                .map(|i| i.cost_ns)
-                .sum();
+                .fold((0.0, 0.0), |(s, b), i| (s + i.cost_ns.0, b + i.cost_ns.1));
             Front::new(cfg.accel, &cfg.agg_evict, k.len(cfg.ipv6))
-                .map(|f| f.with_mode(cfg.agg_mode, sink_ns, cfg.agg_window))
+                .map(|f| f.with_costs(cfg.agg_mode, sink_ns, behind_ns, cfg.agg_window))
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ConfigError::Field {
@@ -732,7 +734,15 @@ impl Runner {
                 algo,
                 p.entry.fit,
                 p.entry.resets_to_empty,
-                p.entry.cost.ns(p.ctx.key_len),
+                {
+                    let c = cfg
+                        .preset
+                        .as_deref()
+                        .and_then(|n| catalog::presets::cost(n, p.entry.name))
+                        .unwrap_or(p.entry.cost);
+                    let ns = c.ns(p.ctx.key_len);
+                    (ns, ns * c.behind)
+                },
             ));
             wants_prev.push(false);
         }
