@@ -43,8 +43,9 @@
 //! the first non-empty bucket. The radix heap's catch (an insertion below the last minimum,
 //! after a kick-out that drops its packet) does not arise when the window is anchored at `E`
 //! rather than at the last minimum. Equivalent on every test, 5% fewer instructions and 15%
-//! fewer mispredicted branches per kick-out, but 2-4% slower on the bench's streams: the
-//! tree's replays were a small part of a kick-out (`docs/sketchvisor-results.md`).
+//! fewer mispredicted branches per kick-out, but 2-4% slower on the bench's `overflow` stream
+//! and no faster on `all`: the tree's replays were a small part of a kick-out
+//! (`docs/sketchvisor-results.md`).
 
 use algo::ConfigError;
 use key::{FlowKey, HashFn};
