@@ -35,12 +35,44 @@ const PART: usize = 1024;
 const DEPTH: usize = 8;
 /// Seed tag of the dispatch hash ("WORK"), distinct from every structure's own hashes.
 const DISPATCH_TAG: u64 = 0x574f_524b;
+/// A packed packet (`Part::packed`) that is IPv6: its tuple is the next of `Part::tuples`. Bit
+/// 104, past the 13 bytes an IPv4 five-tuple packs into.
+const V6: u128 = 1 << 104;
+
+/// An IPv4 tuple's five fields in one u128, laid out as `FlowKey::v4`'s five-tuple key (source,
+/// destination, ports big-endian, protocol; 13 bytes), read field by field and written by the
+/// caller with one store. Copying the whole 40-byte `Tuple` instead loaded it with wide loads
+/// across the parser's narrower stores still in flight (a store-forwarding stall); the fields'
+/// own loads forward from their stores: the reader about 11% cheaper (perf, issue 13).
+#[inline(always)]
+fn pack_v4(t: &Tuple) -> u128 {
+    let a = |b: &[u8; 16]| u128::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let port = |p: u16| u128::from(p.swap_bytes());
+    a(&t.src)
+        | a(&t.dst) << 32
+        | port(t.sport) << 64
+        | port(t.dport) << 80
+        | u128::from(t.proto) << 96
+}
+
+/// `kind`'s key of a tuple packed by [`pack_v4`]: `FlowKey::v4` of its fields, the key the
+/// tuple's own `Tuple::key` gives (tested).
+#[inline(always)]
+fn unpack_key(v: u128, kind: KeyKind) -> FlowKey {
+    let addr = |s: u32| ((v >> s) as u32).to_le_bytes();
+    let port = |s: u32| ((v >> s) as u16).swap_bytes();
+    FlowKey::v4(kind, addr(0), addr(32), port(64), port(80), (v >> 96) as u8)
+}
 
 /// One key kind's packets for one worker; or, dispatched whole (`Pool::route`), the packets'
 /// tuples in the first kind's part, each kind's keys built by the worker.
 #[derive(Default)]
 struct Part {
-    /// Whole packets (`Pool::put_packet`): the worker builds every kind's keys from them.
+    /// Whole packets (`Pool::put_packet`), one per packet: an IPv4 packet's five-tuple packed
+    /// (`pack_v4`), or [`V6`] for the next of `tuples`. The worker builds every kind's keys
+    /// from them.
+    packed: Vec<u128>,
+    /// The IPv6 packets of `packed`, in order.
     tuples: Vec<Tuple>,
     keys: Vec<FlowKey>,
     /// The same keys as big-endian u32 while every one is 4 bytes (the runner's u32 path).
@@ -224,7 +256,13 @@ impl Pool {
             true => self.hash.hash_bytes(&a[..]),
         };
         let i = key::reduce(h, self.workers.len());
-        self.parts[i][0].tuples.push(*t);
+        let p = &mut self.parts[i][0];
+        if t.v6 {
+            p.packed.push(V6);
+            p.tuples.push(*t);
+        } else {
+            p.packed.push(pack_v4(t));
+        }
         self.put_rest(i, 0, w, len, ts_ns)
     }
 
@@ -309,6 +347,7 @@ impl Pool {
         let empty = self.workers[i].free.try_recv().unwrap_or_else(|_| {
             (0..kinds)
                 .map(|_| Part {
+                    packed: Vec::new(),
                     tuples: Vec::new(),
                     keys: Vec::with_capacity(PART),
                     narrow: Vec::with_capacity(PART),
@@ -392,7 +431,7 @@ fn work(
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
             Msg::Batch(mut parts) => {
-                if parts.first().is_some_and(|p| !p.tuples.is_empty()) {
+                if parts.first().is_some_and(|p| !p.packed.is_empty()) {
                     // Whole packets: each kind's keys built here, then fed as a kind's part.
                     let (kinds, whole) = (plane.kinds.clone(), &parts[0]);
                     for (ki, kind) in kinds.into_iter().enumerate() {
@@ -405,6 +444,7 @@ fn work(
                     }
                 }
                 for p in &mut parts {
+                    p.packed.clear();
                     p.tuples.clear();
                     p.keys.clear();
                     p.narrow.clear();
@@ -511,7 +551,11 @@ impl Part {
     fn fill(&mut self, whole: &Part, kind: KeyKind) {
         self.keys.clear();
         self.narrow.clear();
-        self.keys.extend(whole.tuples.iter().map(|t| t.key(kind)));
+        let mut v6 = whole.tuples.iter();
+        self.keys.extend(whole.packed.iter().map(|&v| match v {
+            V6 => v6.next().expect("one tuple per IPv6 packet").key(kind),
+            v => unpack_key(v, kind),
+        }));
         if self.keys.iter().all(|k| k.len() == 4) {
             self.narrow
                 .extend(self.keys.iter().map(FlowKey::prefix_u32));
@@ -531,4 +575,78 @@ fn common_address(kinds: &[KeyKind]) -> Option<KeyKind> {
             k == a || matches!(k, KeyKind::Pair | KeyKind::FourTuple | KeyKind::FiveTuple)
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packed IPv4 tuple gives every kind the key its `Tuple` gives, and never reads as the
+    /// IPv6 mark.
+    #[test]
+    fn packed_v4_keys_equal_the_tuples() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let kinds = [
+            KeyKind::Src,
+            KeyKind::Dst,
+            KeyKind::Pair,
+            KeyKind::FourTuple,
+            KeyKind::FiveTuple,
+        ];
+        for _ in 0..10_000 {
+            let (a, b) = (next(), next());
+            let t = Tuple::v4(
+                (a as u32).to_be_bytes(),
+                ((a >> 32) as u32).to_be_bytes(),
+                b as u16,
+                (b >> 16) as u16,
+                (b >> 32) as u8,
+            );
+            let v = pack_v4(&t);
+            assert_ne!(v, V6);
+            assert_eq!(v & V6, 0);
+            for kind in kinds {
+                assert_eq!(unpack_key(v, kind), t.key(kind), "{t:?} {kind:?}");
+            }
+        }
+    }
+
+    /// Whole packets, IPv4 and IPv6 mixed, give each kind their keys in packet order.
+    #[test]
+    fn fill_keeps_the_order_of_mixed_packets() {
+        let v4 = Tuple::v4([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80, 6);
+        let mut v6 = Tuple {
+            v6: true,
+            sport: 53,
+            dport: 5353,
+            proto: 17,
+            ..Tuple::default()
+        };
+        v6.src[0] = 0x20;
+        v6.dst[15] = 1;
+        let packets = [v4, v6, v4, v6, v6, v4];
+        let mut whole = Part::default();
+        for t in &packets {
+            if t.v6 {
+                whole.packed.push(V6);
+                whole.tuples.push(*t);
+            } else {
+                whole.packed.push(pack_v4(t));
+            }
+            whole.weights.push(1);
+        }
+        let mut keyed = Part::default();
+        for kind in [KeyKind::Src, KeyKind::Pair, KeyKind::FiveTuple] {
+            keyed.fill(&whole, kind);
+            let want: Vec<FlowKey> = packets.iter().map(|t| t.key(kind)).collect();
+            assert_eq!(keyed.keys, want, "{kind:?}");
+            assert!(keyed.narrow.is_empty());
+        }
+    }
 }
