@@ -2,8 +2,7 @@
 //! table (`table::scan_summary`, issue 14), the one kernel there that reads every counter.
 //!
 //! [`min_ties`] runs the AVX2 kernel when the CPU has AVX2 (std caches the detection), else
-//! [`min_ties_scalar`], its twin: both give the same minimum and the same ascending indices
-//! (test `avx2_matches_scalar`). Unsafe code here is the two unaligned loads, in bounds by
+//! [`min_ties_scalar`], its twin: both give the same answer (test `avx2_matches_scalar`). Unsafe code here is the two unaligned loads, in bounds by
 //! construction; the crate allows it for [`crate::prefetch`] already, the table crate forbids it.
 
 /// Words of a [`min_ties`] bit set over `n` values.
@@ -11,13 +10,13 @@ pub const fn tie_words(n: usize) -> usize {
     n.div_ceil(64)
 }
 
-/// The smallest value of `v` (`None` if `v` is empty), and in `ties` (its first
-/// [`tie_words`]`(v.len())` words, which must exist, overwritten) the bit set of the indices
-/// holding it: bit `i % 64` of word `i / 64`. A bit set rather than a list of indices: the
-/// second pass then has no branch on where the ties fall (a list's pushes were most of the
-/// kernel's time, issue 14).
+/// The smallest value of `v` and the next larger one (`u64::MAX` if none), or `None` if `v` is
+/// empty; and in `ties` (its first [`tie_words`]`(v.len())` words, which must exist,
+/// overwritten) the bit set of the indices holding the smallest: bit `i % 64` of word `i / 64`.
+/// A bit set rather than a list of indices: the second pass then has no branch on where the
+/// ties fall (a list's pushes were most of the kernel's time, issue 14).
 #[inline]
-pub fn min_ties(v: &[u64], ties: &mut [u64]) -> Option<u64> {
+pub fn min_ties(v: &[u64], ties: &mut [u64]) -> Option<(u64, u64)> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2 (checked on the line above), the kernel's only requirement.
@@ -27,12 +26,22 @@ pub fn min_ties(v: &[u64], ties: &mut [u64]) -> Option<u64> {
 }
 
 /// [`min_ties`] without SIMD (the fallback, and the reference of the equivalence test).
-pub fn min_ties_scalar(v: &[u64], ties: &mut [u64]) -> Option<u64> {
+pub fn min_ties_scalar(v: &[u64], ties: &mut [u64]) -> Option<(u64, u64)> {
     let m = v.iter().copied().min()?;
     for (word, c) in ties.iter_mut().zip(v.chunks(64)) {
         *word = tie_bits(c, m, 0);
     }
-    Some(m)
+    Some((m, above(v, m)))
+}
+
+/// The smallest value of `v` above `m` (`u64::MAX` if none).
+#[inline]
+fn above(v: &[u64], m: u64) -> u64 {
+    v.iter()
+        .copied()
+        .filter(|&x| x > m)
+        .min()
+        .unwrap_or(u64::MAX)
 }
 
 /// Bit `at + i` set where `c[i] == m` (`at + c.len()` at most 64).
@@ -57,12 +66,22 @@ mod avx2 {
         unsafe { _mm256_loadu_si256(c.as_ptr().cast()) }
     }
 
+    /// The 4 lanes of `a` (flipped back), stored.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn lanes(a: __m256i, flip: __m256i) -> [u64; 4] {
+        let mut l = [0u64; 4];
+        // SAFETY: `l` is 32 writable bytes; `storeu` takes any alignment.
+        unsafe { _mm256_storeu_si256(l.as_mut_ptr().cast(), _mm256_xor_si256(a, flip)) };
+        l
+    }
+
     /// [`super::min_ties`] with AVX2: a first pass keeps four running minima of 4 lanes each
     /// (AVX2 has no unsigned 64-bit minimum: the counters are compared as signed after flipping
-    /// their top bit), a second compares every group of 4 with the minimum and puts the 4 lanes'
-    /// match bits in place.
+    /// their top bit), a second compares every group of 4 with the minimum, puts the 4 lanes'
+    /// match bits in place and keeps a running minimum of the lanes that do not match.
     #[target_feature(enable = "avx2")]
-    pub(super) fn min_ties(v: &[u64], ties: &mut [u64]) -> Option<u64> {
+    pub(super) fn min_ties(v: &[u64], ties: &mut [u64]) -> Option<(u64, u64)> {
         if v.is_empty() {
             return None;
         }
@@ -75,30 +94,32 @@ mod avx2 {
                 *a = _mm256_blendv_epi8(*a, x, _mm256_cmpgt_epi64(*a, x));
             }
         }
-        let mut lanes = [[0u64; 4]; 4];
-        for (l, a) in lanes.iter_mut().zip(acc) {
-            let a = _mm256_xor_si256(a, flip);
-            // SAFETY: `l` is 32 writable bytes; `storeu` takes any alignment.
-            unsafe { _mm256_storeu_si256(l.as_mut_ptr().cast(), a) };
-        }
-        let m = lanes
+        let m = acc
             .iter()
-            .flatten()
-            .chain(&v[wide..])
-            .copied()
+            .flat_map(|&a| lanes(a, flip))
+            .chain(v[wide..].iter().copied())
             .min()
             .unwrap_or(u64::MAX);
         let target = _mm256_set1_epi64x(m as i64);
+        let top = _mm256_set1_epi64x(i64::MAX);
+        let mut next = top;
+        let mut tail_next = u64::MAX;
         for (word, c) in ties.iter_mut().zip(v.chunks(64)) {
             let quads = c.len() / 4 * 4;
             let mut bits = super::tie_bits(&c[quads..], m, quads);
+            tail_next = tail_next.min(super::above(&c[quads..], m));
             for at in (0..quads).step_by(4) {
-                let eq = _mm256_cmpeq_epi64(load4(c, at), target);
+                let x = load4(c, at);
+                let eq = _mm256_cmpeq_epi64(x, target);
                 bits |= (_mm256_movemask_pd(_mm256_castsi256_pd(eq)) as u64) << at;
+                // The lanes above the minimum, flipped; the minimum's lanes as u64::MAX.
+                let x = _mm256_blendv_epi8(_mm256_xor_si256(x, flip), top, eq);
+                next = _mm256_blendv_epi8(next, x, _mm256_cmpgt_epi64(next, x));
             }
             *word = bits;
         }
-        Some(m)
+        let next = lanes(next, flip).into_iter().fold(tail_next, u64::min);
+        Some((m, next))
     }
 }
 
@@ -106,8 +127,8 @@ mod avx2 {
 mod tests {
     use super::*;
 
-    /// The scalar kernel marks exactly the minimum's indices, and the AVX2 kernel (when the
-    /// CPU has it) gives the same minimum and bits, for lengths around the 4- and 16-lane steps, with the minimum at the ends, in
+    /// The scalar kernel finds the minimum and the next value and marks exactly the minimum's
+    /// indices, and the AVX2 kernel (when the CPU has it) gives the same, for lengths around the 4- and 16-lane steps, with the minimum at the ends, in
     /// the tails, tied many times, and with counters past 2^63 (the signed-compare trick).
     #[test]
     fn avx2_matches_scalar() {
@@ -121,7 +142,7 @@ mod tests {
         assert_eq!(min_ties(&[], &mut []), None);
         assert_eq!(min_ties_scalar(&[], &mut []), None);
         for len in (1..70).chain([127, 128, 129, 8192]) {
-            for case in 0..6 {
+            for case in 0..7 {
                 let v: Vec<u64> = (0..len)
                     .map(|i| match case {
                         0 => next() % 5,                                // many ties
@@ -129,6 +150,7 @@ mod tests {
                         2 => u64::MAX - next() % 3,                     // all near the top
                         3 => (len - i) as u64,                          // minimum last (a tail)
                         4 => i as u64,                                  // minimum first
+                        5 => 7,                                         // all equal: no next
                         _ if next() % 2 == 0 => (1 << 63) + next() % 3, // around the flipped bit
                         _ => (1 << 63) - 1 - next() % 3,
                     })
@@ -137,7 +159,8 @@ mod tests {
                 let (mut a, mut b) = (vec![!0; tie_words(len)], vec![!0; tie_words(len)]);
                 let want = min_ties_scalar(&v, &mut b);
                 let m = v.iter().copied().min().unwrap();
-                assert_eq!(want, Some(m));
+                let next = v.iter().copied().filter(|&x| x > m).min();
+                assert_eq!(want, Some((m, next.unwrap_or(u64::MAX))));
                 for (i, &x) in v.iter().enumerate() {
                     assert_eq!(b[i / 64] >> (i % 64) & 1 == 1, x == m, "scalar: len {len}");
                 }

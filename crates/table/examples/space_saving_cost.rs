@@ -4,8 +4,10 @@
 //! packets: the bursty source trace of `netsift bench
 //! agg-evict` (unit updates, as without Agg-Evict) and the same trace run-merged into
 //! (key, run length) updates (weighted updates), the (key, count) pairs Agg-Evict's aggregator
-//! (the lab's: 2000 arrays, GRR) evicts from it (what Space-Saving gets behind it), plus a shuffled
-//! Zipf(1.1) stream (misses nearly every update). Batches of 32 through `update_batch_u32`
+//! (the lab's: 2000 arrays, GRR) evicts from it (what Space-Saving gets behind it), and a shuffled
+//! Zipf(1.1) stream (misses nearly every update), alone, through the aggregator and with
+//! weights spread over 1..=1000, and new keys replacing a minimum that stays one key (the flat
+//! table's worst case). Batches of 32 through `update_batch_u32`
 //! and, for comparison, `update_batch` with `FlowKey`s. Thread CPU time, least of `ROUNDS`
 //! rounds.
 //!
@@ -54,6 +56,37 @@ fn pass(keys: &[u32], ws: &[u64], flow: bool, k: usize, structure: Structure) ->
     ns as f64 / PACKETS as f64
 }
 
+/// The (key, count) pairs Agg-Evict's aggregator (the lab's: 2000 arrays, GRR) hands on from
+/// `keys`, flushed every 2 M packets (the lab's epoch).
+fn evictions(keys: &[u32]) -> (Vec<u32>, Vec<u64>) {
+    let (mut ek, mut ew) = (Vec::new(), Vec::new());
+    let cfg = aggevict::AggConfig {
+        arrays: 2000,
+        policy: aggevict::Policy::Grr,
+        ..aggevict::AggConfig::default()
+    };
+    let mut agg = aggevict::Aggregator::new(&cfg, 4).expect("aggregator");
+    let mut sink = |k: algo::KeyBatch<'_>, w: &[u64]| {
+        if let algo::KeyBatch::U32(k) = k {
+            ek.extend_from_slice(k);
+            ew.extend_from_slice(w);
+        }
+    };
+    let ones = [1u64; BATCH];
+    for epoch in keys.chunks(2_000_000) {
+        for k in epoch.chunks(BATCH) {
+            agg.update_batch_u32(k, &ones[..k.len()], &mut sink);
+        }
+        agg.flush(&mut sink);
+    }
+    assert_eq!(
+        ew.iter().sum::<u64>(),
+        keys.len() as u64,
+        "every packet once"
+    );
+    (ek, ew)
+}
+
 fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
@@ -75,34 +108,28 @@ fn main() {
             }
         }
     }
-    // The aggregator's evictions, flushed every 2 M packets (the lab's epoch).
-    let (mut ek, mut ew) = (Vec::new(), Vec::new());
-    let cfg = aggevict::AggConfig {
-        arrays: 2000,
-        policy: aggevict::Policy::Grr,
-        ..aggevict::AggConfig::default()
-    };
-    let mut agg = aggevict::Aggregator::new(&cfg, 4).expect("aggregator");
-    let mut sink = |k: algo::KeyBatch<'_>, w: &[u64]| {
-        if let algo::KeyBatch::U32(k) = k {
-            ek.extend_from_slice(k);
-            ew.extend_from_slice(w);
-        }
-    };
-    for epoch in bursty.chunks(2_000_000) {
-        for (k, w) in epoch.chunks(BATCH).zip(ones.chunks(BATCH)) {
-            agg.update_batch_u32(k, w, &mut sink);
-        }
-        agg.flush(&mut sink);
-    }
-    assert_eq!(ew.iter().sum::<u64>(), PACKETS, "every packet evicted once");
+    let (ek, ew) = evictions(&bursty);
     let shuffled = testkit::zipf_u32(PACKETS as usize, 500_000, 1.1, 0x5eed);
-    let cases: [(&str, &[u32], &[u64], bool); 5] = [
+    let (sk, sw) = evictions(&shuffled);
+    // Weights 1..=1000 in no order: the minimum is nearly always one key, so the flat table
+    // scans for nearly every new key (its worst case; the Stream-Summary walks instead).
+    let spread: Vec<u64> = (0..PACKETS).map(|i| 1 + key::mix64(i) % 1000).collect();
+    // Churn at a lone minimum: 200 k keys of counts 1000 apart fill the table, then 3.8 M new
+    // keys of weight 1 each replace the minimum, which stays one key (m + 1 is below the next
+    // count): the Stream-Summary's O(1) case, the flat table's worst (a scan per new key).
+    let churn: Vec<u32> = (0..PACKETS as u32).collect();
+    let churn_w: Vec<u64> = (0..PACKETS)
+        .map(|i| if i < 200_000 { 1_000 * (i + 1) } else { 1 })
+        .collect();
+    let cases: [(&str, &[u32], &[u64], bool); 8] = [
         ("bursty unit u32", &bursty, &ones, false),
         ("bursty unit FlowKey", &bursty, &ones, true),
         ("bursty runs u32", &rk, &rw, false),
         ("bursty evictions u32", &ek, &ew, false),
         ("shuffled unit u32", &shuffled, &ones, false),
+        ("shuffled evictions u32", &sk, &sw, false),
+        ("shuffled 1..1000 u32", &shuffled, &spread, false),
+        ("churn at a lone min u32", &churn, &churn_w, false),
     ];
     let only = std::env::args().nth(3).unwrap_or_default();
     println!("# ns/packet, least of {rounds}: k, stream, Stream-Summary, scanned table");

@@ -9,7 +9,8 @@
 //! shrinks until the next scan, since counts only grow and a replaced or hit slot leaves the
 //! minimum (such a stale entry is skipped when popped). So one scan serves every replacement at
 //! that minimum: on unit updates (many keys tie at the minimum) one scan serves many, on
-//! weighted ones (one key at the minimum) nearly every replacement scans k counts. The choice
+//! weighted ones (one key at the minimum) a replacement scans unless the minimum is found
+//! among the last scan's few ties (`few`). The choice
 //! depends only on the counts and slots, so `update(k, w)` still leaves the state of `w` unit
 //! updates (after the first, the key is held). It is not the Stream-Summary's (the key whose
 //! count changed last): keeping that order cost a sort of the ties by a per-slot time stamp,
@@ -24,6 +25,11 @@
 use key::{FlowKey, HashInput};
 
 use crate::slot_index::{index_hash, SlotIndex};
+
+/// Most ties of a scan kept to look among first (`ScanSummary::few`): a look costs one read per
+/// tie and serves every replacement at the minimum it finds, so it pays at any size; the bound
+/// keeps the memory fixed.
+const FEW: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -46,6 +52,12 @@ pub(crate) struct ScanSummary {
     ties: Vec<u64>,
     top: usize,
     low: u64,
+    /// The smallest count above `low` at the last scan: a lower bound, ever since, on every
+    /// slot's count but those of that scan's ties.
+    next: u64,
+    /// That scan's ties when they are at most [`FEW`] (else empty): while the least of their
+    /// counts stays below `next` it is the minimum, and the next ties are found among them.
+    few: Vec<u32>,
     index: SlotIndex,
 }
 
@@ -58,6 +70,8 @@ impl ScanSummary {
             ties: vec![0; key::scan::tie_words(cap)],
             top: 0,
             low: 0,
+            next: 0,
+            few: Vec::with_capacity(FEW),
             index: SlotIndex::new(cap),
         }
     }
@@ -66,15 +80,17 @@ impl ScanSummary {
     const SLOT_BYTES: usize = std::mem::size_of::<Slot>() + 8;
 
     /// [`ScanSummary::memory_bytes`] of `ScanSummary::new(cap)` without allocating: the slots,
-    /// the bit set of ties and the index.
+    /// the bit set of ties, the few ties and the index.
     pub fn bytes_for(cap: usize) -> u64 {
-        (cap * Self::SLOT_BYTES + key::scan::tie_words(cap) * 8) as u64 + SlotIndex::bytes_for(cap)
+        (cap * Self::SLOT_BYTES + key::scan::tie_words(cap) * 8 + FEW * 4) as u64
+            + SlotIndex::bytes_for(cap)
     }
 
     pub fn memory_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.counts.capacity() * 8
             + self.ties.capacity() * 8
+            + self.few.capacity() * 4
             + self.index.memory_bytes()
     }
 
@@ -120,6 +136,7 @@ impl ScanSummary {
         self.slots.clear();
         self.counts.clear();
         self.top = 0;
+        self.few.clear();
         self.low = 0;
         self.index.clear();
     }
@@ -185,8 +202,43 @@ impl ScanSummary {
                     return id;
                 }
             }
-            self.low = key::scan::min_ties(&self.counts, &mut self.ties).unwrap_or(0);
-            self.top = key::scan::tie_words(self.counts.len());
+            // The last scan's few ties, replaced or hit since, may still hold the minimum
+            // (new keys of small weights replacing each other at the bottom): the
+            // Stream-Summary's O(1) case, where a scan per new key cost up to 20 times its time
+            // (k = 8192; issue 14).
+            let counts = &self.counts;
+            let least = self.few.iter().map(|&i| counts[i as usize]).min();
+            match least {
+                Some(m) if m < self.next => {
+                    self.low = m;
+                    self.top = 0;
+                    for &i in &self.few {
+                        if self.counts[i as usize] == m {
+                            let i = i as usize;
+                            self.ties[i / 64] |= 1 << (i % 64);
+                            self.top = self.top.max(i / 64 + 1);
+                        }
+                    }
+                }
+                _ => self.scan(),
+            }
+        }
+    }
+
+    /// A scan of every count for the minimum, its ties and the next count.
+    fn scan(&mut self) {
+        (self.low, self.next) = key::scan::min_ties(&self.counts, &mut self.ties).unwrap_or((0, 0));
+        self.top = key::scan::tie_words(self.counts.len());
+        self.few.clear();
+        let n: u32 = self.ties.iter().map(|w| w.count_ones()).sum();
+        if n as usize <= FEW {
+            for (w, &bits) in self.ties.iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    self.few.push((w * 64) as u32 + b.trailing_zeros());
+                    b &= b - 1;
+                }
+            }
         }
     }
 

@@ -227,8 +227,9 @@ mod tests {
     /// Each structure against a plain model of Space-Saving's counts (a vector scanned for its
     /// minimum; which of several tied keys is replaced changes keys, not the multiset of
     /// counts): the multiset of counts matches the model's and sums to N, and the structure
-    /// stays consistent, under unit updates and then weighted ones (up to 40: one key at the
-    /// minimum, as Agg-Evict's evictions leave it), u32 and `FlowKey` keys, from k = 1 up.
+    /// stays consistent, under unit updates, then weighted ones (up to 40: one key at the
+    /// minimum, as Agg-Evict's evictions leave it), then new keys of weight 1, u32 and
+    /// `FlowKey` keys, from k = 1 up.
     #[test]
     fn counts_match_a_scanned_model() {
         let keys = testkit::zipf_u32(30_000, 5_000, 1.0, 41);
@@ -237,8 +238,11 @@ mod tests {
                 let mut s = Summary::new(structure, cap);
                 let mut model: Vec<u64> = Vec::new();
                 let mut n = 0u64;
-                for (i, &x) in keys.iter().enumerate() {
-                    let w = if i < keys.len() / 2 {
+                // Then new keys of weight 1, replacing each other at the bottom (the flat
+                // table's `few` path).
+                let churn = (0..3_000u32).map(|i| 1 << 31 | i);
+                for (i, x) in keys.iter().copied().chain(churn).enumerate() {
+                    let w = if i < keys.len() / 2 || i >= keys.len() {
                         1
                     } else {
                         1 + (x as u64 * 7 + i as u64) % 40
