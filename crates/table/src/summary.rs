@@ -333,9 +333,15 @@ mod tests {
         }
     }
 
-    /// Memory is allocated at construction and equals `bytes_for`, in either structure.
+    /// Memory is allocated at construction and equals `bytes_for`, in either structure; the
+    /// flat table's is `docs/parameters.md`'s formula (the Stream-Summary's is checked there).
     #[test]
     fn memory_is_what_bytes_for_says() {
+        for k in [1u64, 100, 128, 1024] {
+            let index = 8 * (4 * k).next_power_of_two();
+            let want = 64 * k + 8 * k.div_ceil(64) + 256 + index;
+            assert_eq!(Structure::Scan.bytes_for(k as usize), want, "k {k}");
+        }
         for cap in [1usize, 7, 128, 1024, 8192] {
             for structure in [Structure::StreamSummary, Structure::Scan] {
                 let s = Summary::new(structure, cap);
