@@ -21,6 +21,8 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod scan;
+
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::str::FromStr;

@@ -34,7 +34,10 @@ mod count_heap;
 mod exact;
 mod filled;
 mod packed;
+mod scan_summary;
+mod slot_index;
 mod stream_summary;
+mod summary;
 
 pub use cuckoo::{Cuckoo, CuckooConfig};
 pub use ewma_change::{EwmaChange, EwmaChangeConfig};

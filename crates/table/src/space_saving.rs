@@ -1,6 +1,9 @@
 //! Space-Saving (Metwally et al., ICDT'05; ALGORITHMS.md section 10) with k counters kept in the
 //! paper's Stream-Summary (`stream_summary`: buckets of equal counts in count order, O(1) unit
-//! increments) plus a key -> slot map (Agg-Evict's "Space-Saving top 128", section 4.1).
+//! increments) or, for k up to [`Structure::SCAN_MAX_CAP`], a flat table whose minimum is found
+//! by a SIMD scan (`scan_summary`: O(1) increments of any weight, as Agg-Evict's evictions are),
+//! plus a key -> slot index (Agg-Evict's "Space-Saving top 128", section 4.1). Both hold the
+//! same state update for update (`summary`).
 //!
 //! Update: a monitored key adds `w` (moving to the bucket of its new count). A new key takes a free slot with
 //! `(c, ε) = (w, 0)`, or else replaces the minimum: `c = c_min + w`, `ε = c_min`.
@@ -21,7 +24,8 @@ use key::{FlowKey, HashInput};
 use serde::{Deserialize, Serialize};
 
 use crate::exact;
-use crate::stream_summary::{StreamSummary, MAX_CAP};
+pub use crate::summary::Structure;
+use crate::summary::{Summary, MAX_CAP};
 
 const NAME: &str = "space_saving";
 
@@ -52,17 +56,31 @@ impl SpaceSavingConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpaceSaving {
     /// Monitored keys with their count and ε (the over-estimation bound).
-    summary: StreamSummary,
+    summary: Summary,
     total: u64,
 }
 
 impl SpaceSaving {
     pub fn new(cfg: SpaceSavingConfig) -> Result<SpaceSaving, ConfigError> {
+        Self::with_structure(Structure::for_cap(cfg.k), cfg)
+    }
+
+    /// [`SpaceSaving::new`] in the given structure rather than the one k selects (the same
+    /// answers either way: for measuring the two against each other).
+    pub fn with_structure(
+        structure: Structure,
+        cfg: SpaceSavingConfig,
+    ) -> Result<SpaceSaving, ConfigError> {
         cfg.validate()?;
         Ok(SpaceSaving {
-            summary: StreamSummary::new(cfg.k),
+            summary: Summary::new(structure, cfg.k),
             total: 0,
         })
+    }
+
+    /// The structure holding the counters.
+    pub fn structure(&self) -> Structure {
+        self.summary.structure()
     }
 
     pub fn k(&self) -> usize {
@@ -186,8 +204,8 @@ impl Algorithm for SpaceSaving {
 
 /// This algorithm's facts, listed in the `catalog` crate.
 ///
-/// `memory`: exact, the `k` slots and buckets and the key index, allocated at construction and
-/// never grown (`StreamSummary::bytes_for`).
+/// `memory`: exact, the `k` slots (and buckets) and the key index of the structure k selects,
+/// allocated at construction and never grown (`Structure::bytes_for`).
 pub const ENTRY: algo::Entry = algo::Entry {
     name: NAME,
     tasks: TASKS,
@@ -196,7 +214,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     memory: |p, _ctx| {
         algo::Entry::memory_with(NAME, p, |c: SpaceSavingConfig| {
             c.validate()?;
-            Ok(StreamSummary::bytes_for(c.k))
+            Ok(Structure::for_cap(c.k).bytes_for(c.k))
         })
     },
     defaults: algo::defaults_of::<SpaceSavingConfig>,

@@ -14,21 +14,11 @@
 //! Agg-Evict's evictions are) walks past the distinct counts between the old and the new count,
 //! at most the buckets in use.
 //!
-//! State is saved as its contents, `(key, count, ε)` per slot, and rebuilt on load (so a
-//! snapshot cannot carry broken links), and two summaries are equal when their contents are:
-//! which slot and bucket a key occupies is layout, not state.
+//! Saving, loading, equality and the merge are `summary`'s, on the contents.
 
-use std::cmp::Reverse;
+use key::{FlowKey, HashInput};
 
-use key::{FlowKey, HashFn, HashInput};
-use serde::{Deserialize, Serialize};
-
-/// No slot / no bucket.
-const NIL: u32 = u32::MAX;
-
-/// Largest `k` a summary takes (`SpaceSavingConfig::validate`'s bound; a loaded state is
-/// checked against it too).
-pub(crate) const MAX_CAP: usize = 1 << 24;
+use crate::slot_index::{index_hash, SlotIndex, NIL};
 
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -53,8 +43,7 @@ struct Bucket {
     next: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(into = "Saved", try_from = "Saved")]
+#[derive(Clone, Debug)]
 pub(crate) struct StreamSummary {
     cap: usize,
     slots: Vec<Slot>,
@@ -66,91 +55,8 @@ pub(crate) struct StreamSummary {
     /// Bucket of the largest count (`NIL` when empty): a new slot with a count above every
     /// other (a merge's rebuild, in ascending order) is linked in O(1).
     max: u32,
-    /// Open addressing over slot ids, linear probing from the top bits of a slot's `hash`, at
-    /// most a quarter full (`4 * cap` rounded up to a power of two: at half full, the probes
-    /// and a replacement's removal shifts ran about twice as long, and their unpredictable
-    /// loop exits were a third of Space-Saving's time at k = 128; issue 14), deletion by
-    /// backward shift (no tombstones, so no rehash ever): one xxh3 of the key per update, where
-    /// a `KeyMap` took a second for the replaced key. An entry is [`entry`]`(hash, slot)` ([`EMPTY`] = empty):
-    /// with the hash's top half beside the slot id, a probe and a removal's shifts read only
-    /// the index, never a slot, until a hash matches (issue 14: the shifts' slot loads were a
-    /// third of a miss's cost).
-    index: Vec<u64>,
-}
-
-/// An empty index entry (its slot part is `NIL`; a used entry's is below `MAX_CAP`).
-const EMPTY: u64 = u64::MAX;
-
-/// The index entry of slot `id` whose key hashes to `h`: the hash's top 32 bits (which hold
-/// its home, the index being at most 2^25 long) above the slot id.
-#[inline(always)]
-fn entry(h: u64, id: u32) -> u64 {
-    (h & !0xffff_ffff) | u64::from(id)
-}
-
-/// The slot id of an index entry (`NIL` for [`EMPTY`]).
-#[inline(always)]
-fn slot_of(e: u64) -> u32 {
-    e as u32
-}
-
-/// The index's hash of a key (any fixed seed: the index is layout, not state).
-#[inline(always)]
-fn index_hash(key: &impl HashInput) -> u64 {
-    key.hash_by(&HashFn::new(0x7374_7265_616d_5f73)) // "stream_s"
-}
-
-/// The saved form: the contents, slot by slot.
-#[derive(Serialize, Deserialize)]
-struct Saved {
-    cap: usize,
-    entries: Vec<(FlowKey, u64, u64)>,
-}
-
-impl From<StreamSummary> for Saved {
-    fn from(s: StreamSummary) -> Saved {
-        Saved {
-            cap: s.cap,
-            entries: s.entries().collect(),
-        }
-    }
-}
-
-impl TryFrom<Saved> for StreamSummary {
-    type Error = String;
-    fn try_from(s: Saved) -> Result<StreamSummary, String> {
-        if s.cap == 0 || s.cap > MAX_CAP {
-            return Err(format!("capacity {} outside 1..={MAX_CAP}", s.cap));
-        }
-        if s.entries.len() > s.cap {
-            return Err(format!(
-                "{} entries for a capacity of {}",
-                s.entries.len(),
-                s.cap
-            ));
-        }
-        let mut keys: Vec<FlowKey> = s.entries.iter().map(|e| e.0).collect();
-        keys.sort_unstable();
-        if keys.windows(2).any(|w| w[0] == w[1]) {
-            return Err("a key is held twice".into());
-        }
-        if let Some(e) = s.entries.iter().find(|e| e.2 > e.1) {
-            return Err(format!("{}: ε {} above its count {}", e.0, e.2, e.1));
-        }
-        Ok(StreamSummary::from_entries(s.cap, s.entries))
-    }
-}
-
-impl PartialEq for StreamSummary {
-    /// Same capacity and the same `(key, count, ε)` contents.
-    fn eq(&self, o: &StreamSummary) -> bool {
-        let sorted = |s: &StreamSummary| {
-            let mut v: Vec<(FlowKey, u64, u64)> = s.entries().collect();
-            v.sort_unstable();
-            v
-        };
-        self.cap == o.cap && self.slots.len() == o.slots.len() && sorted(self) == sorted(o)
-    }
+    /// Key -> slot.
+    index: SlotIndex,
 }
 
 impl StreamSummary {
@@ -162,7 +68,7 @@ impl StreamSummary {
             free: NIL,
             min: NIL,
             max: NIL,
-            index: vec![EMPTY; Self::index_len(cap)],
+            index: SlotIndex::new(cap),
         }
     }
 
@@ -170,71 +76,23 @@ impl StreamSummary {
     /// slots and buckets and the index, all allocated at construction and never grown.
     pub fn bytes_for(cap: usize) -> u64 {
         cap as u64 * (std::mem::size_of::<Slot>() + std::mem::size_of::<Bucket>()) as u64
-            + Self::index_len(cap) as u64 * 8
+            + SlotIndex::bytes_for(cap)
     }
 
     pub fn memory_bytes(&self) -> usize {
         self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.buckets.capacity() * std::mem::size_of::<Bucket>()
-            + self.index.len() * 8
-    }
-
-    fn index_len(cap: usize) -> usize {
-        (4 * cap.max(1)).next_power_of_two()
-    }
-
-    /// The home position of hash `h`, or of an index entry (which keeps the same top bits).
-    #[inline(always)]
-    fn home(&self, h: u64) -> usize {
-        // The top bits (the length is a power of two >= 2).
-        (h >> (64 - self.index.len().trailing_zeros())) as usize
+            + self.index.memory_bytes()
     }
 
     /// `(slot of key, position)` if monitored, else `(None, the empty position ending its
-    /// probe)`. The index is at most a quarter full, so an empty position exists.
+    /// probe)`.
     #[inline(always)]
     fn find(&self, key: &impl HashInput, h: u64) -> (Option<u32>, usize) {
-        let mask = self.index.len() - 1;
-        let mut i = self.home(h);
-        let tag = h >> 32;
-        loop {
-            let e = self.index[i];
-            let id = slot_of(e);
-            if id == NIL {
-                return (None, i);
-            }
-            if e >> 32 == tag {
-                let s = &self.slots[id as usize];
-                if s.hash == h && s.key == key.to_key() {
-                    return (Some(id), i);
-                }
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    /// Take slot `id` (hash `h`, in the index) out of the index: backward shift, moving each
-    /// later entry of the probe run into the hole when its home is not after the hole.
-    fn unindex(&mut self, id: u32, h: u64) {
-        let mask = self.index.len() - 1;
-        let mut hole = self.home(h);
-        while slot_of(self.index[hole]) != id {
-            hole = (hole + 1) & mask;
-        }
-        let mut j = (hole + 1) & mask;
-        loop {
-            let other = self.index[j];
-            if other == EMPTY {
-                break;
-            }
-            let home = self.home(other);
-            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
-                self.index[hole] = other;
-                hole = j;
-            }
-            j = (j + 1) & mask;
-        }
-        self.index[hole] = EMPTY;
+        self.index.find(h, |id| {
+            let s = &self.slots[id as usize];
+            s.hash == h && s.key == key.to_key()
+        })
     }
 
     pub fn cap(&self) -> usize {
@@ -260,10 +118,6 @@ impl StreamSummary {
         Some((self.count_of(s), s.err))
     }
 
-    pub fn contains(&self, key: &FlowKey) -> bool {
-        self.find(key, index_hash(key)).0.is_some()
-    }
-
     /// `(key, count, ε)` of every monitored key, in slot order.
     pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64)> + '_ {
         self.slots.iter().map(|s| (s.key, self.count_of(s), s.err))
@@ -275,7 +129,7 @@ impl StreamSummary {
         self.free = NIL;
         self.min = NIL;
         self.max = NIL;
-        self.index.iter_mut().for_each(|x| *x = EMPTY);
+        self.index.clear();
     }
 
     #[inline]
@@ -297,7 +151,7 @@ impl StreamSummary {
                 let s = self.push_slot(key, h, 0, pos);
                 self.place(s, w, NIL);
             }
-            (None, _) => {
+            (None, pos) => {
                 // Full, so the minimum bucket exists and holds a slot.
                 let Some(&Bucket { count, first, .. }) = self.buckets.get(self.min as usize) else {
                     return;
@@ -305,11 +159,7 @@ impl StreamSummary {
                 let Some(&Slot { hash: old, .. }) = self.slots.get(first as usize) else {
                     return;
                 };
-                // Out first: the removal's shifts may open a place earlier on the new key's
-                // probe run.
-                self.unindex(first, old);
-                let pos = self.find(key, h).1;
-                self.index[pos] = entry(h, first);
+                self.index.rekey(first, old, h, pos);
                 let slot = &mut self.slots[first as usize];
                 (slot.hash, slot.key, slot.err) = (h, key.to_key(), count);
                 self.add(first, w);
@@ -321,7 +171,7 @@ impl StreamSummary {
     /// (the empty one ending its probe); its bucket is the caller's to [`Self::place`].
     fn push_slot(&mut self, key: &impl HashInput, h: u64, err: u64, pos: usize) -> u32 {
         let s = self.slots.len() as u32;
-        self.index[pos] = entry(h, s);
+        self.index.set(pos, h, s);
         self.slots.push(Slot {
             hash: h,
             key: key.to_key(),
@@ -461,7 +311,7 @@ impl StreamSummary {
 
     /// A summary of capacity `cap` holding `entries` (at most `cap`, distinct keys): linked in
     /// ascending count order, each after the largest bucket so far, so no walk.
-    fn from_entries(cap: usize, mut entries: Vec<(FlowKey, u64, u64)>) -> StreamSummary {
+    pub fn from_entries(cap: usize, mut entries: Vec<(FlowKey, u64, u64)>) -> StreamSummary {
         entries.sort_unstable_by_key(|e| (e.1, e.0));
         let mut out = StreamSummary::new(cap);
         for (key, count, err) in entries {
@@ -471,29 +321,6 @@ impl StreamSummary {
             out.place(s, count, out.max);
         }
         out
-    }
-
-    /// The mergeable-summaries merge of `count_heap` (proof there; Agarwal et al., PODS'12):
-    /// count and ε added key by key, a key missing from a full side taking that side's
-    /// [`StreamSummary::floor`] as both, the `cap` largest counts kept (ties to the smaller key).
-    pub fn merge(&mut self, other: &StreamSummary) {
-        let (ma, mb) = (self.floor(), other.floor());
-        let mut all: Vec<(FlowKey, u64, u64)> =
-            Vec::with_capacity(self.slots.len() + other.slots.len());
-        for (k, c, e) in self.entries() {
-            let (oc, oe) = other.get(&k).unwrap_or((mb, mb));
-            all.push((k, c.saturating_add(oc), e.saturating_add(oe)));
-        }
-        for (k, c, e) in other.entries() {
-            if !self.contains(&k) {
-                all.push((k, c.saturating_add(ma), e.saturating_add(ma)));
-            }
-        }
-        if all.len() > self.cap {
-            all.select_nth_unstable_by_key(self.cap, |e| (Reverse(e.1), e.0));
-            all.truncate(self.cap);
-        }
-        *self = StreamSummary::from_entries(self.cap, all);
     }
 
     /// Every link consistent, buckets in strictly ascending count order, each non-empty, the map
@@ -526,118 +353,7 @@ impl StreamSummary {
         }
         assert_eq!(self.max, prev_b, "max bucket");
         assert_eq!(seen, self.slots.len(), "every slot in a bucket");
-        assert_eq!(
-            self.index.iter().filter(|&&x| x != EMPTY).count(),
-            self.slots.len()
-        );
+        assert_eq!(self.index.used(), self.slots.len());
         assert!(self.slots.len() <= self.cap);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use testkit::{truth, zipf_keys};
-
-    /// Against a plain model of Space-Saving's counts (a vector scanned for its minimum; which
-    /// of several tied keys is replaced changes keys, not the multiset of counts): the multiset
-    /// of counts matches the model's and sums to N, and the links stay consistent under unit
-    /// and weighted updates, from k = 1 up.
-    #[test]
-    fn counts_match_a_scanned_model_and_links_hold() {
-        let keys = zipf_keys(30_000, 5_000, 1.0, 41);
-        for cap in [1usize, 2, 16, 128] {
-            let mut s = StreamSummary::new(cap);
-            let mut model: Vec<u64> = Vec::new();
-            let mut n = 0u64;
-            for (i, k) in keys.iter().enumerate() {
-                let w = 1 + (i as u64 % 5) * (i as u64 % 2);
-                let held = s.get(k).map(|(c, _)| c);
-                match held {
-                    Some(c) => {
-                        let j = model.iter().position(|&m| m == c).unwrap();
-                        model[j] += w;
-                    }
-                    None if model.len() < cap => model.push(w),
-                    None => {
-                        let j = (0..model.len()).min_by_key(|&j| model[j]).unwrap();
-                        model[j] += w;
-                    }
-                }
-                s.offer(k, w);
-                n += w;
-                if i % 997 == 0 {
-                    s.check();
-                }
-            }
-            s.check();
-            let mut got: Vec<u64> = s.entries().map(|e| e.1).collect();
-            got.sort_unstable();
-            model.sort_unstable();
-            assert_eq!(got, model, "cap {cap}");
-            assert_eq!(got.iter().sum::<u64>(), n);
-        }
-    }
-
-    /// Save and load give the same contents and a working structure (links rebuilt); broken
-    /// saved states are refused with a reason.
-    #[test]
-    fn round_trip_and_bad_states() {
-        let keys = zipf_keys(20_000, 3_000, 1.1, 42);
-        let t = truth(&keys);
-        let mut s = StreamSummary::new(64);
-        keys.iter().for_each(|k| s.offer(k, 1));
-        let bytes = serde_json::to_vec(&s).unwrap();
-        let mut back: StreamSummary = serde_json::from_slice(&bytes).unwrap();
-        back.check();
-        assert_eq!(back, s);
-        assert_eq!(back.floor(), s.floor());
-        for k in keys.iter().take(2_000) {
-            s.offer(k, 3);
-            back.offer(k, 3);
-        }
-        back.check();
-        let mut a: Vec<u64> = s.entries().map(|e| e.1).collect();
-        let mut b: Vec<u64> = back.entries().map(|e| e.1).collect();
-        a.sort_unstable();
-        b.sort_unstable();
-        assert_eq!(a, b);
-        assert!(t.len() > 64);
-        let k = |i: u32| FlowKey::from_u32(i);
-        let bad = [
-            Saved {
-                cap: 0,
-                entries: vec![],
-            },
-            Saved {
-                cap: 1,
-                entries: vec![(k(1), 5, 0), (k(2), 5, 0)],
-            },
-            Saved {
-                cap: 4,
-                entries: vec![(k(1), 5, 0), (k(1), 6, 0)],
-            },
-            Saved {
-                cap: 4,
-                entries: vec![(k(1), 5, 6)],
-            },
-        ];
-        for b in bad {
-            let bytes = serde_json::to_vec(&b).unwrap();
-            assert!(serde_json::from_slice::<StreamSummary>(&bytes).is_err());
-        }
-    }
-
-    /// Memory is allocated at construction and equals `bytes_for`.
-    #[test]
-    fn memory_is_what_bytes_for_says() {
-        for cap in [1usize, 7, 128, 8192] {
-            let s = StreamSummary::new(cap);
-            assert_eq!(
-                s.memory_bytes() as u64,
-                StreamSummary::bytes_for(cap),
-                "cap {cap}"
-            );
-        }
     }
 }
