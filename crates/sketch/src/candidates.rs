@@ -34,7 +34,7 @@ pub const PROBE_SLOTS: usize = 4;
 /// Injective except that `u64::MAX` and `0` share a tag; Count-Min's key codes are never
 /// `u64::MAX` (`CounterMatrix::code`), and for a hash the clash has probability 2^-64.
 #[inline(always)]
-fn tag(h: u64) -> u64 {
+pub(crate) fn tag(h: u64) -> u64 {
     h.wrapping_add(1).max(1)
 }
 
@@ -48,6 +48,10 @@ pub struct Candidates {
     /// Open addressing, linear probing over member tags ([`tag`]; `0` = empty).
     /// Length is a power of two `>= 4 * cap`, so the load stays `<= 1/2`.
     table: Vec<u64>,
+    /// Times members may have left (compactions and clears): a caller's cache of members
+    /// (Count-Min's member hint) is valid while this is unchanged. Not state: not saved.
+    #[serde(skip)]
+    generation: u64,
 }
 
 impl Candidates {
@@ -67,7 +71,15 @@ impl Candidates {
             keys: Vec::with_capacity(2 * cap),
             hashes: Vec::with_capacity(2 * cap),
             table: vec![0; slots],
+            generation: 0,
         }
+    }
+
+    /// Changes whenever members may have left the set (a compaction or a clear); between two
+    /// changes the set only grows.
+    #[inline(always)]
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Current threshold: every key whose estimate after its own last update was at least this
@@ -114,6 +126,7 @@ impl Candidates {
     }
 
     pub fn clear(&mut self) {
+        self.generation += 1;
         self.keys.clear();
         self.hashes.clear();
         self.table.iter_mut().for_each(|s| *s = 0);
@@ -245,62 +258,6 @@ impl Candidates {
         hit
     }
 
-    /// Bit `i` set where `hs[i]` is in one of its first [`PROBE_SLOTS`] probe slots (a member),
-    /// for the first `min(64, hs.len())` hashes: a batch's member check in one call. With AVX2,
-    /// one 32-byte compare per key ([`Candidates::member_mask_scalar`] is the twin; the tests
-    /// compare them). A bit set stays true until the next compaction (nothing else removes a
-    /// member); a bit clear may turn true by an insertion.
-    #[inline]
-    pub fn member_mask(&self, hs: &[u64]) -> u64 {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: AVX2 is present (checked just above).
-            return unsafe { self.member_mask_avx2(hs) };
-        }
-        self.member_mask_scalar(hs)
-    }
-
-    /// The scalar twin of [`Candidates::member_mask`].
-    #[inline]
-    pub fn member_mask_scalar(&self, hs: &[u64]) -> u64 {
-        let mut m = 0u64;
-        for (i, &h) in hs.iter().enumerate().take(64) {
-            m |= u64::from(self.in_probe_slots(h)) << i;
-        }
-        m
-    }
-
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn member_mask_avx2(&self, hs: &[u64]) -> u64 {
-        use std::arch::x86_64::{
-            __m256i, _mm256_castsi256_pd, _mm256_cmpeq_epi64, _mm256_loadu_si256,
-            _mm256_movemask_pd, _mm256_set1_epi64x,
-        };
-        let len = self.table.len();
-        let tab = self.table.as_ptr();
-        let mut m = 0u64;
-        for (i, &h) in hs.iter().enumerate().take(64) {
-            let s0 = self.slot0(h);
-            let hit = if s0 + PROBE_SLOTS <= len {
-                // SAFETY: slots `s0 .. s0 + 4` are in bounds of the live `table` (checked
-                // just above; an unaligned 32-byte load), and the caller guarantees AVX2.
-                unsafe {
-                    let v = _mm256_loadu_si256(tab.add(s0).cast::<__m256i>());
-                    let eq = _mm256_cmpeq_epi64(v, _mm256_set1_epi64x(tag(h) as i64));
-                    _mm256_movemask_pd(_mm256_castsi256_pd(eq)) != 0
-                }
-            } else {
-                // The probe wraps around the table's end (3 home slots of `len`).
-                self.in_probe_slots(h)
-            };
-            m |= u64::from(hit) << i;
-        }
-        m
-    }
-
     /// `offer(ks[i], hs[i], ests[i])` for every bit `i` set in `todo`, in increasing `i`: the
     /// second half of a batch whose other keys [`Candidates::needs_offer`] cleared. Exact for
     /// any `todo` that includes every key `needs_offer` flagged, provided the flags were
@@ -324,6 +281,40 @@ impl Candidates {
         }
     }
 
+    /// `offer(key, h, est(i))` for every bit `i` set in `todo`, in increasing `i`, where
+    /// `key(i)` gives the key and its hash `h`, and `member(i, h)` for every one of them that is
+    /// a member afterwards (found, or inserted and not compacted away): what a caller may cache
+    /// as members until [`Candidates::generation`] changes (Count-Min's member hint).
+    #[inline]
+    pub fn offer_marked_noting(
+        &mut self,
+        mut todo: u64,
+        key: impl Fn(usize) -> Option<(FlowKey, u64)>,
+        est: impl Fn(usize) -> u64,
+        requery: impl Fn(u64) -> u64,
+        mut member: impl FnMut(usize, u64),
+    ) {
+        while todo != 0 {
+            let i = todo.trailing_zeros() as usize;
+            todo &= todo - 1;
+            if let Some((k, h)) = key(i) {
+                if est(i) < self.theta {
+                    continue;
+                }
+                let (found, slot) = self.find(h);
+                if !found {
+                    let g = self.generation;
+                    self.insert_at(&k, h, slot, &requery);
+                    if self.generation != g {
+                        // Compacted: the key may have left again.
+                        continue;
+                    }
+                }
+                member(i, h);
+            }
+        }
+    }
+
     #[inline(never)]
     fn insert_at(&mut self, key: &FlowKey, h: u64, slot: usize, requery: &dyn Fn(u64) -> u64) {
         self.keys.push(*key);
@@ -337,6 +328,7 @@ impl Candidates {
     /// Drop members below `theta`, raising `theta` first if more than `cap` remain, then rebuild
     /// the probe table.
     pub fn compact(&mut self, requery: &dyn Fn(u64) -> u64) {
+        self.generation += 1;
         let mut ests: Vec<(u64, usize)> = self
             .hashes
             .iter()
@@ -494,57 +486,5 @@ mod tests {
             assert!(bat.needs_offer(0xdead_beef, bat.theta()));
             assert!(!bat.needs_offer(0xdead_beef, bat.theta() - 1));
         }
-    }
-
-    /// The batch member check: bit `i` set exactly when `hs[i]` is a member within
-    /// [`PROBE_SLOTS`] of its home slot, on the dispatched kernel (AVX2 where present) and its
-    /// scalar twin alike; with members displaced further, homes in the table's last slots (the
-    /// probe wraps around) and non-members.
-    #[test]
-    fn member_mask_agrees_with_its_scalar_twin() {
-        let mut c = Candidates::new(64, 1);
-        let len = c.table.len();
-        let q = |_: u64| 1u64;
-        // Six members sharing the home slot `len - 2`: displacements 0..=5, wrapping.
-        let mut x = 0u64;
-        let mut same_home = Vec::new();
-        while same_home.len() < 6 {
-            x += 1;
-            let h = key::mix64(x);
-            if c.slot0(h) == len - 2 {
-                same_home.push(h);
-            }
-        }
-        let mut members = same_home.clone();
-        members.extend((0..100u64).map(|i| key::mix64(i << 32 | 7)));
-        for (i, &h) in members.iter().enumerate() {
-            c.offer(&FlowKey::from_u32(i as u32), h, 1, q);
-        }
-        assert_eq!(c.len(), members.len());
-        let probes: Vec<u64> = members
-            .iter()
-            .copied()
-            .chain((0..100u64).map(|i| key::mix64(i << 40 | 9)))
-            .collect();
-        #[cfg(target_arch = "x86_64")]
-        let avx2 = std::arch::is_x86_feature_detected!("avx2");
-        #[cfg(not(target_arch = "x86_64"))]
-        let avx2 = false;
-        if !avx2 {
-            eprintln!("skip: the AVX2 kernel (not on this CPU); the scalar kernel is checked");
-        }
-        let (mut far, mut wrapped) = (0, 0);
-        for chunk in probes.chunks(64) {
-            let want = c.member_mask_scalar(chunk);
-            assert_eq!(c.member_mask(chunk), want);
-            for (i, &h) in chunk.iter().enumerate() {
-                let (found, slot) = c.find(h);
-                let d = slot.wrapping_sub(c.slot0(h)) & (len - 1);
-                assert_eq!(want >> i & 1 == 1, found && d < PROBE_SLOTS, "{h:#x}");
-                far += usize::from(found && d >= PROBE_SLOTS);
-                wrapped += usize::from(found && d < PROBE_SLOTS && slot < c.slot0(h));
-            }
-        }
-        assert!(far >= 2 && wrapped >= 1, "far {far}, wrapped {wrapped}");
     }
 }

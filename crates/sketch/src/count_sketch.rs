@@ -348,7 +348,7 @@ pub const ENTRY: algo::Entry = algo::Entry {
     memory: |p, _| {
         algo::Entry::memory_with("count_sketch", p, |c: CountSketchConfig| {
             c.validate()?;
-            Ok(crate::count_min::cm_bytes(c.rows, c.width, c.candidates))
+            Ok((c.rows as u64) * (c.width as u64) * 4 + Candidates::bytes_for(c.candidates))
         })
     },
     defaults: algo::defaults_of::<CountSketchConfig>,
