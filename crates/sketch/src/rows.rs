@@ -93,10 +93,22 @@ pub fn prefetch_all<T>(slice: &[T]) {
 
 pub use key::prefetch as prefetch_ptr;
 
-/// Median of a small slice of estimates (sorted in place). For an even count it is the mean
+/// Median of a small slice of estimates (reordered in place). For an even count it is the mean
 /// of the two middle values rounded toward negative infinity (Count Sketch, ALGORITHMS.md 2).
 #[inline]
 pub fn median(v: &mut [i64]) -> i64 {
+    // Four rows (the Count Sketch and UnivMon defaults): the middle two of four values are the
+    // larger of the pairs' minima and the smaller of their maxima, found branch-free instead of
+    // by a sort call on every update. Same value as the sort below (`median_of_four_is_sorts`).
+    if let [a, b, c, d] = *v {
+        let mid = i128::from(a.min(b).max(c.min(d))) + i128::from(a.max(b).min(c.max(d)));
+        return mid.div_euclid(2) as i64;
+    }
+    median_sorted(v)
+}
+
+/// [`median`] by sorting, for any count (the twin of its four-value path).
+fn median_sorted(v: &mut [i64]) -> i64 {
     if v.is_empty() {
         return 0;
     }
@@ -148,5 +160,36 @@ mod tests {
         assert_eq!(median(&mut [4, 1, 3, 2]), 2);
         assert_eq!(median(&mut [-3, -2]), -3);
         assert_eq!(median(&mut []), 0);
+    }
+
+    #[test]
+    fn median_of_four_is_sorts() {
+        let vals = [
+            i64::MIN,
+            i64::MIN + 1,
+            -7,
+            -1,
+            0,
+            1,
+            2,
+            3,
+            8,
+            i64::MAX - 1,
+            i64::MAX,
+        ];
+        let n = vals.len();
+        for i in 0..n * n * n * n {
+            let v = [
+                vals[i % n],
+                vals[i / n % n],
+                vals[i / n / n % n],
+                vals[i / n / n / n],
+            ];
+            assert_eq!(
+                median(&mut v.clone()),
+                median_sorted(&mut v.clone()),
+                "{v:?}"
+            );
+        }
     }
 }
