@@ -156,6 +156,10 @@ pub(crate) struct Adapt {
     mark: Mark,
     /// Decisions that changed the path.
     pub(crate) switches: u64,
+    /// Packets of the windows ended since the start (or the last restart), and of those the
+    /// bypassed ones: the front counts packets by window, not by batch.
+    done: u64,
+    done_off: u64,
 }
 
 impl Adapt {
@@ -174,6 +178,8 @@ impl Adapt {
             wait: 0,
             mark: Mark::default(),
             switches: 0,
+            done: 0,
+            done_off: 0,
         }
     }
 
@@ -183,12 +189,28 @@ impl Adapt {
         self.mark = now;
         self.left = self.len;
         self.switches = 0;
+        self.done = 0;
+        self.done_off = 0;
+    }
+
+    /// Packets offered since the start (or the last restart), and of those the ones handed on
+    /// while the aggregator stood aside.
+    pub(crate) fn counted(&self) -> (u64, u64) {
+        let now = self.len - self.left;
+        (
+            self.done + now,
+            self.done_off + if self.on { 0 } else { now },
+        )
     }
 
     /// The current window is over: decide the next one. `now` is the aggregator's counters.
     pub(crate) fn end_window(&mut self, now: Mark) {
         // The window that ended; the next one is a full window unless it is a probe.
         let ended = self.len;
+        self.done += ended;
+        if !self.on {
+            self.done_off += ended;
+        }
         self.len = self.window;
         if self.on {
             let lookups = now.runs.saturating_sub(self.mark.runs);
