@@ -256,13 +256,7 @@ impl Pool {
             true => self.hash.hash_bytes(&a[..]),
         };
         let i = key::reduce(h, self.workers.len());
-        let p = &mut self.parts[i][0];
-        if t.v6 {
-            p.packed.push(V6);
-            p.tuples.push(*t);
-        } else {
-            p.packed.push(pack_v4(t));
-        }
+        self.parts[i][0].push_packet(t);
         self.put_rest(i, 0, w, len, ts_ns)
     }
 
@@ -548,6 +542,17 @@ fn feed_part(
 impl Part {
     /// This part as `whole`'s packets' keys of `kind`: what `Pool::put` would have gathered
     /// for them, key by key (the 4-byte ones also as u32).
+    /// One whole packet: an IPv4 tuple packed, an IPv6 one as the mark and its tuple.
+    #[inline(always)]
+    fn push_packet(&mut self, t: &Tuple) {
+        if t.v6 {
+            self.packed.push(V6);
+            self.tuples.push(*t);
+        } else {
+            self.packed.push(pack_v4(t));
+        }
+    }
+
     fn fill(&mut self, whole: &Part, kind: KeyKind) {
         self.keys.clear();
         self.narrow.clear();
@@ -633,12 +638,7 @@ mod tests {
         let packets = [v4, v6, v4, v6, v6, v4];
         let mut whole = Part::default();
         for t in &packets {
-            if t.v6 {
-                whole.packed.push(V6);
-                whole.tuples.push(*t);
-            } else {
-                whole.packed.push(pack_v4(t));
-            }
+            whole.push_packet(t);
             whole.weights.push(1);
         }
         let mut keyed = Part::default();
