@@ -32,7 +32,8 @@
 //! So a hit is one hash, one probe and an addition (plus the two-largest selects), and a
 //! kick-out is O(1) plus O(log k) per removed flow and per stale root. The index is linear
 //! probing with backward-shift deletion (Knuth 6.4 Algorithm R), so removals leave no
-//! tombstones, with each entry's hash and slot kept so that no key is hashed twice and a
+//! tombstones, in `u16` slots when k < 2^16 (a quarter full in the budget's 8 bytes a flow:
+//! `Slot`), with each entry's hash and slot kept so that no key is hashed twice and a
 //! removal does not probe; the new flow of a kick-out is indexed at the slot its miss found,
 //! before the removals (which may empty a slot ahead of it), so it is not probed for again.
 //! Nothing allocates per packet: every array is sized to k at construction.
@@ -53,7 +54,47 @@ use key::{FlowKey, HashFn};
 use crate::fast::{FastKind, FastStats, FastTable, Summary, Tracked};
 use crate::thresh::{Thresh, DELTA};
 
-const EMPTY: u32 = 0;
+/// An index slot: entry id + 1, or `EMPTY` (0). The index gets the byte budget's 8 bytes of
+/// index per flow ([`crate::FastKind::entry_bytes`]) in slots of this width: `u16` when k is
+/// below 2^16 (four slots a flow, the index at most a quarter full), `u32` otherwise (two, at
+/// most half full). Narrow slots make the index twice as sparse in the same bytes: a miss then
+/// meets an empty slot sooner and a removal's backward shift has less to move (the hit-or-miss
+/// and cluster-end branches are the data's, mispredicted in proportion to the probes).
+trait Slot: Copy + Eq + std::fmt::Debug + Send + 'static {
+    const EMPTY: Self;
+    /// The largest k whose ids (plus one) fit.
+    const MAX_K: usize;
+    /// The slot of entry `id`.
+    fn of(id: u32) -> Self;
+    /// The entry id of a non-empty slot.
+    fn id(self) -> usize;
+}
+
+impl Slot for u16 {
+    const EMPTY: u16 = 0;
+    const MAX_K: usize = u16::MAX as usize;
+    #[inline]
+    fn of(id: u32) -> u16 {
+        (id + 1) as u16
+    }
+    #[inline]
+    fn id(self) -> usize {
+        self as usize - 1
+    }
+}
+
+impl Slot for u32 {
+    const EMPTY: u32 = 0;
+    const MAX_K: usize = u32::MAX as usize;
+    #[inline]
+    fn of(id: u32) -> u32 {
+        id + 1
+    }
+    #[inline]
+    fn id(self) -> usize {
+        self as usize - 1
+    }
+}
 
 /// A tree node: an entry id and its `s` when its leaf was last set (a lower bound of the
 /// entry's `s`).
@@ -67,9 +108,86 @@ struct Node {
 /// weights, far below).
 const FREE: Node = Node { s: u64::MAX, id: 0 };
 
-/// SketchVisor's fast path (Algorithm 1).
+/// SketchVisor's fast path (Algorithm 1): the table with the index slots that fit its k.
 #[derive(Clone, Debug)]
-pub struct FastPath {
+pub struct FastPath(Width);
+
+#[derive(Clone, Debug)]
+enum Width {
+    Narrow(Core<u16>),
+    Wide(Core<u32>),
+}
+
+/// `$e` with `$c` bound to the table, whatever its slot width.
+macro_rules! each {
+    ($w:expr, $c:ident => $e:expr) => {
+        match $w {
+            Width::Narrow($c) => $e,
+            Width::Wide($c) => $e,
+        }
+    };
+}
+
+impl FastPath {
+    /// A fast path of `bytes` (k = [`crate::capacity`]) for keys of `key_len` bytes.
+    pub fn new(bytes: usize, key_len: usize, seed: u64) -> Result<FastPath, ConfigError> {
+        let k = crate::fast::check_capacity(FastKind::Sketchvisor, bytes, key_len)?;
+        Ok(FastPath::with_capacity(k, seed))
+    }
+
+    /// A fast path of exactly `k >= 1` flows.
+    pub fn with_capacity(k: usize, seed: u64) -> FastPath {
+        FastPath::with_capacity_hash(k, HashFn::new(key::sub_seed(seed, crate::fast::SALT)))
+    }
+
+    /// [`FastPath::with_capacity`] with `u32` index slots whatever k (the tests' way to
+    /// check the wide index on small tables).
+    #[cfg(test)]
+    pub(crate) fn with_capacity_wide(k: usize, seed: u64) -> FastPath {
+        let hash = HashFn::new(key::sub_seed(seed, crate::fast::SALT));
+        FastPath(Width::Wide(Core::new(k, hash)))
+    }
+
+    fn with_capacity_hash(k: usize, hash: HashFn) -> FastPath {
+        FastPath(if k.max(1) <= u16::MAX_K {
+            Width::Narrow(Core::new(k, hash))
+        } else {
+            Width::Wide(Core::new(k, hash))
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        each!(&self.0, c => c.n)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Algorithm 1's UPDATEBUCKET.
+    ///
+    /// Always inlined: it is the per-packet loop's body, and out of line (as LLVM chose behind
+    /// `FastTable::update`) it also kept the key's hash out of line, a call in a call on every
+    /// hit (the bench's `no_kickout` measured 0.62-0.81x of that, 2026-11-25).
+    #[inline(always)]
+    pub fn update(&mut self, key: &FlowKey, v: u64) {
+        each!(&mut self.0, c => c.update(key, v))
+    }
+
+    /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
+    pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
+        each!(&self.0, c => c.bounds(key))
+    }
+
+    /// `(key, e, r, d)` of every tracked flow, by entry id.
+    pub fn entries(&self) -> Box<dyn Iterator<Item = (FlowKey, u64, u64, u64)> + '_> {
+        each!(&self.0, c => Box::new(c.entries()))
+    }
+}
+
+/// The table over index slots of type `S`.
+#[derive(Clone, Debug)]
+struct Core<S> {
     cap: usize,
     // Per entry id (0..cap), struct of arrays: the hit path reads `hashes`, `keys` and `s`.
     keys: Vec<FlowKey>,
@@ -91,7 +209,7 @@ pub struct FastPath {
     /// Flows tracked.
     n: usize,
     /// Index slots: entry id + 1, or EMPTY.
-    slots: Vec<u32>,
+    slots: Vec<S>,
     /// Per entry id, its index slot: a kick-out unindexes without probing.
     slot_of: Vec<u32>,
     mask: usize,
@@ -107,22 +225,11 @@ pub struct FastPath {
     stats: FastStats,
 }
 
-impl FastPath {
-    /// A fast path of `bytes` (k = [`crate::capacity`]) for keys of `key_len` bytes.
-    pub fn new(bytes: usize, key_len: usize, seed: u64) -> Result<FastPath, ConfigError> {
-        let k = crate::fast::check_capacity(FastKind::Sketchvisor, bytes, key_len)?;
-        Ok(FastPath::with_capacity(k, seed))
-    }
-
-    /// A fast path of exactly `k >= 1` flows.
-    pub fn with_capacity(k: usize, seed: u64) -> FastPath {
-        FastPath::with_capacity_hash(k, HashFn::new(key::sub_seed(seed, crate::fast::SALT)))
-    }
-
-    fn with_capacity_hash(k: usize, hash: HashFn) -> FastPath {
+impl<S: Slot> Core<S> {
+    fn new(k: usize, hash: HashFn) -> Core<S> {
         let cap = k.max(1);
-        // At most half full: an unsuccessful probe then reads 2.5 slots on average (Knuth).
-        let slots = (2 * cap).next_power_of_two();
+        // The budget's index bytes in slots of `S` (the `Slot` docs).
+        let slots = (crate::fast::INDEX_BYTES / std::mem::size_of::<S>() * cap).next_power_of_two();
         // A complete 4-ary tree: `leaves` a power of 4, `inner` nodes above them.
         let leaves = cap.next_power_of_two().max(2);
         let leaves = if leaves.trailing_zeros() % 2 == 1 {
@@ -131,7 +238,7 @@ impl FastPath {
             leaves
         };
         let inner = (leaves - 1) / 3;
-        FastPath {
+        Core {
             cap,
             keys: vec![FlowKey::EMPTY; cap],
             hashes: vec![0; cap],
@@ -141,7 +248,7 @@ impl FastPath {
             tree: vec![FREE; inner + leaves],
             leaves: inner,
             n: 0,
-            slots: vec![EMPTY; slots],
+            slots: vec![S::EMPTY; slots],
             slot_of: vec![0; cap],
             mask: slots - 1,
             hash,
@@ -154,24 +261,16 @@ impl FastPath {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.n
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
-    }
-
     /// Slot of `key` (`Ok`) or the empty slot where it would go (`Err`).
     #[inline]
     fn find(&self, key: &FlowKey, h: u64) -> Result<usize, usize> {
         let mut i = (h as usize) & self.mask;
         loop {
             let sl = self.slots[i];
-            if sl == EMPTY {
+            if sl == S::EMPTY {
                 return Err(i);
             }
-            let id = (sl - 1) as usize;
+            let id = sl.id();
             if self.hashes[id] == h && same_key(&self.keys[id], key) {
                 return Ok(i);
             }
@@ -179,13 +278,9 @@ impl FastPath {
         }
     }
 
-    /// Algorithm 1's UPDATEBUCKET.
-    ///
-    /// Always inlined: it is the per-packet loop's body, and out of line (as LLVM chose behind
-    /// `FastTable::update`) it also kept the key's hash out of line, a call in a call on every
-    /// hit (the bench's `no_kickout` measured 0.62-0.81x of that, 2026-11-25).
+    /// [`FastPath::update`].
     #[inline(always)]
-    pub fn update(&mut self, key: &FlowKey, v: u64) {
+    fn update(&mut self, key: &FlowKey, v: u64) {
         if v == 0 {
             return;
         }
@@ -195,7 +290,7 @@ impl FastPath {
         match self.find(key, h) {
             Ok(slot) => {
                 // Lines 7-8: r += v (the leaf goes stale: module docs).
-                let id = (self.slots[slot] - 1) as usize;
+                let id = self.slots[slot].id();
                 self.s[id] += v;
                 self.raise_top(id as u32);
             }
@@ -286,7 +381,7 @@ impl FastPath {
         self.hashes[i] = h;
         self.s[i] = s;
         self.e[i] = e;
-        self.slots[slot] = id + 1;
+        self.slots[slot] = S::of(id);
         self.slot_of[i] = slot as u32;
         self.delete_slot(old);
         self.set_leaf(id, s);
@@ -302,7 +397,7 @@ impl FastPath {
         self.hashes[i] = h;
         self.s[i] = s;
         self.e[i] = e;
-        self.slots[slot] = id + 1;
+        self.slots[slot] = S::of(id);
         self.slot_of[i] = slot as u32;
         self.set_leaf(id, s);
         self.n += 1;
@@ -376,15 +471,15 @@ impl FastPath {
     /// Knuth's Algorithm R: empty slot `i`, then move back every later entry of the cluster
     /// whose home slot is not cyclically in `(i, j]`.
     fn delete_slot(&mut self, mut i: usize) {
-        self.slots[i] = EMPTY;
+        self.slots[i] = S::EMPTY;
         let mut j = i;
         loop {
             j = (j + 1) & self.mask;
             let sl = self.slots[j];
-            if sl == EMPTY {
+            if sl == S::EMPTY {
                 return;
             }
-            let home = (self.hashes[(sl - 1) as usize] as usize) & self.mask;
+            let home = (self.hashes[sl.id()] as usize) & self.mask;
             // Stays iff home lies cyclically in (i, j].
             let stays = if i <= j {
                 i < home && home <= j
@@ -393,24 +488,22 @@ impl FastPath {
             };
             if !stays {
                 self.slots[i] = sl;
-                self.slot_of[(sl - 1) as usize] = i as u32;
-                self.slots[j] = EMPTY;
+                self.slot_of[sl.id()] = i as u32;
+                self.slots[j] = S::EMPTY;
                 i = j;
             }
         }
     }
 
-    /// The bounds of `key`, if tracked: `(r + d, r + d + e)`.
-    pub fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
+    fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
         let h = self.hash.hash(key);
         self.find(key, h).ok().map(|slot| {
-            let id = (self.slots[slot] - 1) as usize;
+            let id = self.slots[slot].id();
             (self.s[id] - self.e[id], self.s[id])
         })
     }
 
-    /// `(key, e, r, d)` of every tracked flow, by entry id.
-    pub fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
+    fn entries(&self) -> impl Iterator<Item = (FlowKey, u64, u64, u64)> + '_ {
         self.live().map(|id| {
             let i = id as usize;
             (
@@ -440,6 +533,30 @@ impl FastTable for FastPath {
         FastPath::update(self, key, w);
     }
     fn summary(&self) -> Summary {
+        each!(&self.0, c => c.summary())
+    }
+    fn total(&self) -> u64 {
+        each!(&self.0, c => c.v)
+    }
+    fn decremented(&self) -> u64 {
+        each!(&self.0, c => c.big_e)
+    }
+    fn stats(&self) -> FastStats {
+        each!(&self.0, c => c.stats)
+    }
+    fn capacity(&self) -> usize {
+        each!(&self.0, c => c.cap)
+    }
+    fn reset(&mut self) {
+        each!(&mut self.0, c => *c = Core::new(c.cap, c.hash))
+    }
+    fn memory_bytes(&self) -> usize {
+        each!(&self.0, c => c.memory_bytes())
+    }
+}
+
+impl<S: Slot> Core<S> {
+    fn summary(&self) -> Summary {
         let mut flows: Vec<Tracked> = self
             .live()
             .map(|id| {
@@ -458,34 +575,43 @@ impl FastTable for FastPath {
             e: self.big_e,
         }
     }
-    fn total(&self) -> u64 {
-        self.v
-    }
-    fn decremented(&self) -> u64 {
-        self.big_e
-    }
-    fn stats(&self) -> FastStats {
-        self.stats
-    }
-    fn capacity(&self) -> usize {
-        self.cap
-    }
-    fn reset(&mut self) {
-        *self = FastPath::with_capacity_hash(self.cap, self.hash);
-    }
+
     fn memory_bytes(&self) -> usize {
         // Per entry: key, hash, s, e, a free-list id and its slot (4 each); the sentinel's s;
         // the winner tree (16-byte nodes); the index.
         self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + 8)
             + 8
             + self.tree.len() * std::mem::size_of::<Node>()
-            + self.slots.len() * 4
+            + self.slots.len() * std::mem::size_of::<S>()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The largest k with `u16` slots (ids up to 2^16 - 2, slot values up to 2^16 - 1) fills
+    /// and kicks out as the literal Algorithm 1 does; one more flow takes `u32` slots.
+    #[test]
+    fn the_widest_narrow_index_is_algorithm_1() {
+        let k = u16::MAX as usize;
+        assert!(matches!(FastPath::with_capacity(k, 1).0, Width::Narrow(_)));
+        assert!(matches!(
+            FastPath::with_capacity(k + 1, 1).0,
+            Width::Wide(_)
+        ));
+        let mut a = FastPath::with_capacity(k, 1);
+        let mut b = crate::fast::reference::RefFastPath::with_capacity(k, 1);
+        for i in 0..k as u32 + 300 {
+            let key = FlowKey::from_u32(i);
+            let w = 1 + u64::from(i % 7);
+            a.update(&key, w);
+            b.update(&key, w);
+        }
+        assert!(a.stats().kickouts > 0);
+        assert_eq!(a.summary(), FastTable::summary(&b));
+        assert_eq!(a.stats(), FastTable::stats(&b));
+    }
 
     #[test]
     fn same_key_is_key_equality() {
