@@ -23,11 +23,14 @@
 //!   root). Large flows' leaves are never refreshed. Setting a leaf replays the log4 k matches
 //!   above it, always all of them and each three selects, where a binary heap's sift stopped
 //!   at a data-dependent level (about one mispredicted branch per sift; the heap this replaced
-//!   measured 4-5% slower, 2026-11-25). Fan-out 4, not 2: each level waits on the store the
-//!   level below made (store-to-load forwarding), and its two first matches run in parallel,
-//!   so half the levels make a shorter chain (measured 6% faster than the binary tree). Keeping
-//!   the winner in a register instead made LLVM turn the select into a branch, mispredicted
-//!   about half the time (25-30% slower, tried 2026-11-25).
+//!   measured 4-5% slower, 2026-11-25). Fan-out 4, not 2: half the levels, and a level's
+//!   first two matches run in parallel (measured 6% faster than the binary tree). The tree is
+//!   stored as groups of four siblings (`[Node; 4]`, one bounds check a level) and a replay
+//!   carries the winner in registers, the level's other three nodes loaded, in straight-line
+//!   code out of line (`replay`): in a loop, LLVM's x86 cmov conversion turned a
+//!   register-carried select into a mispredicted branch (25-30% slower, tried 2026-11-25); a
+//!   level is now about 30 instructions where the loop over a flat array took 48, and the
+//!   bench's `overflow` stream measured 0.96x.
 //!
 //! So a hit is one hash, one probe and an addition (plus the two-largest selects), and a
 //! kick-out is O(1) plus O(log k) per removed flow and per stale root. The index is linear
@@ -107,6 +110,47 @@ struct Node {
 /// The leaf of an unused entry id: never the smaller child (a real `s` is a sum of
 /// weights, far below).
 const FREE: Node = Node { s: u64::MAX, id: 0 };
+
+/// [`replay_levels`] of `L` levels: straight-line code, out of line, so that no loop holds
+/// its selects (LLVM's x86 cmov conversion turns the selects of a loop-carried winner into
+/// branches).
+#[inline(never)]
+fn replay<const L: usize>(t: &mut [[Node; 4]], g: usize, l: usize, w: Node) -> Node {
+    replay_levels(t, g, l, w, L)
+}
+
+/// Set lane `l` of group `g` to `w` and replay `levels` matches up to the root, which is
+/// returned. The winner stays in registers: each level stores it, loads its three siblings
+/// (their addresses depend on the position only), matches the other pair off the chain, and
+/// the chain from `w` to the parent is two compares and selects; the winner's id is loaded
+/// from the lane that won.
+#[inline(always)]
+fn replay_levels(
+    t: &mut [[Node; 4]],
+    mut g: usize,
+    mut l: usize,
+    mut w: Node,
+    levels: usize,
+) -> Node {
+    for _ in 0..levels {
+        let grp = &mut t[g];
+        grp[l] = w;
+        let sl = l ^ 1;
+        let pair = (l & 2) ^ 2;
+        let (sib, o0, o1) = (grp[sl].s, grp[pair].s, grp[pair + 1].s);
+        let (o, ol) = if o1 < o0 { (o1, pair + 1) } else { (o0, pair) };
+        let (m, ml) = if sib < w.s { (sib, sl) } else { (w.s, l) };
+        let (ws, wl) = if o < m { (o, ol) } else { (m, ml) };
+        w = Node {
+            s: ws,
+            id: grp[wl & 3].id,
+        };
+        // The parent's place (past the top, unused).
+        l = g.wrapping_sub(1) & 3;
+        g = g.wrapping_sub(1) >> 2;
+    }
+    w
+}
 
 /// SketchVisor's fast path (Algorithm 1): the table with the index slots that fit its k.
 #[derive(Clone, Debug)]
@@ -199,13 +243,19 @@ struct Core<S> {
     e: Vec<u64>,
     /// Unused entry ids.
     free: Vec<u32>,
-    /// Winner tree of fan-out 4 over the entry ids: leaf `id` at `leaves + id` holds the
-    /// entry's `s` when last set (`FREE` for an unused id), each inner node `j` the smallest of
-    /// its children `4j + 1 ..= 4j + 4`, so `tree[0]` is the entry with the smallest key.
-    tree: Vec<Node>,
-    /// Index of the first leaf: the inner nodes of a complete 4-ary tree with at least `cap`
-    /// leaves.
-    leaves: usize,
+    /// Winner tree of fan-out 4 over the entry ids, in groups of four siblings: group `g`
+    /// holds the children of inner node `g` (the root is node 0, node `g`'s place is lane
+    /// `(g - 1) % 4` of group `(g - 1) / 4`), each inner node the smallest of its children;
+    /// leaf `id` is lane `id % 4` of group `leaf0 + id / 4` and holds the entry's `s` when last
+    /// set (`FREE` for an unused id).
+    tree: Vec<[Node; 4]>,
+    /// The root, node 0: the entry with the smallest key.
+    root: Node,
+    /// The first group of leaves: the inner nodes of a complete 4-ary tree of `depth - 1`
+    /// levels.
+    leaf0: usize,
+    /// Levels of groups: `4^depth` leaves.
+    depth: u32,
     /// Flows tracked.
     n: usize,
     /// Index slots: entry id + 1, or EMPTY.
@@ -245,8 +295,10 @@ impl<S: Slot> Core<S> {
             s: vec![0; cap + 1],
             e: vec![0; cap],
             free: (0..cap as u32).rev().collect(),
-            tree: vec![FREE; inner + leaves],
-            leaves: inner,
+            tree: vec![[FREE; 4]; inner],
+            root: FREE,
+            leaf0: (leaves / 4 - 1) / 3,
+            depth: leaves.trailing_zeros() / 2,
             n: 0,
             slots: vec![S::EMPTY; slots],
             slot_of: vec![0; cap],
@@ -307,7 +359,7 @@ impl<S: Slot> Core<S> {
     #[inline]
     fn settle_root(&mut self) {
         while self.n > 0 {
-            let root = self.tree[0];
+            let root = self.root;
             let s = self.s[root.id as usize];
             if s == root.s {
                 return;
@@ -325,7 +377,7 @@ impl<S: Slot> Core<S> {
         let r = |id: u32| self.s[id as usize] - ee;
         // The k + 1 values: the residuals and v. The table is full (k >= 1), so the root and
         // the largest exist.
-        let rmin = self.tree[0].s - ee;
+        let rmin = self.root.s - ee;
         let t1 = r(self.top[0]);
         // The sentinel's s is 0: no second flow counts as 0, as in the literal pass.
         let t2 = self.s[self.top[1] as usize].saturating_sub(ee);
@@ -342,8 +394,8 @@ impl<S: Slot> Core<S> {
         // is still the first empty one from its home (a removal may empty one before it).
         let mut top_gone = false;
         if v > eh {
-            let id = self.tree[0].id;
-            debug_assert!(self.tree[0].s <= new_e && self.s[id as usize] == self.tree[0].s);
+            let id = self.root.id;
+            debug_assert!(self.root.s <= new_e && self.s[id as usize] == self.root.s);
             top_gone |= self.top.contains(&id);
             self.stats.evicted += 1;
             self.reuse(id, slot, key, h, v + ee, ee);
@@ -351,7 +403,7 @@ impl<S: Slot> Core<S> {
         // Then the other residuals at or under the line. A root under the line may be stale:
         // refresh it and look again.
         while self.n > 0 {
-            let root = self.tree[0];
+            let root = self.root;
             if root.s > new_e {
                 break;
             }
@@ -421,7 +473,7 @@ impl<S: Slot> Core<S> {
     fn rescan_top(&mut self) {
         self.top = [self.none; 2];
         for id in 0..self.cap as u32 {
-            if self.tree[self.leaves + id as usize].s != FREE.s {
+            if self.leaf(id).s != FREE.s {
                 self.raise_top(id);
             }
         }
@@ -434,30 +486,39 @@ impl<S: Slot> Core<S> {
         self.free.push(id);
     }
 
+    /// Leaf `id`.
+    #[inline]
+    fn leaf(&self, id: u32) -> Node {
+        self.tree[self.leaf0 + id as usize / 4][id as usize % 4]
+    }
+
     /// Set leaf `id` to `s` and replay the matches on its path to the root: a fixed number of
-    /// levels with a select each, no data-dependent branch (a heap's sift stops at a place the
-    /// data decides, one mispredicted branch per sift at least).
+    /// levels with selects, no data-dependent branch (a heap's sift stops at a place the data
+    /// decides, one mispredicted branch per sift at least).
     #[inline]
     fn set_leaf(&mut self, id: u32, s: u64) {
+        let (g, l) = (self.leaf0 + id as usize / 4, id as usize % 4);
+        let w = Node { s, id };
         let t = &mut self.tree[..];
-        let mut j = self.leaves + id as usize;
-        t[j] = Node { s, id };
-        while j > 0 {
-            // Four children, two matches in parallel then the final: the path's dependent
-            // chain is half a binary tree's levels.
-            let first = (j - 1) & !3;
-            let c = &t[first + 1..first + 5];
-            let a = if c[1].s < c[0].s { c[1] } else { c[0] };
-            let b = if c[3].s < c[2].s { c[3] } else { c[2] };
-            j = first / 4;
-            t[j] = if b.s < a.s { b } else { a };
-        }
+        self.root = match self.depth {
+            1 => replay::<1>(t, g, l, w),
+            2 => replay::<2>(t, g, l, w),
+            3 => replay::<3>(t, g, l, w),
+            4 => replay::<4>(t, g, l, w),
+            5 => replay::<5>(t, g, l, w),
+            6 => replay::<6>(t, g, l, w),
+            7 => replay::<7>(t, g, l, w),
+            8 => replay::<8>(t, g, l, w),
+            d => replay_levels(t, g, l, w, d as usize),
+        };
     }
 
     /// The ids of the tracked entries.
     fn live(&self) -> impl Iterator<Item = u32> + '_ {
-        self.tree[self.leaves..self.leaves + self.cap]
+        self.tree[self.leaf0..]
             .iter()
+            .flatten()
+            .take(self.cap)
             .enumerate()
             .filter(|(_, n)| n.s != FREE.s)
             .map(|(id, _)| id as u32)
@@ -581,7 +642,7 @@ impl<S: Slot> Core<S> {
         // the winner tree (16-byte nodes); the index.
         self.cap * (std::mem::size_of::<FlowKey>() + 3 * 8 + 8)
             + 8
-            + self.tree.len() * std::mem::size_of::<Node>()
+            + (self.tree.len() * 4 + 1) * std::mem::size_of::<Node>()
             + self.slots.len() * std::mem::size_of::<S>()
     }
 }
