@@ -131,9 +131,18 @@ const FREE: Node = Node { s: u64::MAX, id: 0 };
 /// its selects (LLVM's x86 cmov conversion turns the selects of a loop-carried winner into
 /// branches).
 #[inline(never)]
-fn replay<const L: usize>(t: &mut [[Node; 4]], g: usize, l: usize, w: Node) -> Node {
+fn replay<const L: usize>(t: &mut [[Node; 4]], g: usize, l: usize, w: Node, _: usize) -> Node {
     replay_levels(t, g, l, w, L)
 }
+
+/// [`replay_levels`] of any number of levels (trees past 4^8 leaves).
+fn replay_any(t: &mut [[Node; 4]], g: usize, l: usize, w: Node, levels: usize) -> Node {
+    replay_levels(t, g, l, w, levels)
+}
+
+/// A replay of a tree's depth, chosen once: a call through it costs a predicted indirect
+/// call, where a `match` on the depth took a bounds check and a jump table every time.
+type Replay = fn(&mut [[Node; 4]], usize, usize, Node, usize) -> Node;
 
 /// Set lane `l` of group `g` to `w` and replay `levels` matches up to the root, which is
 /// returned. The winner stays in registers: each level stores it, loads its three siblings
@@ -281,6 +290,8 @@ struct Core<S> {
     leaf0: usize,
     /// Levels of groups: `4^depth` leaves.
     depth: u32,
+    /// [`replay`] of `depth` levels.
+    replay: Replay,
     /// Flows tracked.
     n: usize,
     /// Index slots: entry id + 1, or EMPTY.
@@ -325,6 +336,17 @@ impl<S: Slot> Core<S> {
             root: FREE,
             leaf0: (leaves / 4 - 1) / 3,
             depth: leaves.trailing_zeros() / 2,
+            replay: match leaves.trailing_zeros() / 2 {
+                1 => replay::<1>,
+                2 => replay::<2>,
+                3 => replay::<3>,
+                4 => replay::<4>,
+                5 => replay::<5>,
+                6 => replay::<6>,
+                7 => replay::<7>,
+                8 => replay::<8>,
+                _ => replay_any,
+            },
             n: 0,
             slots: vec![S::EMPTY; slots],
             slot_of: vec![0; cap],
@@ -526,17 +548,7 @@ impl<S: Slot> Core<S> {
         let (g, l) = (self.leaf0 + id as usize / 4, id as usize % 4);
         let w = Node { s, id };
         let t = &mut self.tree[..];
-        self.root = match self.depth {
-            1 => replay::<1>(t, g, l, w),
-            2 => replay::<2>(t, g, l, w),
-            3 => replay::<3>(t, g, l, w),
-            4 => replay::<4>(t, g, l, w),
-            5 => replay::<5>(t, g, l, w),
-            6 => replay::<6>(t, g, l, w),
-            7 => replay::<7>(t, g, l, w),
-            8 => replay::<8>(t, g, l, w),
-            d => replay_levels(t, g, l, w, d as usize),
-        };
+        self.root = (self.replay)(t, g, l, w, self.depth as usize);
     }
 
     /// The ids of the tracked entries.
@@ -679,7 +691,8 @@ mod tests {
 
     /// The largest k of each narrow width (`u8` 255 flows, `u16` 2^16 - 1: ids up to the
     /// width's maximum minus one, slot values up to its maximum) fills and kicks out as the
-    /// literal Algorithm 1 does; one more flow takes the next width.
+    /// literal Algorithm 1 does; one more flow takes the next width. The last table, `u32`
+    /// slots and a tree of 4^9 leaves, takes the replay of any depth.
     #[test]
     fn the_widest_narrow_indexes_are_algorithm_1() {
         let (k8, k16) = (u8::MAX as usize, u16::MAX as usize);
@@ -696,7 +709,7 @@ mod tests {
             FastPath::with_capacity(k16 + 1, 1).0,
             Width::Wide(_)
         ));
-        for k in [k8, k16] {
+        for k in [k8, k16, k16 + 2] {
             let mut a = FastPath::with_capacity(k, 1);
             let mut b = crate::fast::reference::RefFastPath::with_capacity(k, 1);
             for i in 0..k as u32 + 300 {
