@@ -247,13 +247,17 @@ impl FastPath {
     /// Always inlined: it is the per-packet loop's body, and out of line (as LLVM chose behind
     /// `FastTable::update`) it also kept the key's hash out of line, a call in a call on every
     /// hit (the bench's `no_kickout` measured 0.62-0.81x of that, 2026-11-25).
-    #[inline(always)]
     ///
     /// The key is hashed before the dispatch on the index width, so that the caller's loop
     /// holds one copy of the hash, which LLVM then inlines (one a width it left out of line;
-    /// 0.97-0.99x on the bench's streams, 2026-11-25).
+    /// 0.97-0.99x on the bench's streams, 2026-11-25). The hash is `hash_short`, two
+    /// multiplications for keys of at most 16 bytes: a miss is a branch that waits on the
+    /// hash, mispredicted at about every fourth packet of the `overflow` stream, so the
+    /// hash's latency is paid again at each (0.96-0.98x of xxh3 on that stream, 2026-11-25).
+    /// The index's layout changes no state (the equivalence tests).
+    #[inline(always)]
     pub fn update(&mut self, key: &FlowKey, v: u64) {
-        let h = each!(&self.0, c => &c.hash).hash(key);
+        let h = each!(&self.0, c => &c.hash).hash_short(key);
         each!(&mut self.0, c => c.update(key, h, v))
     }
 
@@ -599,7 +603,7 @@ impl<S: Slot> Core<S> {
     }
 
     fn bounds(&self, key: &FlowKey) -> Option<(u64, u64)> {
-        let h = self.hash.hash(key);
+        let h = self.hash.hash_short(key);
         self.find(key, h).ok().map(|slot| {
             let id = self.slots[slot].id();
             (self.s[id] - self.e[id], self.s[id])
