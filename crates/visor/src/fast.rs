@@ -13,7 +13,8 @@
 //!
 //! Sizing: both are sized by bytes ([`capacity`]), the paper's 8 KB by default, counting per
 //! flow the key's bytes, its counters (u64: a 1 s epoch at 100 Gb/s exceeds 32 bits of bytes per
-//! flow) and 8 bytes of index (two u32 slots: the index is at most half full). SketchVisor's
+//! flow) and 8 bytes of index (two u32 slots, at most half full; SketchVisor's fast path spends
+//! them on eight u8 slots up to 255 flows, four u16 below 2^16). SketchVisor's
 //! three counters `(e, r, d)` are stored as two, `s = r + E` and `e`, which hold them exactly
 //! given the global `E` (`r = s - E`, `d = E - e`: module `sv`), so an entry is one counter
 //! larger than Misra-Gries's, not two: 221 five-tuples in 8 KB against 282.
@@ -29,8 +30,9 @@ pub use crate::sv::FastPath;
 /// The paper's fast-path size (section 7.1: "we allocate 8KB memory for the fast path").
 pub const DEFAULT_BYTES: usize = 8 * 1024;
 
-/// Per-flow index overhead in the byte budget: two u32 slots (the index is at most half full).
-const INDEX_BYTES: usize = 8;
+/// Per-flow index overhead in the byte budget: two u32 slots (the index is at most half full),
+/// or eight u8 or four u16 (SketchVisor's fast path up to 255 and below 2^16 flows).
+pub(crate) const INDEX_BYTES: usize = 8;
 
 pub(crate) const SALT: u64 = 0x7669_736f_725f_6670; // "visor_fp"
 
@@ -570,17 +572,20 @@ mod tests {
             k in 1usize..20,
             pkts in proptest::collection::vec((0u32..60, 1u64..1600, any::<bool>()), 0..400),
         ) {
-            let mut a = FastPath::with_capacity(k, 3);
+            // Every index width (u8 slots up to 255 flows, u16 below 2^16, u32 above).
+            let mut widths = [1, 2, 4].map(|bytes| FastPath::with_capacity_slots(k, 3, bytes));
             let mut b = reference::RefFastPath::with_capacity(k, 3);
             for &(f, w, unit) in &pkts {
                 let key = FlowKey::from_u32(f % (1 + f / 3));
                 let w = if unit { 1 } else { w };
-                a.update(&key, w);
                 b.update(&key, w);
-                prop_assert_eq!(a.summary(), FastTable::summary(&b));
-                prop_assert_eq!(a.stats(), FastTable::stats(&b));
-                prop_assert_eq!(a.decremented(), FastTable::decremented(&b));
-                prop_assert_eq!(a.bounds(&key), b.bounds(&key));
+                for a in &mut widths {
+                    a.update(&key, w);
+                    prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                    prop_assert_eq!(a.stats(), FastTable::stats(&b));
+                    prop_assert_eq!(a.decremented(), FastTable::decremented(&b));
+                    prop_assert_eq!(a.bounds(&key), b.bounds(&key));
+                }
             }
         }
 
@@ -593,18 +598,22 @@ mod tests {
             bytes in any::<bool>(),
         ) {
             let keys = testkit::zipf_keys(6000, 3000, 1.0, seed);
-            let mut a = FastPath::with_capacity(k, seed);
+            let mut widths = [1, 2, 4].map(|b| FastPath::with_capacity_slots(k, seed, b));
             let mut b = reference::RefFastPath::with_capacity(k, seed);
             for (i, key) in keys.iter().enumerate() {
                 let w = if bytes { 40 + (i as u64 * 7919) % 1460 } else { 1 };
-                a.update(key, w);
                 b.update(key, w);
-                if i % 97 == 0 {
-                    prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                for a in &mut widths {
+                    a.update(key, w);
+                    if i % 97 == 0 {
+                        prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                    }
                 }
             }
-            prop_assert_eq!(a.summary(), FastTable::summary(&b));
-            prop_assert_eq!(a.stats(), FastTable::stats(&b));
+            for a in &widths {
+                prop_assert_eq!(a.summary(), FastTable::summary(&b));
+                prop_assert_eq!(a.stats(), FastTable::stats(&b));
+            }
         }
 
         /// The same with keys that share their first 16 bytes (the fast path's quick key
