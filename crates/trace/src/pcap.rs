@@ -174,6 +174,11 @@ fn rd32<const N: usize>(b: &[u8; N], at: usize, be: bool) -> u32 {
     }
 }
 
+/// How far ahead of the record being read [`Reader::for_each`] hints the next bytes into the
+/// cache: the next page, about 50 records of a 64-byte capture (1024 measured the same, 0 about
+/// 6 ns a record slower in `run`), more than a DRAM read and a page walk take.
+const PREFETCH_AHEAD: usize = 4096;
+
 pub(crate) struct Reader<'a> {
     data: &'a [u8],
     pos: usize,
@@ -228,6 +233,11 @@ impl<'a> Reader<'a> {
                         let frac = rd32(hdr, 4, BE);
                         let orig = rd32(hdr, 12, BE);
                         self.pos += REC_HDR_LEN + incl as usize;
+                        // The hardware prefetchers follow the records inside a 4 KiB page but
+                        // stop at its end: without this hint the first record of every page
+                        // (one in 51 of 64-byte captures) waited on a TLB walk and a DRAM
+                        // read, about 6 ns a record of a file larger than the caches (issue 13).
+                        key::prefetch_at(data, self.pos + PREFETCH_AHEAD);
                         f(Record {
                             ts_ns: sec as u64 * 1_000_000_000 + frac as u64 * frac_ns,
                             wire_len: orig,

@@ -121,10 +121,14 @@ pub(crate) fn ipv4(d: &[u8], ctx: Ctx) -> View {
     } else {
         (total, false)
     };
-    let mut src = [0u8; 16];
-    let mut dst = [0u8; 16];
-    src[..4].copy_from_slice(&h[v4::SRC..v4::SRC + 4]);
-    dst[..4].copy_from_slice(&h[v4::DST..v4::DST + 4]);
+    // Each address as one 16-byte value (4 bytes, then zeros) rather than a zeroed array and
+    // a 4-byte copy into it: written in one store, so a wider read of it (`Runner::push`
+    // building the keys reads the source in 8-byte words) forwards from that store instead of
+    // stalling on two (issue 13).
+    let addr = |at: usize| {
+        u128::from(u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]])).to_le_bytes()
+    };
+    let (src, dst) = (addr(v4::SRC), addr(v4::DST));
     let mut v = View {
         class: Class::Ipv4,
         tuple: Tuple {
