@@ -288,14 +288,21 @@ fn the_model_weighs_the_aggregator_against_the_updates_it_saves() {
     assert!(m.pays(1000, 200, 100));
     // Shuffled: a lookup per packet, 60% of packets an update: 1 + 4 + 6 > 10.
     assert!(!m.pays(1000, 1000, 600));
-    // A lookup per packet, 30% of packets an update: 1 + 4 + 3 < 9 pays, unless the evictions
-    // cost the algorithm 1.5x the packets' updates: 1 + 4 + 4.5 > 9.
+    // A lookup per packet, 30% of packets an update: 1 + 4 + 3 = 8 < 9.5 pays, unless the
+    // evictions cost the algorithm 1.6x the packets' updates: 1 + 4 + 4.8 = 9.8.
     assert!(m.pays(1000, 1000, 300));
     let dear = Model {
-        behind_ns: 15.0,
+        behind_ns: 16.0,
         ..m
     };
     assert!(!dear.pays(1000, 1000, 300));
+    // The margin: aggregating must save more than MARGIN of the algorithms' cost. Saving 7%
+    // (with = 9.3) pays, 3% (9.7) does not, nor a tie (10).
+    assert_eq!(MARGIN, 0.05);
+    for (updates, pays) in [(430, true), (470, false), (500, false)] {
+        let with = 1.0 + 4.0 + 10.0 * updates as f64 / 1000.0;
+        assert_eq!(m.pays(1000, 1000, updates), pays, "with {with}");
+    }
 }
 
 #[test]
