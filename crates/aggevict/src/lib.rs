@@ -400,6 +400,7 @@ impl Aggregator {
         }
     }
 
+    #[inline]
     pub fn stats(&self) -> AggStats {
         self.stats
     }

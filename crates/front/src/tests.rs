@@ -275,6 +275,55 @@ fn probes_back_off_while_aggregation_does_not_pay() {
 }
 
 #[test]
+fn a_window_that_cannot_pay_is_cut_with_the_same_verdict() {
+    // The stream of `probes_back_off_while_aggregation_does_not_pay` in batches of 4, smaller
+    // than a probe (32 packets): a probe is cut at the batch where its lookups reach the
+    // limit, 15 lookups at 3 ns an update ((0.95 * 3 - packet_ns) * 32 / run_ns with the u32
+    // constants), i.e. after 16 packets. The verdicts are those of uncut probes (19 switches,
+    // ten probes at the same schedule), each probe half as long, and no weight is lost.
+    let keys = alternating(2, 0, 300 * 256);
+    let weights: Vec<u64> = (0..keys.len() as u64).map(|i| 1 + i % 3).collect();
+    let model = Model {
+        agg: aggevict::COST_U32,
+        sink_ns: 3.0,
+        behind_ns: 3.0,
+    };
+    assert_eq!(model.lookup_limit(32), 15);
+    let mut f = auto_front(3.0, 256);
+    let t = feed_all(&mut f, &keys, &weights, 4);
+    assert_eq!(t.weight, exact(&keys, &weights));
+    let st = f.stats().unwrap();
+    // Probes at packets 0, 272, 800, 1840, 3904, 8016, 16224, 32624, 49024, 65424 (16 packets
+    // each, then 1, 2, ... 64 windows of 256): ten probes of 16.
+    assert_eq!((st.through, st.switches), (10 * 16, 19), "{st:?}");
+    assert_eq!(st.packets, keys.len() as u64);
+    assert_eq!(st.passed, t.updates);
+    // Deterministic.
+    let mut g = auto_front(3.0, 256);
+    feed_all(&mut g, &keys, &weights, 4);
+    assert_eq!(g.stats().unwrap(), st);
+
+    // A window that pays is never cut: bursty traffic, every packet through the aggregator.
+    let bursty = alternating(1, 20 * 256, 0);
+    let ones = vec![1u64; bursty.len()];
+    let mut b = auto_front(3.0, 256);
+    feed_all(&mut b, &bursty, &ones, 4);
+    let sb = b.stats().unwrap();
+    assert_eq!((sb.through, sb.switches), (sb.packets, 0), "{sb:?}");
+
+    // Where even a window without lookups would not pay, a probe lasts one batch.
+    let cheap = Model {
+        sink_ns: 0.5,
+        behind_ns: 0.5,
+        ..model
+    };
+    assert_eq!(cheap.lookup_limit(32), 0);
+    let mut c = auto_front(0.5, 256);
+    feed_all(&mut c, &keys, &weights, 4);
+    assert_eq!(c.stats().unwrap().through, 10 * 4);
+}
+
+#[test]
 fn the_model_weighs_the_aggregator_against_the_updates_it_saves() {
     let m = Model {
         agg: aggevict::AggCost {
