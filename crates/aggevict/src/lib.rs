@@ -143,8 +143,9 @@ pub struct AggStats {
 /// the algorithms' `algo::UpdateCost` (so machine load weighs on both alike): the aggregator
 /// alone over Zipf(1.1), 500 k flows, bursty (runs/packet about 0.2) and shuffled (about 1.0),
 /// u32 and five-tuple keys, thread CPU time, least of 3 rounds; the two orders' ns/packet
-/// solve for the two constants of each path. Refitted 2026-11-25 with the algorithms' (least
-/// of the four runs of `update_costs` and `update_costs agg-evict`, 12 rounds).
+/// solve for the two constants of each path. Refitted 2026-11-25 09:19-09:34 UTC with every
+/// algorithm's (branch h-adapt: means of four runs, two of `update_costs` and two of
+/// `update_costs agg-evict`, load average 4-6; the four agree within 5%).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AggCost {
     pub packet_ns: f64,
@@ -153,14 +154,14 @@ pub struct AggCost {
 
 /// [`AggCost`] of the u32 path (narrow mode).
 pub const COST_U32: AggCost = AggCost {
-    packet_ns: 1.04,
-    run_ns: 6.66,
+    packet_ns: 0.81,
+    run_ns: 4.51,
 };
 
 /// [`AggCost`] of the fingerprint path (keys wider than 4 bytes).
 pub const COST_WIDE: AggCost = AggCost {
-    packet_ns: 5.81,
-    run_ns: 12.62,
+    packet_ns: 5.25,
+    run_ns: 8.75,
 };
 
 impl AggCost {
@@ -399,6 +400,7 @@ impl Aggregator {
         }
     }
 
+    #[inline]
     pub fn stats(&self) -> AggStats {
         self.stats
     }

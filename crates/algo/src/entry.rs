@@ -96,13 +96,14 @@ pub struct Entry {
 /// They matter only relative to the aggregator's own cost (`aggevict::COST`) measured on the
 /// same machine the same way.
 ///
-/// Measured on the 2-core Zen 4 VM (release build, 2026-11-25 except Count-Min's of
-/// 2026-11-24, the machine shared with other builds: thread CPU time keeps the load's time
-/// out, not its cache pollution) by
+/// Measured on the 2-core Zen 4 VM (release build, 2026-11-25, the machine shared with other
+/// builds: thread CPU time keeps the load's time out, not its cache pollution) by
 /// `cargo run --release -p catalog --example update_costs`: each algorithm alone with its
 /// defaults, 1 M packets of shuffled Zipf(1.1) over 500 k flows in batches of 32, u32 keys and
-/// five-tuple `FlowKey`s (pair keys where only those fit), least of 3 rounds (of 6 in two runs
-/// since 2026-11-25), in the same process and rounds as the aggregator's constants. A preset's
+/// five-tuple `FlowKey`s (pair keys where only those fit), least of 3 rounds, in the same
+/// process and rounds as the aggregator's constants; every entry and the aggregator refitted
+/// together (means of two runs, branch h-adapt), since figures taken in different sessions had
+/// drifted apart by 15-35% against the aggregator's and tipped close decisions. A preset's
 /// configurations have their own figures (`catalog::presets::cost`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct UpdateCost {
@@ -111,11 +112,12 @@ pub struct UpdateCost {
     /// ns per update of a wider `FlowKey`.
     pub wide_ns: f64,
     /// ns per update of what Agg-Evict hands on (its evictions of a shuffled Zipf(0.8) stream,
-    /// where aggregating is close to a tie) over ns per update of the stream itself: the
-    /// aggregator keeps the heavy keys' packets, so its evictions are more the tail's (cold
-    /// cells, new flows, new distinct values), dearer for some algorithms (Count-Min,
-    /// FlowRadar, the distinct counters), not for others (MRAC, FM). 1 where not measured
-    /// (algorithms without 4-byte keys).
+    /// where aggregating is close to a tie, fed as they come with the aggregator running beside
+    /// the algorithm, the aggregator's own time taken out) over ns per update of the stream
+    /// itself: the aggregator keeps the heavy keys' packets, so its evictions are more the
+    /// tail's (cold cells, new flows, new distinct values), and its table takes cache from the
+    /// algorithm's state; dearer for some algorithms (Count-Min, FlowRadar, the exact tables),
+    /// not for others (MRAC, FM). 1 where not measured (algorithms without 4-byte keys).
     pub behind: f64,
 }
 

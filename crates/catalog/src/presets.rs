@@ -99,26 +99,25 @@ pub static PRESETS: &[(&str, &[(&str, &str)])] = &[
 ///
 /// Measured as the entries' own (`algo::UpdateCost`) by `cargo run --release -p catalog
 /// --example update_costs PRESET`, in the same process and rounds as the aggregator's
-/// constants (`aggevict::COST_U32`), 2026-11-25, least of 6 rounds in two runs at a load
-/// average of 4-5 (`behind` from a third run; two_level and univmon refitted on h-algos,
-/// docs/agg-evict-results.md issue 13); a parameter a measure sets itself on top of the preset is not reflected (the
-/// figure stays the preset's).
+/// constants (`aggevict::COST_U32`), 2026-11-25 09:19-09:30 UTC, means of two runs at a load
+/// average of 4-6, refitted with the entries' and the aggregator's (branch h-adapt,
+/// docs/agg-evict-results.md "Issue 14 point 1 (2026-11-25, h-adapt)"); a parameter a measure
+/// sets itself on top of the preset is not reflected (the figure stays the preset's).
 pub static COSTS: &[(&str, &[(&str, UpdateCost)])] = &[(
     "agg-evict",
     &[
-        ("count_min", ns(9.59, 15.12, 1.27)),
-        ("rev_sketch", ns(20.64, 46.08, 1.06)),
-        ("mrac", ns(4.13, 6.81, 1.08)),
-        ("flow_radar", ns(42.14, 54.43, 1.12)),
-        // Flat table (k = 128, issue 14 point 3): refitted alone, `update_costs agg-evict`
-        // 07:30 UTC load 6-8, in whose run count_min gave 7.81 (0.81x its figure here).
-        ("space_saving", ns(19.01, 24.12, 0.96)),
-        ("heap", ns(81.92, 97.91, 1.04)),
-        ("misra_gries", ns(90.18, 103.28, 1.52)),
-        ("two_level", ns(48.05, 48.05, 1.00)),
-        ("univmon", ns(93.45, 99.32, 1.11)),
-        ("fm", ns(2.69, 3.06, 1.07)),
-        ("linear_counting", ns(8.54, 14.10, 1.80)),
+        ("count_min", ns(5.59, 9.93, 1.13)),
+        ("rev_sketch", ns(17.22, 36.99, 1.07)),
+        ("mrac", ns(3.49, 10.66, 0.99)),
+        ("flow_radar", ns(26.45, 36.05, 1.25)),
+        // Flat table (k = 128, issue 14 point 3).
+        ("space_saving", ns(18.91, 24.05, 1.04)),
+        ("heap", ns(59.81, 82.76, 1.06)),
+        ("misra_gries", ns(64.95, 88.67, 1.43)),
+        ("two_level", ns(38.11, 38.11, 1.00)),
+        ("univmon", ns(76.62, 81.10, 1.04)),
+        ("fm", ns(2.41, 6.89, 0.92)),
+        ("linear_counting", ns(7.72, 12.59, 1.10)),
     ],
 )];
 

@@ -26,14 +26,19 @@
 //! pure loss (the aggregator's cost, and the pairs it leaves behind for the epoch-end flush),
 //! so steady unaggregatable traffic sends 1 packet in `PROBE_DIV * MAX_GAP + 1` (0.2%) through
 //! the aggregator instead of one window in `MAX_GAP + 1` (1.5%, 3-5% of the run time of the
-//! cheapest algorithms, measured). The held pairs survive bypass, so a probe after the first
-//! starts from a table that holds the heavy keys of the previous one, as a window of steady
+//! cheapest algorithms, measured). A window through the aggregator ends early once its table
+//! lookups alone make it a loss ([`Model::lookup_limit`]; lookups only grow, so its verdict is
+//! the one its end would give): in front of the cheapest algorithms a failing probe stops after
+//! a fraction of its packets (FM on shuffled traffic: a third) and leaves as few pairs for the
+//! epoch-end flush. The held pairs survive bypass, so a probe after the first starts from a
+//! table that holds the heavy keys of the previous one, as a window of steady
 //! aggregation does, rather than an empty one that would charge the probe for filling it.
 //!
 //! Deterministic: windows are counted in packets offered (a batch is split at a window's end),
 //! the costs are constants, so the decisions depend only on the packets and their batches (the
 //! run merge works within a batch's chunks of 32, so batching moves the lookups counted a
-//! little), both fixed by the trace and the configuration: no clock. Bypass keeps what the
+//! little, and a cut falls at the end of a batch), both fixed by the trace and the
+//! configuration: no clock. Bypass keeps what the
 //! aggregator holds (it is flushed at the epoch's end as always, or evicted by a later probe):
 //! every packet reaches the sink exactly once, aggregated or not, so the order-independent
 //! algorithms end in the same state either way (ALGORITHMS.md section 0).
@@ -54,12 +59,15 @@ pub const MAX_GAP: u32 = 64;
 /// traffic) about 0.2% at the widest gap.
 pub const PROBE_DIV: u64 = 8;
 
-/// Aggregation must save at least this share of the algorithms' cost: the model leaves out
-/// that the aggregator's table (258 KB at k = 2000) competes with the algorithm's state for
-/// the cache and that evictions reach the algorithm in bursts, so a tie is a loss (measured:
-/// Count-Min on shuffled Zipf 1.1, a tie by the constants, ran at 0.70x through the
-/// aggregator).
-pub const MARGIN: f64 = 0.1;
+/// Aggregation must save at least this share of the algorithms' cost: a tie by the model is
+/// taken as a loss, since every window through the aggregator also pays for its table's
+/// cache lines and for a probe's pairs held to the epoch's end. Small, because the model is
+/// close: with the constants measured in one process and `behind` measured with the aggregator
+/// running beside the algorithm (cache contention included), the model's with/without ratio
+/// was within about 0.05 of thread-CPU-time runs on shuffled Zipf 0.6-1.1 (docs/agg-evict-results.md,
+/// "Issue 14 point 1 (2026-11-25, h-adapt)"); at 0.1 the front stood aside where aggregating
+/// measured 12-14% faster (UnivMon at 0.6, Space-Saving at 0.8).
+pub const MARGIN: f64 = 0.05;
 
 /// Whether Agg-Evict may step aside (`--agg-mode`, `agg_mode` in a run configuration).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,6 +134,22 @@ impl Model {
             + self.behind_ns * updates as f64 / p;
         with < self.sink_ns * (1.0 - MARGIN)
     }
+
+    /// Table lookups past which a window of `packets` cannot pay, whatever its updates: the
+    /// aggregator's per-packet and per-lookup costs alone reach the algorithms' cost less the
+    /// margin (0 where even a window without lookups would not pay). Lookups only grow, so
+    /// the front ends a window there ([`Adapt::cut`]) with the verdict its end would give.
+    pub fn lookup_limit(&self, packets: u64) -> u64 {
+        let room = (self.sink_ns * (1.0 - MARGIN) - self.agg.packet_ns) * packets as f64;
+        if room <= 0.0 {
+            0
+        } else if self.agg.run_ns <= 0.0 {
+            u64::MAX
+        } else {
+            // At this many lookups `with >= sink_ns * (1 - MARGIN)`: `pays` says no.
+            (room / self.agg.run_ns).ceil() as u64
+        }
+    }
 }
 
 /// Aggregator counters at a window's start.
@@ -154,6 +178,9 @@ pub(crate) struct Adapt {
     /// Windows of bypass left before the next probe.
     wait: u32,
     mark: Mark,
+    /// The aggregator's lookup count at which the current window, if through the aggregator,
+    /// cannot pay any more ([`Model::lookup_limit`]); `u64::MAX` while standing aside.
+    pub(crate) cut_runs: u64,
     /// Decisions that changed the path.
     pub(crate) switches: u64,
     /// Packets of the windows ended since the start (or the last restart), and of those the
@@ -177,9 +204,22 @@ impl Adapt {
             gap: 1,
             wait: 0,
             mark: Mark::default(),
+            cut_runs: model.lookup_limit(probe),
             switches: 0,
             done: 0,
             done_off: 0,
+        }
+    }
+
+    /// The lookup count at which a window of `len` packets through the aggregator, started
+    /// at `mark`, is cut.
+    fn cut_at(&self) -> u64 {
+        if self.on {
+            self.mark
+                .runs
+                .saturating_add(self.model.lookup_limit(self.len))
+        } else {
+            u64::MAX
         }
     }
 
@@ -188,6 +228,7 @@ impl Adapt {
     pub(crate) fn restart(&mut self, now: Mark) {
         self.mark = now;
         self.left = self.len;
+        self.cut_runs = self.cut_at();
         self.switches = 0;
         self.done = 0;
         self.done_off = 0;
@@ -203,19 +244,38 @@ impl Adapt {
         )
     }
 
-    /// The current window is over: decide the next one. `now` is the aggregator's counters.
-    pub(crate) fn end_window(&mut self, now: Mark) {
-        // The window that ended; the next one is a full window unless it is a probe.
-        let ended = self.len;
+    /// The current window is over: decide the next one. `now` reads the aggregator's counters
+    /// (only where a window through the aggregator ends or starts: `Aggregator::held` counts
+    /// the table's 2000 occupancy words, about 1% of FM's time if read at every window).
+    pub(crate) fn end_window(&mut self, now: impl FnOnce() -> Mark) {
+        self.close(now, false);
+    }
+
+    /// The current window, through the aggregator, made `cut_runs` lookups before its end: it
+    /// cannot pay ([`Model::lookup_limit`]), so it ends here with the verdict its end would
+    /// give, and its remaining packets take the next window's path. Where aggregation never
+    /// pays, this is what a probe costs: on shuffled traffic in front of FM (2.4 ns an update)
+    /// a probe fails after about a third of its packets, and leaves a third of the pairs to
+    /// the epoch-end flush.
+    pub(crate) fn cut(&mut self, now: impl FnOnce() -> Mark) {
+        self.close(now, true);
+    }
+
+    fn close(&mut self, now: impl FnOnce() -> Mark, cut: bool) {
+        // Between two windows of bypass nothing is measured.
+        let now = (self.on || self.wait <= 1).then(now);
+        // The window that ended (early when cut); the next one is a full window unless it is a
+        // probe.
+        let ended = self.len - self.left;
         self.done += ended;
         if !self.on {
             self.done_off += ended;
         }
         self.len = self.window;
-        if self.on {
+        if let (true, Some(now)) = (self.on, now) {
             let lookups = now.runs.saturating_sub(self.mark.runs);
             let updates = now.updates.saturating_sub(self.mark.updates);
-            if self.model.pays(ended, lookups, updates) {
+            if !cut && self.model.pays(ended, lookups, updates) {
                 self.gap = 1;
             } else {
                 self.on = false;
@@ -231,7 +291,10 @@ impl Adapt {
                 self.len = self.probe;
             }
         }
-        self.mark = now;
+        if let Some(now) = now {
+            self.mark = now;
+        }
         self.left = self.len;
+        self.cut_runs = self.cut_at();
     }
 }

@@ -182,13 +182,34 @@ impl Front {
     /// the batch itself or the aggregated updates, in the representation the front produces.
     #[inline]
     pub fn update(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut (impl Sink + ?Sized)) {
+        // The common cases, small enough to inline into the caller's loop: no front, and a
+        // batch inside a window of bypass (one compare and the algorithm's own call; the window
+        // counts its packets, not each batch). For the cheapest algorithms (FM, 2.4 ns a
+        // packet) a call with its register saves and a few compares a batch are a few percent
+        // (cachegrind: 15-17 instructions a batch of 32 more than no front, about 1.4% of FM's).
         if keys.is_empty() {
             return;
         }
-        // The common case under `auto`, first: a batch inside the current window costs one
-        // compare and the path's own call (the window counts its packets, not each batch), so
-        // that a bypassed batch costs what the algorithm alone costs: for the cheapest
-        // algorithms (FM, 2 ns a packet) a few instructions a batch are a few percent.
+        match &mut self.adapt {
+            None if matches!(self.kind, Kind::None) => return sink.feed(keys, weights),
+            Some(ad) if !ad.on && ad.left > keys.len() as u64 && keys.len() == weights.len() => {
+                ad.left -= keys.len() as u64;
+                return sink.feed(keys, weights);
+            }
+            _ => {}
+        }
+        self.update_rest(keys, weights, sink);
+    }
+
+    /// [`Front::update`] past its inlined cases: aggregation, and batches that end a window.
+    #[inline(never)]
+    fn update_rest(
+        &mut self,
+        keys: KeyBatch<'_>,
+        weights: &[u64],
+        sink: &mut (impl Sink + ?Sized),
+    ) {
+        // A batch inside the current window through the aggregator.
         if let Some(ad) = &mut self.adapt {
             let len = keys.len() as u64;
             if ad.left > len && keys.len() == weights.len() {
@@ -197,6 +218,9 @@ impl Front {
                     sink.feed(keys, weights);
                 } else if let Kind::AggEvict(a) = &mut self.kind {
                     a.update(keys, weights, &mut |k, w| sink.feed(k, w));
+                    if a.stats().runs >= ad.cut_runs {
+                        ad.cut(|| Self::mark(a));
+                    }
                 }
                 return;
             }
@@ -226,7 +250,9 @@ impl Front {
             }
             ad.left -= n as u64;
             if ad.left == 0 {
-                ad.end_window(Self::mark(a));
+                ad.end_window(|| Self::mark(a));
+            } else if ad.on && a.stats().runs >= ad.cut_runs {
+                ad.cut(|| Self::mark(a));
             }
             (keys, weights) = (rest, wrest);
         }

@@ -275,6 +275,55 @@ fn probes_back_off_while_aggregation_does_not_pay() {
 }
 
 #[test]
+fn a_window_that_cannot_pay_is_cut_with_the_same_verdict() {
+    // The stream of `probes_back_off_while_aggregation_does_not_pay` in batches of 4, smaller
+    // than a probe (32 packets): a probe is cut at the batch where its lookups reach the
+    // limit, 15 lookups at 3 ns an update ((0.95 * 3 - packet_ns) * 32 / run_ns with the u32
+    // constants), i.e. after 16 packets. The verdicts are those of uncut probes (19 switches,
+    // ten probes at the same schedule), each probe half as long, and no weight is lost.
+    let keys = alternating(2, 0, 300 * 256);
+    let weights: Vec<u64> = (0..keys.len() as u64).map(|i| 1 + i % 3).collect();
+    let model = Model {
+        agg: aggevict::COST_U32,
+        sink_ns: 3.0,
+        behind_ns: 3.0,
+    };
+    assert_eq!(model.lookup_limit(32), 15);
+    let mut f = auto_front(3.0, 256);
+    let t = feed_all(&mut f, &keys, &weights, 4);
+    assert_eq!(t.weight, exact(&keys, &weights));
+    let st = f.stats().unwrap();
+    // Probes at packets 0, 272, 800, 1840, 3904, 8016, 16224, 32624, 49024, 65424 (16 packets
+    // each, then 1, 2, ... 64 windows of 256): ten probes of 16.
+    assert_eq!((st.through, st.switches), (10 * 16, 19), "{st:?}");
+    assert_eq!(st.packets, keys.len() as u64);
+    assert_eq!(st.passed, t.updates);
+    // Deterministic.
+    let mut g = auto_front(3.0, 256);
+    feed_all(&mut g, &keys, &weights, 4);
+    assert_eq!(g.stats().unwrap(), st);
+
+    // A window that pays is never cut: bursty traffic, every packet through the aggregator.
+    let bursty = alternating(1, 20 * 256, 0);
+    let ones = vec![1u64; bursty.len()];
+    let mut b = auto_front(3.0, 256);
+    feed_all(&mut b, &bursty, &ones, 4);
+    let sb = b.stats().unwrap();
+    assert_eq!((sb.through, sb.switches), (sb.packets, 0), "{sb:?}");
+
+    // Where even a window without lookups would not pay, a probe lasts one batch.
+    let cheap = Model {
+        sink_ns: 0.5,
+        behind_ns: 0.5,
+        ..model
+    };
+    assert_eq!(cheap.lookup_limit(32), 0);
+    let mut c = auto_front(0.5, 256);
+    feed_all(&mut c, &keys, &weights, 4);
+    assert_eq!(c.stats().unwrap().through, 10 * 4);
+}
+
+#[test]
 fn the_model_weighs_the_aggregator_against_the_updates_it_saves() {
     let m = Model {
         agg: aggevict::AggCost {
@@ -288,14 +337,21 @@ fn the_model_weighs_the_aggregator_against_the_updates_it_saves() {
     assert!(m.pays(1000, 200, 100));
     // Shuffled: a lookup per packet, 60% of packets an update: 1 + 4 + 6 > 10.
     assert!(!m.pays(1000, 1000, 600));
-    // A lookup per packet, 30% of packets an update: 1 + 4 + 3 < 9 pays, unless the evictions
-    // cost the algorithm 1.5x the packets' updates: 1 + 4 + 4.5 > 9.
+    // A lookup per packet, 30% of packets an update: 1 + 4 + 3 = 8 < 9.5 pays, unless the
+    // evictions cost the algorithm 1.6x the packets' updates: 1 + 4 + 4.8 = 9.8.
     assert!(m.pays(1000, 1000, 300));
     let dear = Model {
-        behind_ns: 15.0,
+        behind_ns: 16.0,
         ..m
     };
     assert!(!dear.pays(1000, 1000, 300));
+    // The margin: aggregating must save more than MARGIN of the algorithms' cost. Saving 7%
+    // (with = 9.3) pays, 3% (9.7) does not, nor a tie (10).
+    assert_eq!(MARGIN, 0.05);
+    for (updates, pays) in [(430, true), (470, false), (500, false)] {
+        let with = 1.0 + 4.0 + 10.0 * updates as f64 / 1000.0;
+        assert_eq!(m.pays(1000, 1000, updates), pays, "with {with}");
+    }
 }
 
 #[test]

@@ -845,9 +845,9 @@ pub const ENTRY: algo::Entry = algo::Entry {
     load: |b| algo::load_state::<InstaMeasure>(NAME, b),
     // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 10.72,
-        wide_ns: 11.9,
-        behind: 0.87,
+        u32_ns: 9.15,
+        wide_ns: 13.48,
+        behind: 0.86,
     },
 };
 
@@ -865,9 +865,9 @@ pub const ENTRY_RCC: algo::Entry = algo::Entry {
     load: |b| algo::load_state::<InstaMeasure>(NAME_RCC, b),
     // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 12.69,
-        wide_ns: 14.55,
-        behind: 0.83,
+        u32_ns: 9.88,
+        wide_ns: 13.12,
+        behind: 0.79,
     },
 };
 

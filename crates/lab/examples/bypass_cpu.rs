@@ -1,12 +1,13 @@
 //! Thread CPU time (`CLOCK_THREAD_CPUTIME_ID`: time-slicing on a loaded machine does not
-//! inflate it, as it does `adapt_pairs`' TSC sums) of one algorithm over shuffled Zipf(SKEW)
-//! without Agg-Evict (`none`), behind an `auto` or `always` front, split into the batches and
+//! inflate it, as it does `adapt_pairs`' TSC sums) of one algorithm over Zipf(SKEW), shuffled
+//! or bursty, without Agg-Evict (`none`), behind an `auto` or `always` front, split into the batches and
 //! the epoch ends (flush and reset), the modes alternated round by round; the same epochs of 2 M
 //! and batches of 32, warm-up epoch and preset as `lab::run::measure`. Prints medians (ns per
 //! packet) and none/mode (speed with over without).
 //!
 //! `cargo run --release -p lab --example bypass_cpu -- ALGO[:params] SKEW PACKETS ROUNDS
-//! [MODES]` (defaults: `count_min:candidates=0 0.6 5000000 5 none,auto`).
+//! [MODES] [ORDER]` (defaults: `count_min:candidates=0 0.6 5000000 5 none,auto shuffled`).
+//! Keys as `adapt_pairs`: source addresses as u32, pairs (`FlowKey`s) for two_level.
 
 use algo::{BuildCtx, KeyBatch};
 use front::{Accel, AggMode, Front};
@@ -39,14 +40,24 @@ fn main() {
         .unwrap_or(5_000_000);
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
     let modes = args.get(4).map_or("none,auto", |s| s);
+    let order: gen::Order = args
+        .get(5)
+        .map_or("shuffled", |s| s)
+        .parse()
+        .expect("order: shuffled or bursty");
     let (name, params) = item.split_once(':').unwrap_or((item, ""));
     let params = params.replace(';', "\n");
+    let kind = if name == "two_level" {
+        KeyKind::Pair
+    } else {
+        KeyKind::Src
+    };
     let w = Workload::synthetic(&gen::Spec {
         packets,
         flows: 500_000,
         sources: Some(500_000),
         skew,
-        order: gen::Order::Shuffled,
+        order,
         seed: 1,
         ..gen::Spec::default()
     })
@@ -56,7 +67,10 @@ fn main() {
     let ones = vec![1u64; batch];
     let modes: Vec<&str> = modes.split(',').collect();
     let mut res: Vec<[Vec<f64>; 2]> = modes.iter().map(|_| [vec![], vec![]]).collect();
+    let key_len = w.key_len(kind);
+    let narrow = w.has_u32_keys(kind);
     let mut u32s = Vec::new();
+    let mut keys = Vec::new();
     for round in 0..rounds {
         let mut idx: Vec<usize> = (0..modes.len()).collect();
         if round % 2 == 1 {
@@ -65,7 +79,7 @@ fn main() {
         for i in idx {
             let ctx = BuildCtx {
                 seed: 7,
-                key_len: 4,
+                key_len,
                 ..BuildCtx::default()
             };
             let p: toml::Table = params.parse().unwrap();
@@ -80,20 +94,30 @@ fn main() {
                     } else {
                         AggMode::Always
                     };
-                    Front::new(Accel::AggEvict, &aggevict::AggConfig::default(), 4)
+                    Front::new(Accel::AggEvict, &aggevict::AggConfig::default(), key_len)
                         .unwrap()
-                        .with_costs(mode, c.ns(4), c.ns(4) * c.behind, front::WINDOW)
+                        .with_costs(mode, c.ns(key_len), c.ns(key_len) * c.behind, front::WINDOW)
                 }
             };
             let (mut t_batches, mut t_ends) = (0u64, 0u64);
             let mut start = 0usize;
             let mut warm = true;
             loop {
-                w.keys_u32_into(start, start + epoch, KeyKind::Src, &mut u32s);
-                let t0 = cpu_ns();
-                for b in u32s.chunks(batch) {
-                    front.update(KeyBatch::U32(b), &ones[..b.len()], algo.as_mut());
-                }
+                let t0 = if narrow {
+                    w.keys_u32_into(start, start + epoch, kind, &mut u32s);
+                    let t0 = cpu_ns();
+                    for b in u32s.chunks(batch) {
+                        front.update(KeyBatch::U32(b), &ones[..b.len()], algo.as_mut());
+                    }
+                    t0
+                } else {
+                    w.keys_into(start, start + epoch, kind, &mut keys);
+                    let t0 = cpu_ns();
+                    for b in keys.chunks(batch) {
+                        front.update(KeyBatch::Keys(b), &ones[..b.len()], algo.as_mut());
+                    }
+                    t0
+                };
                 let t1 = cpu_ns();
                 front.flush(algo.as_mut());
                 std::hint::black_box(algo.memory_bytes());

@@ -462,12 +462,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<Deltoid>,
     load: |b| algo::load_state::<Deltoid>(NAME, b),
-    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`
-    // (refitted on h-algos, on the others' footing: docs/agg-evict-results.md, issue 13).
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 30.94,
-        wide_ns: 66.95,
-        behind: 1.00,
+        u32_ns: 25.87,
+        wide_ns: 55.81,
+        behind: 1.04,
     },
 };
 

@@ -551,11 +551,10 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<TwoLevel>,
     load: |b| algo::load_state::<TwoLevel>(NAME, b),
-    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`
-    // (refitted on h-algos, on the others' footing: docs/agg-evict-results.md, issue 13).
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 49.13,
-        wide_ns: 49.13,
+        u32_ns: 40.05,
+        wide_ns: 40.05,
         behind: 1.00,
     },
 };

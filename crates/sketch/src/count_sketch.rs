@@ -356,11 +356,10 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<CountSketch>,
     load: |b| algo::load_state::<CountSketch>("count_sketch", b),
-    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`
-    // (refitted on h-algos, on the others' footing: docs/agg-evict-results.md, issue 13).
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 37.68,
-        wide_ns: 39.49,
-        behind: 0.93,
+        u32_ns: 32.80,
+        wide_ns: 33.61,
+        behind: 0.96,
     },
 };

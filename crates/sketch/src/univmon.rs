@@ -737,12 +737,11 @@ pub const ENTRY: algo::Entry = algo::Entry {
     resets_to_empty: true,
     save: algo::save_state::<UnivMon>,
     load: |b| algo::load_state::<UnivMon>("univmon", b),
-    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`
-    // (refitted on h-algos, on the others' footing: docs/agg-evict-results.md, issue 13).
+    // ns per update, u32 / FlowKey path: `cargo run --release -p catalog --example update_costs`.
     cost: algo::UpdateCost {
-        u32_ns: 101.3,
-        wide_ns: 109.76,
-        behind: 1.20,
+        u32_ns: 85.53,
+        wide_ns: 90.83,
+        behind: 1.08,
     },
 };
 
