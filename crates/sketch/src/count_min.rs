@@ -397,6 +397,42 @@ impl KeyChunk for &[u32] {
     }
 }
 
+/// Pass 1 of [`CmState::chunk_pow2`] with a candidate set: per key the code and its `R`
+/// cells (one multiply-add-shift each), prefetched, and `known[i] = 0xff` where the member hint
+/// (layout `WIDE`, `hmask` its slots less one) holds the key's code. Returns the OR of the
+/// codes (a longer key's code has bits above 32).
+///
+/// `R`, `shift` and `width` as `chunk_pow2` checked them: every cell is `< R * width <=
+/// MAX_CELLS = 2^30` (so it fits a u32) and in bounds of `m.counters`.
+#[inline(always)]
+fn pass1<const R: usize, C: KeyChunk, const WIDE: bool>(
+    m: &CounterMatrix,
+    ks: C,
+    n: usize,
+    cells: &mut [[u32; R]; BATCH],
+    known: &mut [u8; BATCH],
+    words: &[u32],
+    hmask: usize,
+) -> u64 {
+    let (width, shift) = (m.width, m.shift.unwrap_or(63) & 63);
+    let maps: [Affine; R] = std::array::from_fn(|r| m.maps[r]);
+    let base = m.counters.as_ptr();
+    let mut or = 0u64;
+    for ((cs, k), i) in cells.iter_mut().zip(known).zip(0..n) {
+        let h = ks.code(m, i);
+        or |= h;
+        for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
+            let j = r * width + (m.apply(h) >> shift) as usize;
+            *c = j as u32;
+            // In bounds (checked by the caller), but a prefetch needs no check anyway.
+            prefetch_ptr(base.wrapping_add(j));
+        }
+        let known = MemberHint::knows::<WIDE>(words, cs[0] as usize & hmask, h);
+        *k = 0u8.wrapping_sub(u8::from(known));
+    }
+    or
+}
+
 /// Count-Min (or count array) counters plus the candidate set. Shared by [`CountMin`] and
 /// [`crate::CountArray`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -408,14 +444,11 @@ pub(crate) struct CmState {
     hint: MemberHint,
 }
 
-/// Slots of [`MemberHint`] per candidate (a power of two at least this many): 64 KiB for the
-/// default 1024. Fewer slots leave more members sharing one (each then costs an exact offer
-/// when the other took the slot): 4 a candidate measured about 3% slower, 16 no faster
-/// (docs/agg-evict-results.md, "Point 2, third attempt").
+/// Slots of [`MemberHint`] per candidate (a power of two at least this many): 8192 slots
+/// (64 KiB allocated) for the default 1024. Fewer slots leave more members sharing one (each
+/// then costs an exact offer when the other took the slot): 4 a candidate measured about 3%
+/// slower, 16 no faster (docs/agg-evict-results.md, "Point 2, third attempt").
 const HINT_PER_CANDIDATE: usize = 8;
-
-/// An empty [`MemberHint`] slot: no key's code ([`CounterMatrix::code`] is never `u64::MAX`).
-const HINT_EMPTY: u64 = u64::MAX;
 
 /// Slots of the member hint of a candidate set of `cap` (0 without one).
 pub(crate) fn hint_slots(cap: usize) -> usize {
@@ -427,29 +460,117 @@ pub(crate) fn hint_slots(cap: usize) -> usize {
 }
 
 /// Known members of the candidate set, direct-mapped by the key's row-0 column (computed for
-/// the counters anyway: no hash of its own): slot `col0 % slots` holds a member's code, or
-/// [`HINT_EMPTY`]. Invariant: a slot holding a key's code means the key is a member. Kept by
+/// the counters anyway: no hash of its own): slot `col0 % slots` holds a member's code, or an
+/// empty mark. Invariant: a slot holding a key's code means the key is a member. Kept by
 /// writing only keys the exact set has just confirmed as members (found or inserted), and by
 /// emptying every slot when members may have left ([`Candidates::generation`] changed: a
 /// compaction or a clear). A key not found here may still be a member (another member took
 /// its slot, or it was not offered since the last compaction): the kernel then takes the exact
 /// path, which writes it here. Not state (not saved; a loaded sketch starts with it empty).
+///
+/// Two layouts of the same `2 * slots` u32 words (8 bytes a slot, allocated at construction):
+/// - *narrow*, while every code seen is a 4-byte key's (`< 2^32`): slot `i` is word `i`, the
+///   code itself. Only the first half of the words is touched: 32 KiB at the default instead
+///   of 64, a smaller share of L1/L2 beside the 1 MiB of counters (about 5% of the default's
+///   update on the bench stream, docs/agg-evict-results.md, "Issue 14 point 2 ... second
+///   pass"). Every u32 is some key's code, so the empty mark is [`NARROW_EMPTY`] except in the
+///   one slot that code itself maps to, which holds another code that maps elsewhere
+///   (`MemberHint::alt`): no code can then match an empty slot.
+/// - *wide*, from the first longer code on (`>= 2^63`, which no u32 word can match): slot `i`
+///   is words `2i` (low half) and `2i + 1`, empty `u64::MAX` (never a code).
 #[derive(Clone, Debug, Default)]
 struct MemberHint {
-    slots: Vec<u64>,
+    words: Vec<u32>,
     generation: u64,
+    wide: bool,
+    /// Narrow layout: the slot that code [`NARROW_EMPTY`] maps to, and the mark it holds when
+    /// empty (a code of another slot); `None` until computed (then the layout is wide if no
+    /// such code was found).
+    alt: Option<(usize, u32)>,
 }
 
+/// The narrow layout's empty mark (in every slot but `MemberHint::alt`'s).
+const NARROW_EMPTY: u32 = u32::MAX;
+
 impl MemberHint {
+    fn new(cap: usize) -> MemberHint {
+        MemberHint {
+            words: vec![u32::MAX; 2 * hint_slots(cap)],
+            generation: 0,
+            wide: false,
+            alt: None,
+        }
+    }
+
+    fn slots(&self) -> usize {
+        self.words.len() / 2
+    }
+
     /// Make the hint valid for a set of `cap` candidates of generation `generation` (empty it if
-    /// it was not).
+    /// it was not). `slot_of(code)` is the slot a code maps to (for the narrow empty marks).
     #[inline(always)]
-    fn sync(&mut self, cap: usize, generation: u64) {
-        let len = hint_slots(cap);
-        if self.generation != generation || self.slots.len() != len {
-            self.slots.clear();
-            self.slots.resize(len, HINT_EMPTY);
+    fn sync(&mut self, cap: usize, generation: u64, slot_of: impl Fn(u64) -> usize) {
+        let len = 2 * hint_slots(cap);
+        if self.alt.is_none() {
+            let s = slot_of(u64::from(NARROW_EMPTY));
+            // A code of another slot; almost always 0 or 1. Should the first few all share the
+            // slot (a degenerate map), take the wide layout, which needs no such mark.
+            match (0..64u32).find(|&c| slot_of(u64::from(c)) != s) {
+                Some(c) => self.alt = Some((s, c)),
+                None => {
+                    self.alt = Some((usize::MAX, NARROW_EMPTY));
+                    self.wide = true;
+                }
+            }
+            self.generation = generation.wrapping_add(1);
+        }
+        if self.generation != generation || self.words.len() != len {
+            self.empty(len);
             self.generation = generation;
+        }
+    }
+
+    #[cold]
+    fn empty(&mut self, len: usize) {
+        self.words.clear();
+        self.words.resize(len, u32::MAX);
+        if let (false, Some((s, c))) = (self.wide, self.alt) {
+            if let Some(w) = self.words.get_mut(s) {
+                *w = c;
+            }
+        }
+    }
+
+    /// Switch to the wide layout (a code `>= 2^32` was seen), emptied.
+    #[cold]
+    fn widen(&mut self) {
+        self.wide = true;
+        self.empty(self.words.len());
+    }
+
+    /// Whether slot `slot` (already masked) holds `code`, in layout `WIDE`.
+    #[inline(always)]
+    fn knows<const WIDE: bool>(words: &[u32], slot: usize, code: u64) -> bool {
+        if WIDE {
+            match words.get(2 * slot..2 * slot + 2) {
+                Some(&[lo, hi]) => (u64::from(hi) << 32 | u64::from(lo)) == code,
+                _ => false,
+            }
+        } else {
+            words.get(slot).map(|&w| u64::from(w)) == Some(code)
+        }
+    }
+
+    /// Write member `code` to slot `slot` (already masked). In the narrow layout a longer code
+    /// is not written (the kernel widens the hint before it offers any).
+    #[inline(always)]
+    fn note(&mut self, slot: usize, code: u64) {
+        if self.wide {
+            if let Some(p) = self.words.get_mut(2 * slot..2 * slot + 2) {
+                p.copy_from_slice(&[code as u32, (code >> 32) as u32]);
+            }
+        } else if let (Ok(c), Some(w)) = (u32::try_from(code), self.words.get_mut(slot)) {
+            *w = c;
         }
     }
 }
@@ -460,10 +581,7 @@ impl CmState {
             m: CounterMatrix::new(rows, width, hash),
             cand: Candidates::new(candidates, 1),
             // Allocated now, so that the memory is the instance's from the start.
-            hint: MemberHint {
-                slots: vec![HINT_EMPTY; hint_slots(candidates)],
-                generation: 0,
-            },
+            hint: MemberHint::new(candidates),
         }
     }
 
@@ -589,24 +707,39 @@ impl CmState {
         }
         // Pass 1: code, the R cells of every key, prefetch them; which keys the hint knows
         // as members.
-        self.hint.sync(self.cand.cap(), self.cand.generation());
+        let map0 = maps[0];
+        self.hint
+            .sync(self.cand.cap(), self.cand.generation(), |c| {
+                (map0.apply(c) >> shift) as usize & (hint_slots(self.cand.cap()) - 1)
+            });
         // A power of two (the set is enabled: `cap >= 1`).
-        let hint = &self.hint.slots[..];
-        let hmask = hint.len().wrapping_sub(1);
+        let hmask = self.hint.slots().wrapping_sub(1);
         let mut cells = [[0u32; R]; BATCH];
         let mut known = [0u8; BATCH];
-        for ((cs, k), i) in cells.iter_mut().zip(&mut known).zip(0..n) {
-            let h = ks.code(&self.m, i);
-            for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
-                // `< R * width <= MAX_CELLS = 2^30` (validated), so it fits a u32.
-                let j = r * width + (m.apply(h) >> shift) as usize;
-                *c = j as u32;
-                // In bounds (checked above), but a prefetch needs no check anyway.
-                prefetch_ptr(base.wrapping_add(j));
-            }
-            // 0xff where the hint knows the key (a code is never `HINT_EMPTY`).
-            let known = hint.get(cs[0] as usize & hmask) == Some(&h);
-            *k = 0u8.wrapping_sub(u8::from(known));
+        let codes_or = if self.hint.wide {
+            pass1::<R, C, true>(
+                &self.m,
+                ks,
+                n,
+                &mut cells,
+                &mut known,
+                &self.hint.words,
+                hmask,
+            )
+        } else {
+            pass1::<R, C, false>(
+                &self.m,
+                ks,
+                n,
+                &mut cells,
+                &mut known,
+                &self.hint.words,
+                hmask,
+            )
+        };
+        if !self.hint.wide && codes_or >> 32 != 0 {
+            // A longer key: from now on the wide layout (the bits taken stay true).
+            self.hint.widen();
         }
         // The bits are taken after the first counter pass (then the bytes' stores have left
         // the store buffer: reading them at once would stall on forwarding).
@@ -654,15 +787,15 @@ impl CmState {
             if need != 0 {
                 let m = &self.m;
                 let generation = self.cand.generation();
-                let slots = &mut self.hint.slots;
+                let hint = &mut self.hint;
                 self.cand.offer_marked_noting(
                     need,
                     |i| Some((ks.key(start + i)?, ks.code(m, start + i))),
                     |i| ests.get(i).map_or(0, |&e| u64::from(e)),
                     |h| m.estimate_h(h),
                     |i, h| {
-                        if let Some(s) = slots.get_mut(pcells[i][0] as usize & hmask) {
-                            *s = h;
+                        if let Some(cs) = pcells.get(i) {
+                            hint.note(cs[0] as usize & hmask, h);
                         }
                     },
                 );
