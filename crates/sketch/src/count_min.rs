@@ -405,15 +405,15 @@ impl KeyChunk for &[u32] {
 /// `R`, `shift` and `width` as `chunk_pow2` checked them: every cell is `< R * width <=
 /// MAX_CELLS = 2^30` (so it fits a u32) and in bounds of `m.counters`.
 #[inline(always)]
-fn pass1<const R: usize, C: KeyChunk, const WIDE: bool>(
+fn pass1<const R: usize, C: KeyChunk, V: HintView>(
     m: &CounterMatrix,
     ks: C,
     n: usize,
     cells: &mut [[u32; R]; BATCH],
     known: &mut [u8; BATCH],
-    words: &[u32],
-    hmask: usize,
+    hint: V,
 ) -> u64 {
+    let hmask = hint.len().wrapping_sub(1);
     let (width, shift) = (m.width, m.shift.unwrap_or(63) & 63);
     let maps: [Affine; R] = std::array::from_fn(|r| m.maps[r]);
     let base = m.counters.as_ptr();
@@ -427,7 +427,7 @@ fn pass1<const R: usize, C: KeyChunk, const WIDE: bool>(
             // In bounds (checked by the caller), but a prefetch needs no check anyway.
             prefetch_ptr(base.wrapping_add(j));
         }
-        let known = MemberHint::knows::<WIDE>(words, cs[0] as usize & hmask, h);
+        let known = hint.knows(cs[0] as usize & hmask, h);
         *k = 0u8.wrapping_sub(u8::from(known));
     }
     or
@@ -468,19 +468,21 @@ pub(crate) fn hint_slots(cap: usize) -> usize {
 /// its slot, or it was not offered since the last compaction): the kernel then takes the exact
 /// path, which writes it here. Not state (not saved; a loaded sketch starts with it empty).
 ///
-/// Two layouts of the same `2 * slots` u32 words (8 bytes a slot, allocated at construction):
-/// - *narrow*, while every code seen is a 4-byte key's (`< 2^32`): slot `i` is word `i`, the
-///   code itself. Only the first half of the words is touched: 32 KiB at the default instead
-///   of 64, a smaller share of L1/L2 beside the 1 MiB of counters (about 5% of the default's
-///   update on the bench stream, docs/agg-evict-results.md, "Issue 14 point 2 ... second
-///   pass"). Every u32 is some key's code, so the empty mark is [`NARROW_EMPTY`] except in the
+/// Two layouts of the same `slots` entries of two u32 words (8 bytes a slot, allocated at
+/// construction):
+/// - *narrow*, while every code seen is a 4-byte key's (`< 2^32`): slot `i` is word `i` of the
+///   flattened entries, the code itself. Only the first half of the words is touched: 32 KiB at the default instead
+///   of 64, a smaller share of L1/L2 beside the 1 MiB of counters (the default's update 2-5%
+///   faster on the bench stream: docs/agg-evict-results.md, "Issue 14 point 2 (2026-11-25,
+///   h-cm, second pass)"). Every u32 is some key's code, so the empty mark is [`NARROW_EMPTY`] except in the
 ///   one slot that code itself maps to, which holds another code that maps elsewhere
 ///   (`MemberHint::alt`): no code can then match an empty slot.
 /// - *wide*, from the first longer code on (`>= 2^63`, which no u32 word can match): slot `i`
-///   is words `2i` (low half) and `2i + 1`, empty `u64::MAX` (never a code).
+///   is entry `i` (low half, high half), empty `u64::MAX` (never a code).
 #[derive(Clone, Debug, Default)]
 struct MemberHint {
-    words: Vec<u32>,
+    /// One entry a slot (the narrow layout uses the first half of them as u32 words).
+    words: Vec<[u32; 2]>,
     generation: u64,
     wide: bool,
     /// Narrow layout: the slot that code [`NARROW_EMPTY`] maps to, and the mark it holds when
@@ -492,25 +494,60 @@ struct MemberHint {
 /// The narrow layout's empty mark (in every slot but `MemberHint::alt`'s).
 const NARROW_EMPTY: u32 = u32::MAX;
 
+/// A layout of [`MemberHint`] as the kernel reads it: narrow (`&[u32]`, one word a slot) or wide
+/// (`&[[u32; 2]]`, a code's low and high halves). A power-of-two number of slots; the kernel
+/// masks with `len() - 1`, so the compiler sees every index in bounds.
+trait HintView: Copy {
+    fn len(self) -> usize;
+    /// Whether slot `slot` holds `code` (false past the end).
+    fn knows(self, slot: usize, code: u64) -> bool;
+}
+
+impl HintView for &[u32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[u32]>::len(self)
+    }
+    #[inline(always)]
+    fn knows(self, slot: usize, code: u64) -> bool {
+        // A longer code (`>= 2^32`) matches no word.
+        self.get(slot).map(|&w| u64::from(w)) == Some(code)
+    }
+}
+
+impl HintView for &[[u32; 2]] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[[u32; 2]]>::len(self)
+    }
+    #[inline(always)]
+    fn knows(self, slot: usize, code: u64) -> bool {
+        self.get(slot)
+            .is_some_and(|&[lo, hi]| (u64::from(hi) << 32 | u64::from(lo)) == code)
+    }
+}
+
 impl MemberHint {
     fn new(cap: usize) -> MemberHint {
         MemberHint {
-            words: vec![u32::MAX; 2 * hint_slots(cap)],
+            words: vec![[u32::MAX; 2]; hint_slots(cap)],
             generation: 0,
             wide: false,
             alt: None,
         }
     }
 
-    fn slots(&self) -> usize {
-        self.words.len() / 2
+    /// The narrow layout's words: the first `slots` u32 of the entries.
+    fn narrow(&self) -> &[u32] {
+        let n = self.words.len();
+        &self.words.as_flattened()[..n]
     }
 
     /// Make the hint valid for a set of `cap` candidates of generation `generation` (empty it if
     /// it was not). `slot_of(code)` is the slot a code maps to (for the narrow empty marks).
     #[inline(always)]
     fn sync(&mut self, cap: usize, generation: u64, slot_of: impl Fn(u64) -> usize) {
-        let len = 2 * hint_slots(cap);
+        let len = hint_slots(cap);
         if self.alt.is_none() {
             let s = slot_of(u64::from(NARROW_EMPTY));
             // A code of another slot; almost always 0 or 1. Should the first few all share the
@@ -533,9 +570,9 @@ impl MemberHint {
     #[cold]
     fn empty(&mut self, len: usize) {
         self.words.clear();
-        self.words.resize(len, u32::MAX);
+        self.words.resize(len, [u32::MAX; 2]);
         if let (false, Some((s, c))) = (self.wide, self.alt) {
-            if let Some(w) = self.words.get_mut(s) {
+            if let Some(w) = self.words.as_flattened_mut().get_mut(s) {
                 *w = c;
             }
         }
@@ -548,28 +585,18 @@ impl MemberHint {
         self.empty(self.words.len());
     }
 
-    /// Whether slot `slot` (already masked) holds `code`, in layout `WIDE`.
-    #[inline(always)]
-    fn knows<const WIDE: bool>(words: &[u32], slot: usize, code: u64) -> bool {
-        if WIDE {
-            match words.get(2 * slot..2 * slot + 2) {
-                Some(&[lo, hi]) => (u64::from(hi) << 32 | u64::from(lo)) == code,
-                _ => false,
-            }
-        } else {
-            words.get(slot).map(|&w| u64::from(w)) == Some(code)
-        }
-    }
-
     /// Write member `code` to slot `slot` (already masked). In the narrow layout a longer code
     /// is not written (the kernel widens the hint before it offers any).
     #[inline(always)]
     fn note(&mut self, slot: usize, code: u64) {
         if self.wide {
-            if let Some(p) = self.words.get_mut(2 * slot..2 * slot + 2) {
-                p.copy_from_slice(&[code as u32, (code >> 32) as u32]);
+            if let Some(p) = self.words.get_mut(slot) {
+                *p = [code as u32, (code >> 32) as u32];
             }
-        } else if let (Ok(c), Some(w)) = (u32::try_from(code), self.words.get_mut(slot)) {
+        } else if let (Ok(c), Some(w)) = (
+            u32::try_from(code),
+            self.words.as_flattened_mut().get_mut(slot),
+        ) {
             *w = c;
         }
     }
@@ -662,7 +689,11 @@ impl CmState {
     /// and about 25 instructions) and the estimates of non-members were recovered after the
     /// counter pass (`own_estimate`, O(chunk) each); the default cost about 1.7-1.8x counters
     /// only, now about 1.4x. A 2-way hint (two loads a key) and a 4-slot hint a candidate
-    /// measured slower; prefetching the probe slots in pass 1 too (evicts counter lines).
+    /// measured slower; prefetching the probe slots in pass 1 too (evicts counter lines). Second
+    /// pass (2026-11-25): u32 hint words for 4-byte keys kept; measured slower and dropped: the
+    /// hint checked in pass 2 instead of pass 1, the hint loads in a loop of their own before
+    /// the cells, a 2-way hint in one 8-byte entry (16 and 32 KiB), the bits in a register
+    /// instead of bytes.
     #[inline(always)]
     fn chunk_pow2<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
         let n = ks.len().min(ws.len()).min(BATCH);
@@ -713,29 +744,14 @@ impl CmState {
                 (map0.apply(c) >> shift) as usize & (hint_slots(self.cand.cap()) - 1)
             });
         // A power of two (the set is enabled: `cap >= 1`).
-        let hmask = self.hint.slots().wrapping_sub(1);
+        let hmask = self.hint.words.len().wrapping_sub(1);
         let mut cells = [[0u32; R]; BATCH];
         let mut known = [0u8; BATCH];
-        let codes_or = if self.hint.wide {
-            pass1::<R, C, true>(
-                &self.m,
-                ks,
-                n,
-                &mut cells,
-                &mut known,
-                &self.hint.words,
-                hmask,
-            )
+        let (m, hint) = (&self.m, &self.hint);
+        let codes_or = if hint.wide {
+            pass1::<R, C, _>(m, ks, n, &mut cells, &mut known, &hint.words[..])
         } else {
-            pass1::<R, C, false>(
-                &self.m,
-                ks,
-                n,
-                &mut cells,
-                &mut known,
-                &self.hint.words,
-                hmask,
-            )
+            pass1::<R, C, _>(m, ks, n, &mut cells, &mut known, hint.narrow())
         };
         if !self.hint.wide && codes_or >> 32 != 0 {
             // A longer key: from now on the wide layout (the bits taken stay true).
@@ -769,16 +785,14 @@ impl CmState {
             let (pws, pcells) = (&ws[start..end], &cells[start..end]);
             // Pass 2: the counter updates, each key's estimate right after its own (the
             // one-by-one path's: the piece's earlier updates are in, the later ones not yet).
-            // Which reach theta: a compare a key, in a register (no compaction within a piece,
-            // so theta holds; a theta past u32::MAX is reached by no u32 estimate).
+            // Which reach theta: a compare a key, in a register, in u64 (no compaction within a
+            // piece, so theta holds; a theta past u32::MAX is then reached by no estimate).
             let theta = self.cand.theta();
-            let t = u32::try_from(theta).unwrap_or(u32::MAX);
-            let past = u64::from(theta <= u64::from(u32::MAX));
             let mut ests = [0u32; BATCH];
             let mut reach = 0u64;
             for (i, ((&w, cs), e)) in pws.iter().zip(pcells).zip(&mut ests).enumerate() {
                 *e = add_cells::<R, false>(base, cs, w as u32);
-                reach |= (u64::from(*e >= t) & past) << i;
+                reach |= u64::from(u64::from(*e) >= theta) << i;
             }
             // Pass 3: the keys the hint does not know whose estimate reached theta.
             let members = *members.get_or_insert_with(|| byte_mask(&known));
