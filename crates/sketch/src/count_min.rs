@@ -397,6 +397,42 @@ impl KeyChunk for &[u32] {
     }
 }
 
+/// Pass 1 of [`CmState::chunk_pow2`] with a candidate set: per key the code and its `R`
+/// cells (one multiply-add-shift each), prefetched, and `known[i] = 0xff` where the member hint
+/// (layout `WIDE`, `hmask` its slots less one) holds the key's code. Returns the OR of the
+/// codes (a longer key's code has bits above 32).
+///
+/// `R`, `shift` and `width` as `chunk_pow2` checked them: every cell is `< R * width <=
+/// MAX_CELLS = 2^30` (so it fits a u32) and in bounds of `m.counters`.
+#[inline(always)]
+fn pass1<const R: usize, C: KeyChunk, V: HintView>(
+    m: &CounterMatrix,
+    ks: C,
+    n: usize,
+    cells: &mut [[u32; R]; BATCH],
+    known: &mut [u8; BATCH],
+    hint: V,
+) -> u64 {
+    let hmask = hint.len().wrapping_sub(1);
+    let (width, shift) = (m.width, m.shift.unwrap_or(63) & 63);
+    let maps: [Affine; R] = std::array::from_fn(|r| m.maps[r]);
+    let base = m.counters.as_ptr();
+    let mut or = 0u64;
+    for ((cs, k), i) in cells.iter_mut().zip(known).zip(0..n) {
+        let h = ks.code(m, i);
+        or |= h;
+        for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
+            let j = r * width + (m.apply(h) >> shift) as usize;
+            *c = j as u32;
+            // In bounds (checked by the caller), but a prefetch needs no check anyway.
+            prefetch_ptr(base.wrapping_add(j));
+        }
+        let known = hint.knows(cs[0] as usize & hmask, h);
+        *k = 0u8.wrapping_sub(u8::from(known));
+    }
+    or
+}
+
 /// Count-Min (or count array) counters plus the candidate set. Shared by [`CountMin`] and
 /// [`crate::CountArray`].
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -408,14 +444,11 @@ pub(crate) struct CmState {
     hint: MemberHint,
 }
 
-/// Slots of [`MemberHint`] per candidate (a power of two at least this many): 64 KiB for the
-/// default 1024. Fewer slots leave more members sharing one (each then costs an exact offer
-/// when the other took the slot): 4 a candidate measured about 3% slower, 16 no faster
-/// (docs/agg-evict-results.md, "Point 2, third attempt").
+/// Slots of [`MemberHint`] per candidate (a power of two at least this many): 8192 slots
+/// (64 KiB allocated) for the default 1024. Fewer slots leave more members sharing one (each
+/// then costs an exact offer when the other took the slot): 4 a candidate measured about 3%
+/// slower, 16 no faster (docs/agg-evict-results.md, "Point 2, third attempt").
 const HINT_PER_CANDIDATE: usize = 8;
-
-/// An empty [`MemberHint`] slot: no key's code ([`CounterMatrix::code`] is never `u64::MAX`).
-const HINT_EMPTY: u64 = u64::MAX;
 
 /// Slots of the member hint of a candidate set of `cap` (0 without one).
 pub(crate) fn hint_slots(cap: usize) -> usize {
@@ -427,29 +460,144 @@ pub(crate) fn hint_slots(cap: usize) -> usize {
 }
 
 /// Known members of the candidate set, direct-mapped by the key's row-0 column (computed for
-/// the counters anyway: no hash of its own): slot `col0 % slots` holds a member's code, or
-/// [`HINT_EMPTY`]. Invariant: a slot holding a key's code means the key is a member. Kept by
+/// the counters anyway: no hash of its own): slot `col0 % slots` holds a member's code, or an
+/// empty mark. Invariant: a slot holding a key's code means the key is a member. Kept by
 /// writing only keys the exact set has just confirmed as members (found or inserted), and by
 /// emptying every slot when members may have left ([`Candidates::generation`] changed: a
 /// compaction or a clear). A key not found here may still be a member (another member took
 /// its slot, or it was not offered since the last compaction): the kernel then takes the exact
 /// path, which writes it here. Not state (not saved; a loaded sketch starts with it empty).
+///
+/// Two layouts of the same `slots` entries of two u32 words (8 bytes a slot, allocated at
+/// construction):
+/// - *narrow*, while every code seen is a 4-byte key's (`< 2^32`): slot `i` is word `i` of the
+///   flattened entries, the code itself. Only the first half of the words is touched: 32 KiB at the default instead
+///   of 64, a smaller share of L1/L2 beside the 1 MiB of counters (the default's update 2-5%
+///   faster on the bench stream: docs/agg-evict-results.md, "Issue 14 point 2 (2026-11-25,
+///   h-cm, second pass)"). Every u32 is some key's code, so the empty mark is [`NARROW_EMPTY`] except in the
+///   one slot that code itself maps to, which holds another code that maps elsewhere
+///   (`MemberHint::alt`): no code can then match an empty slot.
+/// - *wide*, from the first longer code on (`>= 2^63`, which no u32 word can match): slot `i`
+///   is entry `i` (low half, high half), empty `u64::MAX` (never a code).
 #[derive(Clone, Debug, Default)]
 struct MemberHint {
-    slots: Vec<u64>,
+    /// One entry a slot (the narrow layout uses the first half of them as u32 words).
+    words: Vec<[u32; 2]>,
     generation: u64,
+    wide: bool,
+    /// Narrow layout: the slot that code [`NARROW_EMPTY`] maps to, and the mark it holds when
+    /// empty (a code of another slot); `None` until computed (then the layout is wide if no
+    /// such code was found).
+    alt: Option<(usize, u32)>,
+}
+
+/// The narrow layout's empty mark (in every slot but `MemberHint::alt`'s).
+const NARROW_EMPTY: u32 = u32::MAX;
+
+/// A layout of [`MemberHint`] as the kernel reads it: narrow (`&[u32]`, one word a slot) or wide
+/// (`&[[u32; 2]]`, a code's low and high halves). A power-of-two number of slots; the kernel
+/// masks with `len() - 1`, so the compiler sees every index in bounds.
+trait HintView: Copy {
+    fn len(self) -> usize;
+    /// Whether slot `slot` holds `code` (false past the end).
+    fn knows(self, slot: usize, code: u64) -> bool;
+}
+
+impl HintView for &[u32] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[u32]>::len(self)
+    }
+    #[inline(always)]
+    fn knows(self, slot: usize, code: u64) -> bool {
+        // A longer code (`>= 2^32`) matches no word.
+        self.get(slot).map(|&w| u64::from(w)) == Some(code)
+    }
+}
+
+impl HintView for &[[u32; 2]] {
+    #[inline(always)]
+    fn len(self) -> usize {
+        <[[u32; 2]]>::len(self)
+    }
+    #[inline(always)]
+    fn knows(self, slot: usize, code: u64) -> bool {
+        self.get(slot)
+            .is_some_and(|&[lo, hi]| (u64::from(hi) << 32 | u64::from(lo)) == code)
+    }
 }
 
 impl MemberHint {
+    fn new(cap: usize) -> MemberHint {
+        MemberHint {
+            words: vec![[u32::MAX; 2]; hint_slots(cap)],
+            generation: 0,
+            wide: false,
+            alt: None,
+        }
+    }
+
+    /// The narrow layout's words: the first `slots` u32 of the entries.
+    fn narrow(&self) -> &[u32] {
+        let n = self.words.len();
+        &self.words.as_flattened()[..n]
+    }
+
     /// Make the hint valid for a set of `cap` candidates of generation `generation` (empty it if
-    /// it was not).
+    /// it was not). `slot_of(code)` is the slot a code maps to (for the narrow empty marks).
     #[inline(always)]
-    fn sync(&mut self, cap: usize, generation: u64) {
+    fn sync(&mut self, cap: usize, generation: u64, slot_of: impl Fn(u64) -> usize) {
         let len = hint_slots(cap);
-        if self.generation != generation || self.slots.len() != len {
-            self.slots.clear();
-            self.slots.resize(len, HINT_EMPTY);
+        if self.alt.is_none() {
+            let s = slot_of(u64::from(NARROW_EMPTY));
+            // A code of another slot; almost always 0 or 1. Should the first few all share the
+            // slot (a degenerate map), take the wide layout, which needs no such mark.
+            match (0..64u32).find(|&c| slot_of(u64::from(c)) != s) {
+                Some(c) => self.alt = Some((s, c)),
+                None => {
+                    self.alt = Some((usize::MAX, NARROW_EMPTY));
+                    self.wide = true;
+                }
+            }
+            self.generation = generation.wrapping_add(1);
+        }
+        if self.generation != generation || self.words.len() != len {
+            self.empty(len);
             self.generation = generation;
+        }
+    }
+
+    #[cold]
+    fn empty(&mut self, len: usize) {
+        self.words.clear();
+        self.words.resize(len, [u32::MAX; 2]);
+        if let (false, Some((s, c))) = (self.wide, self.alt) {
+            if let Some(w) = self.words.as_flattened_mut().get_mut(s) {
+                *w = c;
+            }
+        }
+    }
+
+    /// Switch to the wide layout (a code `>= 2^32` was seen), emptied.
+    #[cold]
+    fn widen(&mut self) {
+        self.wide = true;
+        self.empty(self.words.len());
+    }
+
+    /// Write member `code` to slot `slot` (already masked). In the narrow layout a longer code
+    /// is not written (the kernel widens the hint before it offers any).
+    #[inline(always)]
+    fn note(&mut self, slot: usize, code: u64) {
+        if self.wide {
+            if let Some(p) = self.words.get_mut(slot) {
+                *p = [code as u32, (code >> 32) as u32];
+            }
+        } else if let (Ok(c), Some(w)) = (
+            u32::try_from(code),
+            self.words.as_flattened_mut().get_mut(slot),
+        ) {
+            *w = c;
         }
     }
 }
@@ -460,10 +608,7 @@ impl CmState {
             m: CounterMatrix::new(rows, width, hash),
             cand: Candidates::new(candidates, 1),
             // Allocated now, so that the memory is the instance's from the start.
-            hint: MemberHint {
-                slots: vec![HINT_EMPTY; hint_slots(candidates)],
-                generation: 0,
-            },
+            hint: MemberHint::new(candidates),
         }
     }
 
@@ -544,7 +689,11 @@ impl CmState {
     /// and about 25 instructions) and the estimates of non-members were recovered after the
     /// counter pass (`own_estimate`, O(chunk) each); the default cost about 1.7-1.8x counters
     /// only, now about 1.4x. A 2-way hint (two loads a key) and a 4-slot hint a candidate
-    /// measured slower; prefetching the probe slots in pass 1 too (evicts counter lines).
+    /// measured slower; prefetching the probe slots in pass 1 too (evicts counter lines). Second
+    /// pass (2026-11-25): u32 hint words for 4-byte keys kept; measured slower and dropped: the
+    /// hint checked in pass 2 instead of pass 1, the hint loads in a loop of their own before
+    /// the cells, a 2-way hint in one 8-byte entry (16 and 32 KiB), the bits in a register
+    /// instead of bytes.
     #[inline(always)]
     fn chunk_pow2<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
         let n = ks.len().min(ws.len()).min(BATCH);
@@ -589,24 +738,24 @@ impl CmState {
         }
         // Pass 1: code, the R cells of every key, prefetch them; which keys the hint knows
         // as members.
-        self.hint.sync(self.cand.cap(), self.cand.generation());
+        let map0 = maps[0];
+        self.hint
+            .sync(self.cand.cap(), self.cand.generation(), |c| {
+                (map0.apply(c) >> shift) as usize & (hint_slots(self.cand.cap()) - 1)
+            });
         // A power of two (the set is enabled: `cap >= 1`).
-        let hint = &self.hint.slots[..];
-        let hmask = hint.len().wrapping_sub(1);
+        let hmask = self.hint.words.len().wrapping_sub(1);
         let mut cells = [[0u32; R]; BATCH];
         let mut known = [0u8; BATCH];
-        for ((cs, k), i) in cells.iter_mut().zip(&mut known).zip(0..n) {
-            let h = ks.code(&self.m, i);
-            for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
-                // `< R * width <= MAX_CELLS = 2^30` (validated), so it fits a u32.
-                let j = r * width + (m.apply(h) >> shift) as usize;
-                *c = j as u32;
-                // In bounds (checked above), but a prefetch needs no check anyway.
-                prefetch_ptr(base.wrapping_add(j));
-            }
-            // 0xff where the hint knows the key (a code is never `HINT_EMPTY`).
-            let known = hint.get(cs[0] as usize & hmask) == Some(&h);
-            *k = 0u8.wrapping_sub(u8::from(known));
+        let (m, hint) = (&self.m, &self.hint);
+        let codes_or = if hint.wide {
+            pass1::<R, C, _>(m, ks, n, &mut cells, &mut known, &hint.words[..])
+        } else {
+            pass1::<R, C, _>(m, ks, n, &mut cells, &mut known, hint.narrow())
+        };
+        if !self.hint.wide && codes_or >> 32 != 0 {
+            // A longer key: from now on the wide layout (the bits taken stay true).
+            self.hint.widen();
         }
         // The bits are taken after the first counter pass (then the bytes' stores have left
         // the store buffer: reading them at once would stall on forwarding).
@@ -636,16 +785,14 @@ impl CmState {
             let (pws, pcells) = (&ws[start..end], &cells[start..end]);
             // Pass 2: the counter updates, each key's estimate right after its own (the
             // one-by-one path's: the piece's earlier updates are in, the later ones not yet).
-            // Which reach theta: a compare a key, in a register (no compaction within a piece,
-            // so theta holds; a theta past u32::MAX is reached by no u32 estimate).
+            // Which reach theta: a compare a key, in a register, in u64 (no compaction within a
+            // piece, so theta holds; a theta past u32::MAX is then reached by no estimate).
             let theta = self.cand.theta();
-            let t = u32::try_from(theta).unwrap_or(u32::MAX);
-            let past = u64::from(theta <= u64::from(u32::MAX));
             let mut ests = [0u32; BATCH];
             let mut reach = 0u64;
             for (i, ((&w, cs), e)) in pws.iter().zip(pcells).zip(&mut ests).enumerate() {
                 *e = add_cells::<R, false>(base, cs, w as u32);
-                reach |= (u64::from(*e >= t) & past) << i;
+                reach |= u64::from(u64::from(*e) >= theta) << i;
             }
             // Pass 3: the keys the hint does not know whose estimate reached theta.
             let members = *members.get_or_insert_with(|| byte_mask(&known));
@@ -654,15 +801,15 @@ impl CmState {
             if need != 0 {
                 let m = &self.m;
                 let generation = self.cand.generation();
-                let slots = &mut self.hint.slots;
+                let hint = &mut self.hint;
                 self.cand.offer_marked_noting(
                     need,
                     |i| Some((ks.key(start + i)?, ks.code(m, start + i))),
                     |i| ests.get(i).map_or(0, |&e| u64::from(e)),
                     |h| m.estimate_h(h),
                     |i, h| {
-                        if let Some(s) = slots.get_mut(pcells[i][0] as usize & hmask) {
-                            *s = h;
+                        if let Some(cs) = pcells.get(i) {
+                            hint.note(cs[0] as usize & hmask, h);
                         }
                     },
                 );

@@ -303,6 +303,50 @@ fn count_min_batch_equals_single_and_seeds_matter() {
     assert_eq!(json(&a), json(&cm(4, 1024, 64)));
 }
 
+/// The member hint's two layouts (`count_min::MemberHint`): 4-byte keys through the u32 path
+/// (narrow layout), then 5-tuple keys (the first longer code widens it), then 4-byte keys
+/// again, leave the one-by-one state; and 255.255.255.255, whose code is the narrow layout's
+/// empty mark, is never taken for a member by an empty slot (it is made heavy here, so it must
+/// be offered and end up a candidate, as it does one by one).
+#[test]
+fn count_min_member_hint_layouts_keep_the_one_by_one_state() {
+    let mut stream = zipf_keys(12_000, 2_000, 1.1, 5);
+    for k in stream.iter_mut().step_by(5) {
+        *k = FlowKey::from_u32(u32::MAX);
+    }
+    let long: Vec<FlowKey> = zipf_keys(8_000, 1_500, 1.1, 6)
+        .iter()
+        .map(|k| {
+            let a = k.prefix_u32().to_be_bytes();
+            FlowKey::v4(key::KeyKind::FiveTuple, a, [10, 0, 0, 1], 80, 443, 6)
+        })
+        .collect();
+    let (first, last) = stream.split_at(7_000);
+    for (rows, width, cands) in [(4, 1024, 16), (1, 4096, 32), (4, 65536, 64)] {
+        let (mut batch, mut single) = (cm(rows, width, cands), cm(rows, width, cands));
+        feed_u32(&mut batch, first, 32);
+        feed_weighted(&mut batch, &long, 32);
+        feed_u32(&mut batch, last, 32);
+        for part in [first, &long, last] {
+            let ws: Vec<u64> = (0..part.len() as u64).map(|i| 1 + i % 3).collect();
+            feed_single_weighted(&mut single, part, &ws);
+        }
+        assert_eq!(
+            json(&batch),
+            json(&single),
+            "{rows} x {width}, {cands} candidates"
+        );
+        let top = batch.top_k(1).expect("candidates");
+        assert_eq!(top[0].0, FlowKey::from_u32(u32::MAX), "{rows} x {width}");
+        // Narrow only (the empty mark's key among others): the one-by-one state too.
+        let (mut batch, mut single) = (cm(rows, width, cands), cm(rows, width, cands));
+        feed_u32(&mut batch, &stream, 32);
+        let ws: Vec<u64> = (0..stream.len() as u64).map(|i| 1 + i % 3).collect();
+        feed_single_weighted(&mut single, &stream, &ws);
+        assert_eq!(json(&batch), json(&single), "{rows} x {width}, narrow");
+    }
+}
+
 /// Bursty order (runs of one key, as a capture's trains): the batch kernel's shortcut for a
 /// run of a key that is not yet a candidate (one update less than the next in the run) leaves
 /// the one-by-one state, weighted, for several shapes.
