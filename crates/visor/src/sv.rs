@@ -76,44 +76,24 @@ trait Slot: Copy + Eq + std::fmt::Debug + Send + 'static {
     fn id(self) -> usize;
 }
 
-impl Slot for u8 {
-    const EMPTY: u8 = 0;
-    const MAX_K: usize = u8::MAX as usize;
-    #[inline]
-    fn of(id: u32) -> u8 {
-        (id + 1) as u8
-    }
-    #[inline]
-    fn id(self) -> usize {
-        self as usize - 1
-    }
+/// The three widths implement [`Slot`] alike: the id plus one, 0 for empty.
+macro_rules! slot {
+    ($($t:ty),*) => {$(
+        impl Slot for $t {
+            const EMPTY: $t = 0;
+            const MAX_K: usize = <$t>::MAX as usize;
+            #[inline]
+            fn of(id: u32) -> $t {
+                (id + 1) as $t
+            }
+            #[inline]
+            fn id(self) -> usize {
+                self as usize - 1
+            }
+        }
+    )*};
 }
-
-impl Slot for u16 {
-    const EMPTY: u16 = 0;
-    const MAX_K: usize = u16::MAX as usize;
-    #[inline]
-    fn of(id: u32) -> u16 {
-        (id + 1) as u16
-    }
-    #[inline]
-    fn id(self) -> usize {
-        self as usize - 1
-    }
-}
-
-impl Slot for u32 {
-    const EMPTY: u32 = 0;
-    const MAX_K: usize = u32::MAX as usize;
-    #[inline]
-    fn of(id: u32) -> u32 {
-        id + 1
-    }
-    #[inline]
-    fn id(self) -> usize {
-        self as usize - 1
-    }
-}
+slot!(u8, u16, u32);
 
 /// A tree node: an entry id and its `s` when its leaf was last set (a lower bound of the
 /// entry's `s`).
