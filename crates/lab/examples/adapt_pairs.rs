@@ -39,16 +39,7 @@ fn main() {
     let rounds: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(3);
     let default = "count_min,count_min:candidates=0,flow_radar,rev_sketch,univmon,space_saving,two_level,mrac,fm,linear_counting";
     let list = args.get(4).map_or(default, |s| s);
-    let w = Workload::synthetic(&gen::Spec {
-        packets,
-        flows: 500_000,
-        sources: Some(500_000),
-        skew,
-        order,
-        seed: 1,
-        ..gen::Spec::default()
-    })
-    .expect("trace");
+    let w = Workload::zipf_500k(packets, skew, order).expect("trace");
     let clock = Clock::calibrate(std::time::Duration::from_millis(200));
     println!("# order {order:?} skew {skew} packets {packets} rounds {rounds}");
     println!(

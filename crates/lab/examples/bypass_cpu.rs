@@ -52,16 +52,7 @@ fn main() {
     } else {
         KeyKind::Src
     };
-    let w = Workload::synthetic(&gen::Spec {
-        packets,
-        flows: 500_000,
-        sources: Some(500_000),
-        skew,
-        order,
-        seed: 1,
-        ..gen::Spec::default()
-    })
-    .expect("trace");
+    let w = Workload::zipf_500k(packets, skew, order).expect("trace");
     let epoch = 2_000_000usize;
     let batch = 32usize;
     let ones = vec![1u64; batch];

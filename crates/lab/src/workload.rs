@@ -80,6 +80,20 @@ impl Workload {
         Ok(w)
     }
 
+    /// The paired-timing examples' trace (`adapt_pairs`, `bypass_cpu`): Zipf over 500 k flows
+    /// with one source each, seed 1.
+    pub fn zipf_500k(packets: u64, skew: f64, order: gen::Order) -> Result<Workload, LabError> {
+        Workload::synthetic(&gen::Spec {
+            packets,
+            flows: 500_000,
+            sources: Some(500_000),
+            skew,
+            order,
+            seed: 1,
+            ..gen::Spec::default()
+        })
+    }
+
     /// Every IP packet of a capture file (pcap, pcapng or a key trace), in file order.
     /// Non-IP, truncated and malformed frames are counted in `skipped`.
     pub fn capture(path: &str) -> Result<Workload, LabError> {
