@@ -96,7 +96,7 @@
 
 use algo::Algorithm;
 pub use algo::KeyBatch;
-use key::{FlowKey, HashFn, MAX_KEY_LEN};
+use key::{FlowKey, HashFn, KeyKind, MAX_KEY_LEN};
 use serde::{Deserialize, Serialize};
 
 mod config;
@@ -339,10 +339,7 @@ impl Aggregator {
     pub fn update(&mut self, keys: KeyBatch<'_>, weights: &[u64], sink: &mut Sink<'_>) {
         debug_assert_eq!(keys.len(), weights.len());
         let n = keys.len().min(weights.len());
-        let keys = match keys {
-            KeyBatch::Keys(k) => KeyBatch::Keys(&k[..n]),
-            KeyBatch::U32(k) => KeyBatch::U32(&k[..n]),
-        };
+        let keys = keys.split_at(n).0;
         let weights = &weights[..n];
         self.stats.packets += n as u64;
         match self.simd {
@@ -474,7 +471,19 @@ impl Aggregator {
                 self.narrow_keys::<K, false>(k, weights, sink)
             }
             (KeyBatch::Keys(k), true, Policy::Lru) => self.narrow_keys::<K, true>(k, weights, sink),
-            (KeyBatch::Keys(k), false, _) => self.wide_any::<K>(k, weights, sink),
+            (KeyBatch::Keys(k), false, _) => self.wide_any::<K, _>(k, KeyKind::Src, weights, sink),
+            (KeyBatch::V4(k, kind), false, _) => self.wide_any::<K, _>(k, kind, weights, sink),
+            // Narrow mode: the u32 keys of a 4-byte kind (or the keys of another, which pass
+            // through), chunk by chunk.
+            (KeyBatch::V4(..), true, pol) => {
+                keys.materialized(weights, &mut |b, w, _| match (b, pol) {
+                    (KeyBatch::U32(k), Policy::Grr) => self.narrow_u32::<K, false>(k, w, sink),
+                    (KeyBatch::U32(k), Policy::Lru) => self.narrow_u32::<K, true>(k, w, sink),
+                    (KeyBatch::Keys(k), Policy::Grr) => self.narrow_keys::<K, false>(k, w, sink),
+                    (KeyBatch::Keys(k), Policy::Lru) => self.narrow_keys::<K, true>(k, w, sink),
+                    (KeyBatch::V4(..), _) => unreachable!("materialized gives keys or u32"),
+                })
+            }
             (KeyBatch::U32(k), false, _) => {
                 // 4-byte keys offered to a fingerprint-mode aggregator: convert, chunk by chunk.
                 let mut buf = [FlowKey::EMPTY; CHUNK];
@@ -482,28 +491,39 @@ impl Aggregator {
                     for (b, &x) in buf.iter_mut().zip(ks) {
                         *b = FlowKey::from_u32(x);
                     }
-                    self.wide_any::<K>(&buf[..ks.len()], ws, sink);
+                    self.wide_any::<K, _>(&buf[..ks.len()], KeyKind::Src, ws, sink);
                 }
             }
         }
     }
 
     /// Fingerprint mode: the loop for this aggregator's key representation and policy.
+    /// `kind`: the kind packed tuples stand for (`KeyBatch::V4`; unused for full keys).
     #[inline(always)]
-    fn wide_any<K: Kernel>(&mut self, keys: &[FlowKey], weights: &[u64], sink: &mut Sink<'_>) {
+    fn wide_any<K: Kernel, T: wide::Item>(
+        &mut self,
+        keys: &[T],
+        kind: KeyKind,
+        weights: &[u64],
+        sink: &mut Sink<'_>,
+    ) {
         use wide::FullKeys as F;
         match (&self.full, self.policy) {
-            (F::U64(_), Policy::Grr) => self.wide::<K, u64, false>(keys, weights, sink),
-            (F::U64(_), Policy::Lru) => self.wide::<K, u64, true>(keys, weights, sink),
-            (F::U128(_), Policy::Grr) => self.wide::<K, u128, false>(keys, weights, sink),
-            (F::U128(_), Policy::Lru) => self.wide::<K, u128, true>(keys, weights, sink),
-            (F::Keys(_), Policy::Grr) => self.wide::<K, FlowKey, false>(keys, weights, sink),
-            (F::Keys(_), Policy::Lru) => self.wide::<K, FlowKey, true>(keys, weights, sink),
+            (F::U64(_), Policy::Grr) => self.wide::<K, u64, false, T>(keys, kind, weights, sink),
+            (F::U64(_), Policy::Lru) => self.wide::<K, u64, true, T>(keys, kind, weights, sink),
+            (F::U128(_), Policy::Grr) => self.wide::<K, u128, false, T>(keys, kind, weights, sink),
+            (F::U128(_), Policy::Lru) => self.wide::<K, u128, true, T>(keys, kind, weights, sink),
+            (F::Keys(_), Policy::Grr) => {
+                self.wide::<K, FlowKey, false, T>(keys, kind, weights, sink)
+            }
+            (F::Keys(_), Policy::Lru) => {
+                self.wide::<K, FlowKey, true, T>(keys, kind, weights, sink)
+            }
             // Not built for fingerprint mode (cannot happen: `narrow` and `full` are set
             // together): pass through rather than drop.
             (F::None, _) => {
                 for (k, &w) in keys.iter().zip(weights) {
-                    self.bypass(*k, w, sink);
+                    self.bypass(k.key(kind), w, sink);
                 }
             }
         }
@@ -600,6 +620,16 @@ pub fn with_flow_keys(batch: KeyBatch<'_>, weights: &[u64], f: &mut dyn FnMut(&[
                 let n = ks.len().min(ws.len());
                 for (b, &x) in buf.iter_mut().zip(ks) {
                     *b = FlowKey::from_u32(x);
+                }
+                f(&buf[..n], &ws[..n]);
+            }
+        }
+        KeyBatch::V4(k, kind) => {
+            let mut buf = [FlowKey::EMPTY; CHUNK];
+            for (ks, ws) in k.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
+                let n = ks.len().min(ws.len());
+                for (b, v) in buf.iter_mut().zip(ks) {
+                    *b = v.key(kind);
                 }
                 f(&buf[..n], &ws[..n]);
             }

@@ -33,7 +33,7 @@
 //!    summed into one update before the table is touched, so a train costs one lookup and no
 //!    store-to-load chain on its counter.
 
-use key::{mix64, FlowKey};
+use key::{mix64, FlowKey, KeyKind, V4};
 
 use crate::simd::{self, Kernel, SLOTS};
 use crate::{Aggregator, Index, Sink, CHUNK};
@@ -107,6 +107,8 @@ pub(crate) trait Packed: Copy + Eq + Default {
     /// The exact representation of `k`, or `None` if this representation cannot hold it (the
     /// key then passes through unaggregated).
     fn pack(k: &FlowKey) -> Option<Self>;
+    /// `Self::pack(&v.key(kind))`, from the packed tuple's bits (no `FlowKey` built).
+    fn from_v4(v: V4, kind: KeyKind) -> Option<Self>;
     /// The key back (evictions, flush).
     fn unpack(&self) -> FlowKey;
     /// The 64-bit flow ID: low half = fingerprint, high half = array (module docs, point 1).
@@ -121,6 +123,11 @@ impl Packed for u64 {
     fn pack(k: &FlowKey) -> Option<u64> {
         let b: [u8; 8] = k.as_bytes().try_into().ok()?;
         Some(u64::from_le_bytes(b))
+    }
+    #[inline(always)]
+    fn from_v4(v: V4, kind: KeyKind) -> Option<u64> {
+        let (bits, len) = v.bits(kind);
+        (len == 8).then_some(bits as u64)
     }
     fn unpack(&self) -> FlowKey {
         FlowKey::from_bytes(&self.to_le_bytes()).unwrap_or_default()
@@ -179,6 +186,12 @@ impl Packed for u128 {
         };
         Some(u128::from(lo) | u128::from(hi) << 64 | (n as u128) << 120)
     }
+    #[inline(always)]
+    fn from_v4(v: V4, kind: KeyKind) -> Option<u128> {
+        // At most 13 bytes, the rest zero: the length goes in the top byte as `pack` puts it.
+        let (bits, len) = v.bits(kind);
+        Some(bits | u128::from(len) << 120)
+    }
     fn unpack(&self) -> FlowKey {
         let b = self.to_le_bytes();
         let n = usize::from(b[15]).min(U128_MAX_LEN);
@@ -210,6 +223,10 @@ impl Packed for FlowKey {
     fn pack(k: &FlowKey) -> Option<FlowKey> {
         Some(*k)
     }
+    #[inline(always)]
+    fn from_v4(v: V4, kind: KeyKind) -> Option<FlowKey> {
+        Some(v.key(kind))
+    }
     fn unpack(&self) -> FlowKey {
         *self
     }
@@ -231,14 +248,45 @@ impl Packed for FlowKey {
     }
 }
 
-impl Aggregator {
-    /// Array and SIMD fingerprint of the packed key `r` of `k`.
+/// What a fingerprint-mode batch holds: full keys, or packed IPv4 tuples standing for their
+/// keys of one kind (`KeyBatch::V4`: 16 bytes a packet in, no `FlowKey` built or read).
+pub(crate) trait Item: Copy {
+    /// Its packed key in representation `P` (`None`: `P` cannot hold it).
+    fn packed<P: Packed>(&self, kind: KeyKind) -> Option<P>;
+    /// Its key (a bypass, or the `Index::Hash` of the key).
+    fn key(&self, kind: KeyKind) -> FlowKey;
+}
+
+impl Item for FlowKey {
     #[inline(always)]
-    fn locate<P: Packed>(&self, r: &P, k: &FlowKey) -> (u32, u32) {
+    fn packed<P: Packed>(&self, _: KeyKind) -> Option<P> {
+        P::pack(self)
+    }
+    #[inline(always)]
+    fn key(&self, _: KeyKind) -> FlowKey {
+        *self
+    }
+}
+
+impl Item for V4 {
+    #[inline(always)]
+    fn packed<P: Packed>(&self, kind: KeyKind) -> Option<P> {
+        P::from_v4(*self, kind)
+    }
+    #[inline(always)]
+    fn key(&self, kind: KeyKind) -> FlowKey {
+        V4::key(*self, kind)
+    }
+}
+
+impl Aggregator {
+    /// Array and SIMD fingerprint of the packed key `r` of `k()`.
+    #[inline(always)]
+    fn locate<P: Packed>(&self, r: &P, k: impl FnOnce() -> FlowKey) -> (u32, u32) {
         let h = r.mix(self);
         let a = match self.index {
             Index::Modulo => self.fastmod.rem((h >> 32) as u32),
-            Index::Hash => key::reduce(self.hash.hash(k), self.k) as u32,
+            Index::Hash => key::reduce(self.hash.hash(&k()), self.k) as u32,
         };
         (a, h as u32)
     }
@@ -249,39 +297,41 @@ impl Aggregator {
     pub(crate) fn flow_id(&self, k: &FlowKey) -> Option<(u32, u32)> {
         match &self.full {
             FullKeys::None => None,
-            FullKeys::U64(_) => u64::pack(k).map(|r| self.locate(&r, k)),
-            FullKeys::U128(_) => u128::pack(k).map(|r| self.locate(&r, k)),
-            FullKeys::Keys(_) => FlowKey::pack(k).map(|r| self.locate(&r, k)),
+            FullKeys::U64(_) => u64::pack(k).map(|r| self.locate(&r, || *k)),
+            FullKeys::U128(_) => u128::pack(k).map(|r| self.locate(&r, || *k)),
+            FullKeys::Keys(_) => FlowKey::pack(k).map(|r| self.locate(&r, || *k)),
         }
     }
 
     /// The fingerprint-mode batch loop, compiled once per kernel, representation and policy.
     #[inline(always)]
-    pub(crate) fn wide<K: Kernel, P: Packed, const LRU: bool>(
+    pub(crate) fn wide<K: Kernel, P: Packed, const LRU: bool, T: Item>(
         &mut self,
-        keys: &[FlowKey],
+        keys: &[T],
+        kind: KeyKind,
         weights: &[u64],
         sink: &mut Sink<'_>,
     ) {
         // Out of `self` for the loop, so the lookups borrow it apart from the eviction buffer.
         let mut full = P::take(&mut self.full);
         for (c, (ks, ws)) in keys.chunks(CHUNK).zip(weights.chunks(CHUNK)).enumerate() {
-            // The input keys of the next chunk (38 bytes each).
+            // The input keys of the next chunk (38 or 16 bytes each).
             let next = keys.as_ptr_range().start.wrapping_add((c + 1) * CHUNK);
-            for l in 0..(CHUNK * std::mem::size_of::<FlowKey>()).div_ceil(64) {
+            for l in 0..(CHUNK * std::mem::size_of::<T>()).div_ceil(64) {
                 simd::prefetch_ptr(next.cast::<u8>().wrapping_add(l * 64));
             }
-            self.wide_chunk::<K, P, LRU>(&mut full, ks, ws, sink);
+            self.wide_chunk::<K, P, LRU, T>(&mut full, ks, kind, ws, sink);
         }
         P::put(&mut self.full, full);
     }
 
     /// One chunk: pack, merge runs, locate and prefetch (pass 1); look up (pass 2).
     #[inline(always)]
-    fn wide_chunk<K: Kernel, P: Packed, const LRU: bool>(
+    fn wide_chunk<K: Kernel, P: Packed, const LRU: bool, T: Item>(
         &mut self,
         full: &mut [Block<P>],
-        ks: &[FlowKey],
+        ks: &[T],
+        kind: KeyKind,
         ws: &[u64],
         sink: &mut Sink<'_>,
     ) {
@@ -290,14 +340,19 @@ impl Aggregator {
         let mut org = [0u8; CHUNK];
         let mut n = 0usize;
         for (j, (k, &w)) in ks.iter().zip(ws).take(CHUNK).enumerate() {
-            match (P::pack(k), rep.get_mut(n), pw.get_mut(n), org.get_mut(n)) {
+            match (
+                k.packed::<P>(kind),
+                rep.get_mut(n),
+                pw.get_mut(n),
+                org.get_mut(n),
+            ) {
                 (Some(p), Some(r), Some(x), Some(o)) => {
                     *r = p;
                     *x = w;
                     *o = j as u8;
                     n += 1;
                 }
-                _ => self.bypass(*k, w, sink),
+                _ => self.bypass(k.key(kind), w, sink),
             }
         }
         if n == 0 {
@@ -347,7 +402,9 @@ impl Aggregator {
         for ((i, f), &p) in idx.iter_mut().zip(fp.iter_mut()).zip(&first[..runs]) {
             let j = usize::from(p) & (CHUNK - 1);
             let o = usize::from(org[j]);
-            let (a, fpv) = self.locate(&rep[j], ks.get(o).unwrap_or(&FlowKey::EMPTY));
+            let (a, fpv) = self.locate(&rep[j], || {
+                ks.get(o).map_or(FlowKey::EMPTY, |k| k.key(kind))
+            });
             *i = a;
             *f = fpv;
             simd::prefetch_ptr(kp.wrapping_add(a as usize));

@@ -27,7 +27,7 @@ use std::any::Any;
 use std::fmt;
 use std::str::FromStr;
 
-use key::FlowKey;
+use key::{FlowKey, KeyKind};
 use serde::{Deserialize, Serialize};
 
 /// A measurement task.
@@ -100,12 +100,22 @@ pub type Estimate = (FlowKey, u64);
 /// keys, the batch size the sketches prefetch for).
 const U32_CHUNK: usize = 32;
 
+/// Keys a piece of a materialized `KeyBatch::V4` ([`KeyBatch::materialized`]): the runner's
+/// default batch, so an algorithm given the packets unaggregated gets batches of the size it
+/// would get them in as keys (its prefetching works across a batch).
+pub const V4_CHUNK: usize = 256;
+
 /// A batch of keys in the representation its producer has: full [`FlowKey`]s of any kind, or
 /// 4-byte keys as big-endian u32 values ([`Algorithm::update_batch_u32`]).
 #[derive(Clone, Copy, Debug)]
 pub enum KeyBatch<'a> {
     Keys(&'a [FlowKey]),
     U32(&'a [u32]),
+    /// IPv4 packets as packed five-tuples, each standing for its key of this kind
+    /// ([`key::V4::key`]): the runner's batch of one packet stream, shared by every kind, with
+    /// no key built per packet. Agg-Evict takes it as it is (its packed keys are these bits);
+    /// every other consumer gets it as `Keys` or `U32` ([`KeyBatch::materialized`]).
+    V4(&'a [key::V4], KeyKind),
 }
 
 impl<'a> KeyBatch<'a> {
@@ -113,6 +123,7 @@ impl<'a> KeyBatch<'a> {
         match self {
             KeyBatch::Keys(k) => k.len(),
             KeyBatch::U32(k) => k.len(),
+            KeyBatch::V4(k, _) => k.len(),
         }
     }
 
@@ -125,6 +136,7 @@ impl<'a> KeyBatch<'a> {
         match self {
             KeyBatch::Keys(k) => k.get(i).copied(),
             KeyBatch::U32(k) => k.get(i).map(|&v| FlowKey::from_u32(v)),
+            KeyBatch::V4(k, kind) => k.get(i).map(|v| v.key(*kind)),
         }
     }
 
@@ -140,6 +152,10 @@ impl<'a> KeyBatch<'a> {
                 let (a, b) = k.split_at(n.min(k.len()));
                 (KeyBatch::U32(a), KeyBatch::U32(b))
             }
+            KeyBatch::V4(k, kind) => {
+                let (a, b) = k.split_at(n.min(k.len()));
+                (KeyBatch::V4(a, kind), KeyBatch::V4(b, kind))
+            }
         }
     }
 
@@ -149,6 +165,35 @@ impl<'a> KeyBatch<'a> {
         match self {
             KeyBatch::Keys(k) => a.update_batch(k, weights),
             KeyBatch::U32(k) => a.update_batch_u32(k, weights),
+            KeyBatch::V4(..) => self.materialized(weights, &mut |b, w, _| b.feed(a, w)),
+        }
+    }
+
+    /// Hand the batch to `f` as `Keys` or `U32` (with the offset of each piece in the batch):
+    /// those as they are; `V4`, in pieces of up to [`V4_CHUNK`] on the stack, as u32 keys for a
+    /// 4-byte kind (the u32 path) and as `FlowKey`s otherwise.
+    pub fn materialized(self, weights: &[u64], f: &mut dyn FnMut(KeyBatch<'_>, &[u64], usize)) {
+        let KeyBatch::V4(k, kind) = self else {
+            return f(self, weights, 0);
+        };
+        let n = k.len().min(weights.len());
+        let (k, weights) = (&k[..n], &weights[..n]);
+        if kind.len(false) == 4 {
+            let mut buf = [0u32; V4_CHUNK];
+            for (c, (ks, ws)) in k.chunks(V4_CHUNK).zip(weights.chunks(V4_CHUNK)).enumerate() {
+                for (b, v) in buf.iter_mut().zip(ks) {
+                    *b = v.u32_key(kind);
+                }
+                f(KeyBatch::U32(&buf[..ks.len()]), ws, c * V4_CHUNK);
+            }
+        } else {
+            let mut buf = [FlowKey::EMPTY; V4_CHUNK];
+            for (c, (ks, ws)) in k.chunks(V4_CHUNK).zip(weights.chunks(V4_CHUNK)).enumerate() {
+                for (b, v) in buf.iter_mut().zip(ks) {
+                    *b = v.key(kind);
+                }
+                f(KeyBatch::Keys(&buf[..ks.len()]), ws, c * V4_CHUNK);
+            }
         }
     }
 }
@@ -211,6 +256,9 @@ pub trait Algorithm: AlgorithmClone + Send + Any {
         match keys {
             KeyBatch::Keys(k) => self.update_batch(k, weights),
             KeyBatch::U32(k) => self.update_batch_u32(k, weights),
+            KeyBatch::V4(..) => keys.materialized(weights, &mut |b, w, _| {
+                self.update_timed(b, w, &[]);
+            }),
         }
     }
 

@@ -613,6 +613,11 @@ impl Algorithm for InstaMeasure {
         match keys {
             KeyBatch::Keys(k) => self.batch(k, weights, ts_ns),
             KeyBatch::U32(k) => self.batch_u32(k, weights, ts_ns),
+            // Each piece with its own packets' times (none when none were given).
+            KeyBatch::V4(..) => keys.materialized(weights, &mut |b, w, at| {
+                let ts = ts_ns.get(at..at + w.len()).unwrap_or(&[]);
+                self.update_timed(b, w, ts);
+            }),
         }
     }
 

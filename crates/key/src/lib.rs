@@ -181,6 +181,68 @@ impl Tuple {
     }
 }
 
+/// An IPv4 packet's five-tuple in one u128 whose little-endian bytes are its `five_tuple` key
+/// (source, destination, the two ports in network order, the protocol; the top three bytes
+/// zero). Every IPv4 key kind is a masked part of it ([`V4::bits`]), so a batch of packets
+/// carries one 16-byte value each and every kind's key is derived from it where it is used:
+/// the workers' dispatch, and the runner's batches into Agg-Evict (`algo::KeyBatch::V4`), which
+/// packs keys as exactly these bits. Built with one store: byte-wise writes followed by a wide
+/// read stall store forwarding (a profile of the parse loop showed it as half of its time).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct V4(pub u128);
+
+impl V4 {
+    #[inline(always)]
+    pub fn new(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, proto: u8) -> V4 {
+        let lanes = |b: [u8; 4]| u128::from(u32::from_le_bytes(b));
+        let port = |p: u16| u128::from(u16::from_le_bytes(p.to_be_bytes()));
+        V4(lanes(src)
+            | lanes(dst) << 32
+            | port(sport) << 64
+            | port(dport) << 80
+            | u128::from(proto) << 96)
+    }
+
+    /// The packed tuple of an IPv4 [`Tuple`] (its address's first 4 bytes; `t.v6` is not
+    /// looked at).
+    #[inline(always)]
+    pub fn of(t: &Tuple) -> V4 {
+        let a = |b: &[u8; 16]| [b[0], b[1], b[2], b[3]];
+        V4::new(a(&t.src), a(&t.dst), t.sport, t.dport, t.proto)
+    }
+
+    /// `kind`'s key as the little-endian value of its bytes, and its length.
+    #[inline(always)]
+    pub fn bits(self, kind: KeyKind) -> (u128, u8) {
+        let v = self.0;
+        match kind {
+            KeyKind::Src => (v & 0xffff_ffff, 4),
+            KeyKind::Dst => ((v >> 32) & 0xffff_ffff, 4),
+            KeyKind::Pair => (v & u128::from(u64::MAX), 8),
+            KeyKind::FourTuple => (v & ((1u128 << 96) - 1), 12),
+            KeyKind::FiveTuple => (v, 13),
+        }
+    }
+
+    /// `kind`'s key.
+    #[inline(always)]
+    pub fn key(self, kind: KeyKind) -> FlowKey {
+        let (v, len) = self.bits(kind);
+        let mut k = FlowKey::EMPTY;
+        k.bytes[..16].copy_from_slice(&v.to_le_bytes());
+        k.len = len;
+        k
+    }
+
+    /// A 4-byte kind's key as the big-endian u32 of the u32 batch path
+    /// ([`FlowKey::prefix_u32`]); the first 4 bytes of a longer kind's.
+    #[inline(always)]
+    pub fn u32_key(self, kind: KeyKind) -> u32 {
+        (self.bits(kind).0 as u32).swap_bytes()
+    }
+}
+
 /// A flow key: up to [`MAX_KEY_LEN`] bytes. Bytes past `len` are always zero, so the derived
 /// comparisons and the hash see exactly the key.
 #[derive(Clone, Copy, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -265,27 +327,7 @@ impl FlowKey {
         dport: u16,
         proto: u8,
     ) -> FlowKey {
-        // The 13 bytes are composed in one u128 and written with one store: byte-wise writes
-        // followed by the caller's wide read of the key stall store forwarding, which a profile
-        // of the parse loop showed as half of its time.
-        let lanes = |b: [u8; 4]| u128::from(u32::from_le_bytes(b));
-        let port = |p: u16| u128::from(u16::from_le_bytes(p.to_be_bytes()));
-        let v = lanes(src)
-            | lanes(dst) << 32
-            | port(sport) << 64
-            | port(dport) << 80
-            | u128::from(proto) << 96;
-        let (v, len) = match kind {
-            KeyKind::Src => (v & 0xffff_ffff, 4),
-            KeyKind::Dst => ((v >> 32) & 0xffff_ffff, 4),
-            KeyKind::Pair => (v & u128::from(u64::MAX), 8),
-            KeyKind::FourTuple => (v & ((1u128 << 96) - 1), 12),
-            KeyKind::FiveTuple => (v, 13),
-        };
-        let mut k = FlowKey::EMPTY;
-        k.bytes[..16].copy_from_slice(&v.to_le_bytes());
-        k.len = len;
-        k
+        V4::new(src, dst, sport, dport, proto).key(kind)
     }
 
     /// An 8-byte `pair` key of two IPv4 addresses given as u32 (source, then destination).
@@ -768,6 +810,14 @@ mod tests {
                 let (fast, bytewise) = (t.key(k), t.key_with::<4>(k));
                 prop_assert_eq!(fast, bytewise);
                 prop_assert_eq!(fast.as_bytes(), bytewise.as_bytes());
+                // The packed tuple's views of the key: its bits, its length, its u32 prefix.
+                let p = V4::of(&t);
+                prop_assert_eq!(p.key(k), bytewise);
+                let (bits, len) = p.bits(k);
+                prop_assert_eq!(usize::from(len), bytewise.len());
+                prop_assert_eq!(&bits.to_le_bytes()[..bytewise.len()], bytewise.as_bytes());
+                prop_assert_eq!(bits >> (8 * bytewise.len()), 0);
+                prop_assert_eq!(p.u32_key(k), bytewise.prefix_u32());
             }
         }
     }

@@ -107,10 +107,8 @@ pub(crate) fn build_algorithm(
 
 /// Packets `start..end` of `keys` (clamped).
 fn sub(keys: KeyBatch<'_>, start: usize, end: usize) -> KeyBatch<'_> {
-    match keys {
-        KeyBatch::Keys(k) => KeyBatch::Keys(k.get(start..end.min(k.len())).unwrap_or(&[])),
-        KeyBatch::U32(k) => KeyBatch::U32(k.get(start..end.min(k.len())).unwrap_or(&[])),
-    }
+    let (head, _) = keys.split_at(end);
+    head.split_at(start).1
 }
 
 /// The one epoch end of every mode: the front hands what it holds to the algorithm, whose

@@ -367,6 +367,14 @@ pub struct Runner {
     /// (IPv4 source or destination): such a batch goes to `update_batch_u32`, 4 bytes a key
     /// instead of a 38-byte `FlowKey` (same state, `algo::Algorithm::update_batch_u32`).
     batch_u32: Vec<Vec<u32>>,
+    /// Agg-Evict, one plane on this thread, no ground truth, no fast path, no `--instant`
+    /// watch: IPv4 packets are batched as packed tuples (`batch_v4`), one 16-byte store each,
+    /// and every kind's batch is `KeyBatch::V4` of them, which the aggregators read as the
+    /// packed keys they hold: no `FlowKey` is built or read per packet and kind.
+    packed: bool,
+    /// While every packet of the batch so far is IPv4 (`packed`): their tuples. The first IPv6
+    /// packet of a batch moves them into `batch_keys` ([`Runner::spill_v4`]).
+    batch_v4: Vec<key::V4>,
     batch_weights: Vec<u64>,
     /// Whether the run gathers each packet's capture time for the instances that want it
     /// (`Algorithm::wants_time`, InstaMeasure's first/last times): only with no accelerator
@@ -864,6 +872,11 @@ impl Runner {
             .collect();
         let clock_ns = clock_overhead_ns();
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
+        let packed = cfg.accel == front::Accel::AggEvict
+            && !cfg.truth
+            && visor.is_none()
+            && pool.is_none()
+            && plane.watch.is_none();
         Ok(Runner {
             visor,
             untimed: false,
@@ -878,6 +891,8 @@ impl Runner {
             idle_from: None,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
+            packed,
+            batch_v4: Vec::with_capacity(if packed { cfg.batch } else { 0 }),
             batch_weights: Vec::with_capacity(cfg.batch),
             times,
             batch_ts: Vec::with_capacity(if times { cfg.batch } else { 0 }),
@@ -906,23 +921,25 @@ impl Runner {
     /// One keyed (IPv4/IPv6) packet.
     #[inline]
     pub fn push(&mut self, ts_ns: u64, tuple: &Tuple, wire_len: u32) {
+        // An IPv4 packet into a batch of packed tuples (`packed`): first, with nothing else to
+        // ask (no fast path, no pool, no watch, no truth).
+        if self.packed && !tuple.v6 && self.batch_v4.len() == self.batch_weights.len() {
+            self.totals.add(wire::Class::Ipv4, wire_len);
+            self.tick(ts_ns);
+            for t in &mut self.truth {
+                t.count(ts_ns, wire_len);
+            }
+            self.batch_v4.push(key::V4::of(tuple));
+            self.end_packet(ts_ns, self.cfg.weight.of(wire_len));
+            return;
+        }
         let class = if tuple.v6 {
             wire::Class::Ipv6
         } else {
             wire::Class::Ipv4
         };
         self.totals.add(class, wire_len);
-        let (index, new) = self.clock.tick(ts_ns);
-        if new {
-            // Before `end_epoch`, which hands the epoch's truth (and its index) on.
-            let closed = self.truth[0].index;
-            self.end_epoch();
-            self.idle_gap(closed, index);
-            for t in &mut self.truth {
-                t.index = index;
-            }
-        }
-        self.idle_from.get_or_insert(index);
+        self.tick(ts_ns);
         let w = self.cfg.weight.of(wire_len);
         if let Some(dp) = &mut self.visor {
             self.keys.clear();
@@ -957,6 +974,9 @@ impl Runner {
                     fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                 }
             }
+        }
+        if !self.batch_v4.is_empty() {
+            self.spill_v4();
         }
         // Otherwise key by key: to its worker, or to the runner's own batch.
         let by_key = self.pool.as_ref().is_none_or(|p| !p.takes_packets());
@@ -998,6 +1018,32 @@ impl Runner {
                 }
             }
         }
+        self.end_packet(ts_ns, w);
+    }
+
+    /// The clock's tick for a packet at `ts_ns`: the epoch it opens, if any, after the last.
+    #[inline(always)]
+    fn tick(&mut self, ts_ns: u64) {
+        let (index, new) = self.clock.tick(ts_ns);
+        if new {
+            self.next_epoch(index);
+        }
+        self.idle_from.get_or_insert(index);
+    }
+
+    fn next_epoch(&mut self, index: u64) {
+        // Before `end_epoch`, which hands the epoch's truth (and its index) on.
+        let closed = self.truth[0].index;
+        self.end_epoch();
+        self.idle_gap(closed, index);
+        for t in &mut self.truth {
+            t.index = index;
+        }
+    }
+
+    /// The packet's weight and time into the batch; a full batch is flushed.
+    #[inline(always)]
+    fn end_packet(&mut self, ts_ns: u64, w: u64) {
         self.batch_weights.push(w);
         if self.times && !self.untimed {
             self.batch_ts.push(ts_ns);
@@ -1005,6 +1051,20 @@ impl Runner {
         if self.batch_weights.len() == self.cfg.batch {
             self.flush();
         }
+    }
+
+    /// An IPv6 packet in a batch of packed IPv4 tuples: the batch so far becomes each kind's
+    /// keys, as `push` would have built them, and the rest of the batch is keyed as usual.
+    #[cold]
+    fn spill_v4(&mut self) {
+        for (i, &kind) in self.kinds.iter().enumerate() {
+            let v4 = self.batch_v4.iter();
+            self.batch_keys[i].extend(v4.clone().map(|v| v.key(kind)));
+            if kind.len(false) == 4 {
+                self.batch_u32[i].extend(v4.map(|v| v.u32_key(kind)));
+            }
+        }
+        self.batch_v4.clear();
     }
 
     /// Whether [`Runner::push_keys4`] may take this run's packets: one key kind, `src`, and
@@ -1075,6 +1135,14 @@ impl Runner {
             return;
         }
         let weights = &self.batch_weights;
+        if !self.batch_v4.is_empty() {
+            // Packed tuples, every packet of the batch (`push`): each kind reads its keys in them.
+            for (ki, &kind) in self.kinds.iter().enumerate() {
+                let batch = KeyBatch::V4(&self.batch_v4, kind);
+                self.plane.feed(ki, batch, weights, &self.batch_ts);
+            }
+        }
+        let keyed = self.batch_v4.is_empty();
         for (ki, (keys, narrow)) in self.batch_keys.iter().zip(&self.batch_u32).enumerate() {
             // All 4-byte keys: the u32 path (from `push`, or `push_keys4`'s u32 keys alone);
             // otherwise (wider kinds, or an IPv6 key in an IPv4 source batch) the FlowKeys.
@@ -1085,7 +1153,7 @@ impl Runner {
             };
             // With workers the keys went to their parts as they came (`push`); the batch is
             // then only a count of packets.
-            if self.pool.is_none() {
+            if self.pool.is_none() && keyed {
                 self.plane.feed(ki, batch, weights, &self.batch_ts);
             }
         }
@@ -1095,6 +1163,7 @@ impl Runner {
         for b in &mut self.batch_u32 {
             b.clear();
         }
+        self.batch_v4.clear();
         self.batch_weights.clear();
         self.batch_ts.clear();
         // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
@@ -1690,6 +1759,17 @@ struct Fan<'a> {
 
 impl Sink for Fan<'_> {
     fn feed(&mut self, batch: KeyBatch<'_>, weights: &[u64]) {
+        if let KeyBatch::V4(..) = batch {
+            // Packed tuples handed on as they came (no aggregator, or one standing aside): as
+            // keys or u32 keys, each piece with its packets' times.
+            let ts = self.ts;
+            batch.materialized(weights, &mut |b, w, at| {
+                self.ts = ts.get(at..at + w.len()).unwrap_or(&[]);
+                self.feed(b, w);
+            });
+            self.ts = ts;
+            return;
+        }
         let n = batch.len().min(weights.len());
         // Pair keys are wider than 4 bytes: never a u32 batch.
         if let (Some(p), KeyBatch::Keys(keys)) = (self.peers.as_deref_mut(), batch) {
@@ -1739,6 +1819,7 @@ impl Sink for Fan<'_> {
                     (inst.keys, inst.weights, inst.ts) = (k, w, t);
                 }
                 KeyBatch::Keys(keys) => give(inst, KeyBatch::Keys(&keys[..n]), &weights[..n], ts),
+                KeyBatch::V4(..) => unreachable!("packed tuples are materialized above"),
             }
         }
     }
