@@ -1,7 +1,8 @@
 //! ns/packet of the aggregator alone (a sink that only counts; u32 keys, and `FlowKey`s for the
 //! SIMD default) and of Count-Min 4 x 65536 with and without it (u32 keys), per lookup backend, on Zipf(1.1) over 500k u32 keys (4M packets, batches of
 //! 32, k = 2000, GRR: the target setting). Group `aggregator_only_wide`: the same ranks
-//! as 8-byte (pair) and 13-byte (five-tuple) keys through fingerprint mode, detected backend.
+//! as 8-byte (pair) and 13-byte (five-tuple) keys through fingerprint mode, detected backend,
+//! given as `FlowKey`s (`len8`, `len13`) and as packed IPv4 tuples (`len8_packed`, ...).
 //!
 //! `cargo bench -p aggevict --bench aggregate -- --warm-up-time 1 --measurement-time 2`
 
@@ -86,17 +87,20 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("aggregator_only_wide");
     g.sample_size(10);
     g.throughput(Throughput::Elements(PACKETS as u64));
-    for len in [8usize, 13] {
-        // Rank -> a random-looking wide key (the u32 key, then mixed bytes).
-        let wkeys: Vec<FlowKey> = keys
+    for kind in [key::KeyKind::Pair, key::KeyKind::FiveTuple] {
+        // Rank -> a random-looking IPv4 tuple (the u32 key as the source, mixed bytes for the
+        // rest), as the kind's `FlowKey`s and as packed tuples (`KeyBatch::V4`, the runner's
+        // batch with Agg-Evict and no truth): the same keys either way.
+        let tuples: Vec<key::V4> = keys
             .iter()
             .map(|&k| {
-                let t1 = key::mix64(u64::from(k)).to_le_bytes();
-                let t2 = key::mix64(u64::from(k) + 1).to_le_bytes();
-                let b = [&k.to_be_bytes()[..], &t1[..], &t2[..]].concat();
-                FlowKey::from_bytes(&b[..len.min(b.len())]).unwrap_or_default()
+                let t = key::mix64(u64::from(k));
+                let b = t.to_le_bytes();
+                key::V4::new(k.to_be_bytes(), [b[0], b[1], b[2], b[3]], t as u16, 443, 6)
             })
             .collect();
+        let wkeys: Vec<FlowKey> = tuples.iter().map(|v| v.key(kind)).collect();
+        let len = kind.len(false);
         let mut agg = Aggregator::new(&AggConfig::default(), len).expect("aggregator");
         g.bench_function(format!("len{len}"), |b| {
             b.iter(|| {
@@ -104,6 +108,17 @@ fn bench(c: &mut Criterion) {
                 let mut sink = |k: KeyBatch<'_>, _: &[u64]| n += k.len();
                 for k in wkeys.chunks(BATCH) {
                     agg.update_batch(k, &ones[..k.len()], &mut sink);
+                }
+                agg.flush(&mut sink);
+                n
+            })
+        });
+        g.bench_function(format!("len{len}_packed"), |b| {
+            b.iter(|| {
+                let mut n = 0usize;
+                let mut sink = |k: KeyBatch<'_>, _: &[u64]| n += k.len();
+                for k in tuples.chunks(BATCH) {
+                    agg.update(KeyBatch::V4(k, kind), &ones[..k.len()], &mut sink);
                 }
                 agg.flush(&mut sink);
                 n
