@@ -832,15 +832,7 @@ impl Runner {
                 .collect::<Result<Vec<_>, _>>()?;
             // A fast path routes each packet by its keys in the reader: key by key then.
             let whole = visor.is_none();
-            Some(Pool::start(
-                planes,
-                cfg.seed,
-                cfg.batch,
-                cfg.truth,
-                times,
-                whole,
-                cfg.inject_failure,
-            ))
+            Some(Pool::start(planes, &cfg, times, whole))
         } else {
             None
         };
