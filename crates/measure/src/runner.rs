@@ -939,10 +939,10 @@ impl Runner {
         }
         if let Some(pool) = self.pool.as_mut().filter(|p| p.takes_packets()) {
             // The packet whole to its worker, which builds its keys (`Pool::put_packet`);
-            // the reader counts the epoch's totals only.
-            for t in &mut self.truth {
-                t.count(ts_ns, wire_len);
-            }
+            // the reader counts the epoch's totals only, once: every kind counts the same
+            // packets, and the first kind's totals are copied to the others at the epoch's end
+            // (`end_epoch`).
+            self.truth[0].count(ts_ns, wire_len);
             if self.failure.is_none() {
                 let ts = (!self.untimed).then_some(ts_ns);
                 if let Err(f) = pool.put_packet(tuple, w, wire_len, ts) {
@@ -1217,6 +1217,15 @@ impl Runner {
             }
             part
         });
+        if self.pool.as_ref().is_some_and(Pool::takes_packets) {
+            // Counted once in `push`.
+            if let Some((first, rest)) = self.truth.split_first_mut() {
+                for t in rest {
+                    (t.packets, t.bytes) = (first.packets, first.bytes);
+                    (t.first_ns, t.last_ns) = (first.first_ns, first.last_ns);
+                }
+            }
+        }
         let mut fresh = self
             .answers
             .as_ref()
