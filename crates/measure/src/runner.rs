@@ -840,15 +840,7 @@ impl Runner {
                 .collect::<Result<Vec<_>, _>>()?;
             // A fast path routes each packet by its keys in the reader: key by key then.
             let whole = visor.is_none();
-            Some(Pool::start(
-                planes,
-                cfg.seed,
-                cfg.batch,
-                cfg.truth,
-                times,
-                whole,
-                cfg.inject_failure,
-            ))
+            Some(Pool::start(planes, &cfg, times, whole))
         } else {
             None
         };
@@ -964,10 +956,10 @@ impl Runner {
         }
         if let Some(pool) = self.pool.as_mut().filter(|p| p.takes_packets()) {
             // The packet whole to its worker, which builds its keys (`Pool::put_packet`);
-            // the reader counts the epoch's totals only.
-            for t in &mut self.truth {
-                t.count(ts_ns, wire_len);
-            }
+            // the reader counts the epoch's totals only, once: every kind counts the same
+            // packets, and the first kind's totals are copied to the others at the epoch's end
+            // (`end_epoch`).
+            self.truth[0].count(ts_ns, wire_len);
             if self.failure.is_none() {
                 let ts = (!self.untimed).then_some(ts_ns);
                 if let Err(f) = pool.put_packet(tuple, w, wire_len, ts) {
@@ -1294,6 +1286,15 @@ impl Runner {
             }
             part
         });
+        if self.pool.as_ref().is_some_and(Pool::takes_packets) {
+            // Counted once in `push`.
+            if let Some((first, rest)) = self.truth.split_first_mut() {
+                for t in rest {
+                    (t.packets, t.bytes) = (first.packets, first.bytes);
+                    (t.first_ns, t.last_ns) = (first.first_ns, first.last_ns);
+                }
+            }
+        }
         let mut fresh = self
             .answers
             .as_ref()

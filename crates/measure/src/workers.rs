@@ -25,6 +25,7 @@ use crossbeam_channel::{bounded, Receiver, Sender};
 use key::{FlowKey, HashFn, KeyKind, Tuple};
 use truth::{Counts, FlowTable};
 
+use crate::config::RunConfig;
 use crate::runner::{Peers, Plane, UpdateSpent};
 
 /// Packets per key kind gathered for one worker before they are sent. The message itself is
@@ -37,6 +38,9 @@ const PART: usize = 4096;
 /// Messages in flight per worker: enough to ride out a slow batch (16 k packets), little enough
 /// that the parts in flight (about 100 KB each) stay in the L2 caches.
 const DEPTH: usize = 4;
+/// The weights of a part whose weights are all 1 (`Pool::unit`): the reader stores none and
+/// the worker feeds a slice of these.
+static ONES: [u64; PART] = [1; PART];
 /// Seed tag of the dispatch hash ("WORK"), distinct from every structure's own hashes.
 const DISPATCH_TAG: u64 = 0x574f_524b;
 /// A packed packet (`Part::packed`) that is IPv6: its tuple is the next of `Part::tuples`. Bit
@@ -81,6 +85,9 @@ struct Part {
     keys: Vec<FlowKey>,
     /// The same keys as big-endian u32 while every one is 4 bytes (the runner's u32 path).
     narrow: Vec<u32>,
+    /// Packets (or keys) in the part.
+    len: usize,
+    /// Their weights; empty when every weight is 1 (`Pool::unit`).
     weights: Vec<u64>,
     /// Wire lengths, for the worker's ground truth (empty without truth).
     lens: Vec<u32>,
@@ -124,6 +131,9 @@ pub(crate) struct Pool {
     hash: HashFn,
     /// Per worker, per key kind.
     parts: Vec<Vec<Part>>,
+    /// Every weight is 1 (packet counts): the parts carry no weights (`ONES`), a store and a
+    /// third of a part's bytes less a packet on the reader, and no copy per kind on the worker.
+    unit: bool,
     /// Ground truth is kept by the workers.
     truth: bool,
     /// Capture times go with the keys: `--instant`, or an instance records times
@@ -189,18 +199,11 @@ impl std::error::Error for WorkerFailure {}
 
 impl Pool {
     /// Start `planes.len()` workers, each owning one plane (built alike: same seeds), feeding
-    /// its algorithms in batches of `batch` packets.
-    /// With `whole`, packets go whole to the worker of an address every kind holds, if there is
-    /// one (`Pool::route`).
-    pub(crate) fn start(
-        planes: Vec<Plane>,
-        seed: u64,
-        batch: usize,
-        truth: bool,
-        times: bool,
-        whole: bool,
-        inject_failure: Option<usize>,
-    ) -> Pool {
+    /// its algorithms in batches of `cfg.batch` packets, with `cfg`'s weights, ground truth and
+    /// test failure. With `whole`, packets go whole to the worker of an address every kind
+    /// holds, if there is one (`Pool::route`).
+    pub(crate) fn start(planes: Vec<Plane>, cfg: &RunConfig, times: bool, whole: bool) -> Pool {
+        let (batch, inject_failure) = (cfg.batch, cfg.inject_failure);
         let kinds = planes.first().map_or(0, |p| p.kinds.len());
         let times = times || planes.first().is_some_and(|p| p.watch.is_some());
         let route = planes
@@ -223,11 +226,12 @@ impl Pool {
         let n = workers.len();
         Pool {
             workers,
-            hash: HashFn::new(key::sub_seed(seed, DISPATCH_TAG)),
+            hash: HashFn::new(key::sub_seed(cfg.seed, DISPATCH_TAG)),
             parts: (0..n)
                 .map(|_| (0..kinds).map(|_| Part::default()).collect())
                 .collect(),
-            truth,
+            unit: cfg.weight == truth::Weight::Packets,
+            truth: cfg.truth,
             times,
             route,
         }
@@ -276,7 +280,10 @@ impl Pool {
         ts_ns: Option<u64>,
     ) -> Result<(), WorkerFailure> {
         let p = &mut self.parts[i][ki];
-        p.weights.push(w);
+        if !self.unit {
+            p.weights.push(w);
+        }
+        p.len += 1;
         if self.truth {
             p.lens.push(len);
         }
@@ -285,7 +292,7 @@ impl Pool {
             p.ts.push(ts_ns.unwrap_or(0));
             p.untimed |= ts_ns.is_none();
         }
-        if p.weights.len() >= PART {
+        if p.len >= PART {
             self.send(i)?;
         }
         Ok(())
@@ -329,11 +336,14 @@ impl Pool {
         let i = key::reduce(self.hash.hash_bytes(&v.to_be_bytes()), self.workers.len());
         let p = &mut self.parts[i][ki];
         p.narrow.push(v);
-        p.weights.push(w);
+        if !self.unit {
+            p.weights.push(w);
+        }
+        p.len += 1;
         if self.truth {
             p.lens.push(len);
         }
-        if p.weights.len() >= PART {
+        if p.len >= PART {
             self.send(i)?;
         }
         Ok(())
@@ -349,7 +359,11 @@ impl Pool {
                     tuples: Vec::new(),
                     keys: Vec::with_capacity(PART),
                     narrow: Vec::with_capacity(PART),
-                    weights: Vec::with_capacity(PART),
+                    len: 0,
+                    weights: match self.unit {
+                        true => Vec::new(),
+                        false => Vec::with_capacity(PART),
+                    },
                     lens: Vec::new(),
                     ts: Vec::new(),
                     untimed: false,
@@ -373,7 +387,7 @@ impl Pool {
         spares: &mut [Vec<Box<dyn Algorithm>>],
     ) -> Result<Vec<Receiver<Handover>>, WorkerFailure> {
         for i in 0..self.workers.len() {
-            if self.parts[i].iter().any(|p| !p.weights.is_empty()) {
+            if self.parts[i].iter().any(|p| p.len > 0) {
                 self.send(i)?;
             }
         }
@@ -434,11 +448,19 @@ fn work(
                     let (kinds, whole) = (plane.kinds.clone(), &parts[0]);
                     for (ki, kind) in kinds.into_iter().enumerate() {
                         keyed.fill(whole, kind);
-                        feed_part(&mut plane, &mut flows, &mut counts, ki, &keyed, batch);
+                        feed_part(
+                            &mut plane,
+                            &mut flows,
+                            &mut counts,
+                            ki,
+                            &keyed,
+                            whole,
+                            batch,
+                        );
                     }
                 } else {
                     for (ki, p) in parts.iter().enumerate() {
-                        feed_part(&mut plane, &mut flows, &mut counts, ki, p, batch);
+                        feed_part(&mut plane, &mut flows, &mut counts, ki, p, p, batch);
                     }
                 }
                 for p in &mut parts {
@@ -446,6 +468,7 @@ fn work(
                     p.tuples.clear();
                     p.keys.clear();
                     p.narrow.clear();
+                    p.len = 0;
                     p.weights.clear();
                     p.lens.clear();
                     p.ts.clear();
@@ -494,21 +517,28 @@ fn work(
     plane
 }
 
-/// One kind's part (`ki`) through the worker's plane in batches of `batch` packets, its flows
-/// counted into the worker's ground truth when the part carries wire lengths, and the watched
-/// kind's exact counts noted for `--instant`.
+/// One kind's keys (`ki`, `keys`) through the worker's plane in batches of `batch` packets,
+/// with what the part `p` they came with carries (weights, wire lengths, times: `keys` itself
+/// when dispatched key by key, else the whole packets, whose keys `Part::fill` built), its
+/// flows counted into the worker's ground truth when the part carries wire lengths, and the
+/// watched kind's exact counts noted for `--instant`.
 fn feed_part(
     plane: &mut Plane,
     flows: &mut [FlowTable],
     counts: &mut Vec<Counts>,
     ki: usize,
+    keys: &Part,
     p: &Part,
     batch: usize,
 ) {
     let watched = plane.watch.as_ref().is_some_and(|w| w.ki == ki);
+    let weights = match p.weights.is_empty() {
+        true => &ONES[..p.len],
+        false => &p.weights[..],
+    };
     counts.clear();
-    if p.keys.len() == p.weights.len() {
-        for (k, &len) in p.keys.iter().zip(&p.lens) {
+    if keys.keys.len() == p.len {
+        for (k, &len) in keys.keys.iter().zip(&p.lens) {
             let c = flows[ki].add(k, 1, u64::from(len));
             if watched {
                 counts.push(c);
@@ -516,17 +546,17 @@ fn feed_part(
         }
     } else {
         // Keys given as u32 only (`Pool::put_u32`; never watched).
-        for (&v, &len) in p.narrow.iter().zip(&p.lens) {
+        for (&v, &len) in keys.narrow.iter().zip(&p.lens) {
             flows[ki].add(&FlowKey::from_u32(v), 1, u64::from(len));
         }
     }
-    let all_narrow = p.narrow.len() == p.weights.len();
-    for (c, ws) in p.weights.chunks(batch).enumerate() {
+    let all_narrow = keys.narrow.len() == p.len;
+    for (c, ws) in weights.chunks(batch).enumerate() {
         let r = c * batch..c * batch + ws.len();
         if let Some(w) = plane.watch.as_mut().filter(|_| watched) {
             for j in r.clone() {
-                let after = counts.get(j).map(|&n| (n, p.weights[j]));
-                w.packet(p.ts[j], &p.keys[j], after);
+                let after = counts.get(j).map(|&n| (n, weights[j]));
+                w.packet(p.ts[j], &keys.keys[j], after);
             }
         }
         // Times of a trace that has them (`Pool::put`).
@@ -535,17 +565,15 @@ fn feed_part(
             true => &[],
         };
         let b = if all_narrow {
-            KeyBatch::U32(&p.narrow[r])
+            KeyBatch::U32(&keys.narrow[r])
         } else {
-            KeyBatch::Keys(&p.keys[r])
+            KeyBatch::Keys(&keys.keys[r])
         };
         plane.feed(ki, b, ws, ts);
     }
 }
 
 impl Part {
-    /// This part as `whole`'s packets' keys of `kind`: what `Pool::put` would have gathered
-    /// for them, key by key (the 4-byte ones also as u32).
     /// One whole packet: an IPv4 tuple packed, an IPv6 one as the mark and its tuple.
     #[inline(always)]
     fn push_packet(&mut self, t: &Tuple) {
@@ -557,6 +585,9 @@ impl Part {
         }
     }
 
+    /// This part's keys as `whole`'s packets' keys of `kind`: what `Pool::put` would have
+    /// gathered for them, key by key (the 4-byte ones also as u32). Their weights, wire lengths
+    /// and times stay in `whole`, where `feed_part` reads them (no copy per kind).
     fn fill(&mut self, whole: &Part, kind: KeyKind) {
         self.keys.clear();
         self.narrow.clear();
@@ -569,10 +600,6 @@ impl Part {
             self.narrow
                 .extend(self.keys.iter().map(FlowKey::prefix_u32));
         }
-        self.weights.clone_from(&whole.weights);
-        self.lens.clone_from(&whole.lens);
-        self.ts.clone_from(&whole.ts);
-        self.untimed = whole.untimed;
     }
 }
 
@@ -643,7 +670,7 @@ mod tests {
         let mut whole = Part::default();
         for t in &packets {
             whole.push_packet(t);
-            whole.weights.push(1);
+            whole.len += 1;
         }
         let mut keyed = Part::default();
         for kind in [KeyKind::Src, KeyKind::Pair, KeyKind::FiveTuple] {

@@ -168,6 +168,52 @@ fn kinds_without_a_common_address_go_key_by_key_alike() {
     }
 }
 
+/// Byte weights travel with the packets to the workers (packet counts travel as none, every
+/// weight 1): the linear sketches answer alike with 1-3 workers, whole packets and key by key.
+#[test]
+fn byte_weights_answer_alike_with_workers() {
+    for kinds in [
+        [KeyKind::FiveTuple, KeyKind::Src],
+        [KeyKind::Src, KeyKind::Dst],
+    ] {
+        let ms = || {
+            vec![
+                on(Task::FlowSize, "count_min", kinds[0]),
+                on(Task::HeavyHitters, "count_min", kinds[1]),
+            ]
+        };
+        for accel in [Accel::None, Accel::AggEvict] {
+            let go = |workers, weight| {
+                let cfg = RunConfig {
+                    epoch_packets: Some(100_000),
+                    measures: ms(),
+                    workers,
+                    accel,
+                    weight,
+                    ..RunConfig::default()
+                };
+                let mut r = Runner::new(cfg, "bytes").unwrap();
+                for p in trace() {
+                    r.push(p.ts_ns, &p.tuple, p.wire_len);
+                }
+                r.finish()
+            };
+            let one = go(1, truth::Weight::Bytes);
+            for n in [2, 3] {
+                let r = go(n, truth::Weight::Bytes);
+                assert_eq!(
+                    answers(&one),
+                    answers(&r),
+                    "{kinds:?} {accel:?} {n} workers"
+                );
+                // The weights reached the workers: packet counts answer otherwise.
+                let packets = go(n, truth::Weight::Packets);
+                assert_ne!(answers(&packets), answers(&r), "{kinds:?} {accel:?} {n}");
+            }
+        }
+    }
+}
+
 /// Every packet is measured once whatever the workers: each instance's updates (without an
 /// aggregator, one per packet) and every aggregator's packets sum to the run's.
 #[test]
