@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 
 use algo::{Algorithm, KeyBatch};
 use crossbeam_channel::{bounded, Receiver, Sender};
-use key::{FlowKey, HashFn, KeyKind, Tuple};
+use key::{FlowKey, HashFn, KeyKind, Tuple, V4};
 use truth::{Counts, FlowTable};
 
 use crate::config::RunConfig;
@@ -45,41 +45,18 @@ static ONES: [u64; PART] = [1; PART];
 const DISPATCH_TAG: u64 = 0x574f_524b;
 /// A packed packet (`Part::packed`) that is IPv6: its tuple is the next of `Part::tuples`. Bit
 /// 104, past the 13 bytes an IPv4 five-tuple packs into.
-const V6: u128 = 1 << 104;
-
-/// An IPv4 tuple's five fields in one u128, laid out as `FlowKey::v4`'s five-tuple key (source,
-/// destination, ports big-endian, protocol; 13 bytes), read field by field and written by the
-/// caller with one store. Copying the whole 40-byte `Tuple` instead loaded it with wide loads
-/// across the parser's narrower stores still in flight (a store-forwarding stall); the fields'
-/// own loads forward from their stores: the reader about 11% cheaper (perf, issue 13).
-#[inline(always)]
-fn pack_v4(t: &Tuple) -> u128 {
-    let a = |b: &[u8; 16]| u128::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-    let port = |p: u16| u128::from(p.swap_bytes());
-    a(&t.src)
-        | a(&t.dst) << 32
-        | port(t.sport) << 64
-        | port(t.dport) << 80
-        | u128::from(t.proto) << 96
-}
-
-/// `kind`'s key of a tuple packed by [`pack_v4`]: `FlowKey::v4` of its fields, the key the
-/// tuple's own `Tuple::key` gives (tested).
-#[inline(always)]
-fn unpack_key(v: u128, kind: KeyKind) -> FlowKey {
-    let addr = |s: u32| ((v >> s) as u32).to_le_bytes();
-    let port = |s: u32| ((v >> s) as u16).swap_bytes();
-    FlowKey::v4(kind, addr(0), addr(32), port(64), port(80), (v >> 96) as u8)
-}
+const V6: V4 = V4(1 << 104);
 
 /// One key kind's packets for one worker; or, dispatched whole (`Pool::route`), the packets'
 /// tuples in the first kind's part, each kind's keys built by the worker.
 #[derive(Default)]
 struct Part {
     /// Whole packets (`Pool::put_packet`), one per packet: an IPv4 packet's five-tuple packed
-    /// (`pack_v4`), or [`V6`] for the next of `tuples`. The worker builds every kind's keys
-    /// from them.
-    packed: Vec<u128>,
+    /// (`key::V4::of`: its fields read one by one and written with one store; copying the whole
+    /// 40-byte `Tuple` loaded it across the parser's narrower stores still in flight, a
+    /// store-forwarding stall, 11% of the reader), or [`V6`] for the next of `tuples`. Every
+    /// kind's keys come from them, on the worker.
+    packed: Vec<V4>,
     /// The IPv6 packets of `packed`, in order.
     tuples: Vec<Tuple>,
     keys: Vec<FlowKey>,
@@ -204,6 +181,8 @@ impl Pool {
     /// holds, if there is one (`Pool::route`).
     pub(crate) fn start(planes: Vec<Plane>, cfg: &RunConfig, times: bool, whole: bool) -> Pool {
         let (batch, inject_failure) = (cfg.batch, cfg.inject_failure);
+        // As the runner's own batch (`Runner::packed`): Agg-Evict reads packed tuples.
+        let packed = cfg.accel == front::Accel::AggEvict;
         let kinds = planes.first().map_or(0, |p| p.kinds.len());
         let times = times || planes.first().is_some_and(|p| p.watch.is_some());
         let route = planes
@@ -218,7 +197,7 @@ impl Pool {
                 let (back, free) = bounded(DEPTH + 1);
                 let handle = std::thread::Builder::new()
                     .name(format!("netsift-worker-{i}"))
-                    .spawn(move || work(plane, rx, back, batch, inject_failure == Some(i)))
+                    .spawn(move || work(plane, rx, back, batch, packed, inject_failure == Some(i)))
                     .expect("spawning a worker thread");
                 Worker { tx, free, handle }
             })
@@ -431,6 +410,7 @@ fn work(
     rx: Receiver<Msg>,
     back: Sender<Vec<Part>>,
     batch: usize,
+    packed: bool,
     fail: bool,
 ) -> Plane {
     // The exact counts of the flows this worker is given, per key kind (with ground truth).
@@ -443,7 +423,28 @@ fn work(
         match msg {
             Msg::Batch(_) if fail => panic!("injected failure (test)"),
             Msg::Batch(mut parts) => {
-                if parts.first().is_some_and(|p| !p.packed.is_empty()) {
+                let whole = parts.first().filter(|p| !p.packed.is_empty());
+                if let Some(p) = whole.filter(|p| {
+                    // IPv4 only, no ground truth, no watch: every kind reads its keys in the
+                    // packed tuples (`KeyBatch::V4`), no `FlowKey` built per packet and kind.
+                    packed && p.tuples.is_empty() && p.lens.is_empty() && plane.watch.is_none()
+                }) {
+                    let weights = match p.weights.is_empty() {
+                        true => &ONES[..p.len],
+                        false => &p.weights[..],
+                    };
+                    for ki in 0..plane.kinds.len() {
+                        let kind = plane.kinds[ki];
+                        for (c, ws) in weights.chunks(batch).enumerate() {
+                            let r = c * batch..c * batch + ws.len();
+                            let ts = match p.untimed {
+                                false => p.ts.get(r.clone()).unwrap_or(&[]),
+                                true => &[],
+                            };
+                            plane.feed(ki, KeyBatch::V4(&p.packed[r], kind), ws, ts);
+                        }
+                    }
+                } else if whole.is_some() {
                     // Whole packets: each kind's keys built here, then fed as a kind's part.
                     let (kinds, whole) = (plane.kinds.clone(), &parts[0]);
                     for (ki, kind) in kinds.into_iter().enumerate() {
@@ -581,7 +582,7 @@ impl Part {
             self.packed.push(V6);
             self.tuples.push(*t);
         } else {
-            self.packed.push(pack_v4(t));
+            self.packed.push(V4::of(t));
         }
     }
 
@@ -594,7 +595,7 @@ impl Part {
         let mut v6 = whole.tuples.iter();
         self.keys.extend(whole.packed.iter().map(|&v| match v {
             V6 => v6.next().expect("one tuple per IPv6 packet").key(kind),
-            v => unpack_key(v, kind),
+            v => v.key(kind),
         }));
         if self.keys.iter().all(|k| k.len() == 4) {
             self.narrow
@@ -617,10 +618,10 @@ fn common_address(kinds: &[KeyKind]) -> Option<KeyKind> {
 mod tests {
     use super::*;
 
-    /// A packed IPv4 tuple gives every kind the key its `Tuple` gives, and never reads as the
-    /// IPv6 mark.
+    /// A packed IPv4 tuple never reads as the IPv6 mark (its keys are `key::V4`'s, tested
+    /// there against `Tuple::key`).
     #[test]
-    fn packed_v4_keys_equal_the_tuples() {
+    fn packed_v4_is_never_the_v6_mark() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             x ^= x << 13;
@@ -628,13 +629,6 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let kinds = [
-            KeyKind::Src,
-            KeyKind::Dst,
-            KeyKind::Pair,
-            KeyKind::FourTuple,
-            KeyKind::FiveTuple,
-        ];
         for _ in 0..10_000 {
             let (a, b) = (next(), next());
             let t = Tuple::v4(
@@ -644,12 +638,10 @@ mod tests {
                 (b >> 16) as u16,
                 (b >> 32) as u8,
             );
-            let v = pack_v4(&t);
+            let v = V4::of(&t);
             assert_ne!(v, V6);
-            assert_eq!(v & V6, 0);
-            for kind in kinds {
-                assert_eq!(unpack_key(v, kind), t.key(kind), "{t:?} {kind:?}");
-            }
+            assert_eq!(v.0 & V6.0, 0);
+            assert_eq!(v.key(KeyKind::FiveTuple), t.key(KeyKind::FiveTuple));
         }
     }
 
