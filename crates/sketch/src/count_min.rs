@@ -494,10 +494,11 @@ pub(crate) struct CmState {
     hint: MemberHint,
 }
 
-/// Slots of [`MemberHint`] per candidate (a power of two at least this many): 8192 slots
-/// (64 KiB allocated) for the default 1024. Fewer slots leave more members sharing one (each
-/// then costs an exact offer when the other took the slot): 4 a candidate measured about 3%
-/// slower, 16 no faster (docs/agg-evict-results.md, "Point 2, third attempt").
+/// Entries of [`MemberHint`] per candidate (a power of two at least this many): 8192 entries
+/// (64 KiB allocated) for the default 1024, which are 8192 slots in the wide layout and 16384
+/// in the narrow one. Fewer slots leave more members sharing one (each then costs a probe of the
+/// set when the other took the slot): 4 entries a candidate measured about 3% slower, 16 no
+/// faster (docs/agg-evict-results.md, "Point 2, third attempt").
 const HINT_PER_CANDIDATE: usize = 8;
 
 /// Slots of the member hint of a candidate set of `cap` (0 without one).
@@ -518,20 +519,21 @@ pub(crate) fn hint_slots(cap: usize) -> usize {
 /// its slot, or it was not offered since the last compaction): the kernel then takes the exact
 /// path, which writes it here. Not state (not saved; a loaded sketch starts with it empty).
 ///
-/// Two layouts of the same `slots` entries of two u32 words (8 bytes a slot, allocated at
+/// Two layouts of the same entries of two u32 words (8 bytes an entry, allocated at
 /// construction):
 /// - *narrow*, while every code seen is a 4-byte key's (`< 2^32`): slot `i` is word `i` of the
-///   flattened entries, the code itself. Only the first half of the words is touched: 32 KiB at the default instead
-///   of 64, a smaller share of L1/L2 beside the 1 MiB of counters (the default's update 2-5%
-///   faster on the bench stream: docs/agg-evict-results.md, "Issue 14 point 2 (2026-11-25,
-///   h-cm, second pass)"). Every u32 is some key's code, so the empty mark is [`NARROW_EMPTY`] except in the
-///   one slot that code itself maps to, which holds another code that maps elsewhere
-///   (`MemberHint::alt`): no code can then match an empty slot.
+///   flattened entries, the code itself, so twice as many slots as entries (16 a candidate:
+///   half as many members lose their slot to another as with 8, the default's update about
+///   2.5% faster: docs/agg-evict-results.md, "Issue 14 point 2, third pass"; an earlier kernel
+///   was 2-5% faster with the first half of the words alone, "second pass"). Every u32 is some
+///   key's code, so the empty mark is [`NARROW_EMPTY`] except in the one slot that code itself
+///   maps to, which holds another code that maps elsewhere (`MemberHint::alt`): no code can
+///   then match an empty slot.
 /// - *wide*, from the first longer code on (`>= 2^63`, which no u32 word can match): slot `i`
 ///   is entry `i` (low half, high half), empty `u64::MAX` (never a code).
 #[derive(Clone, Debug, Default)]
 struct MemberHint {
-    /// One entry a slot (the narrow layout uses the first half of them as u32 words).
+    /// One entry a wide slot (the narrow layout uses each of their words as a slot).
     words: Vec<[u32; 2]>,
     generation: u64,
     wide: bool,
@@ -597,10 +599,18 @@ impl MemberHint {
         }
     }
 
-    /// The narrow layout's words: the first `slots` u32 of the entries.
+    /// The narrow layout's slots: every u32 word of the entries.
     fn narrow(&self) -> &[u32] {
-        let n = self.words.len();
-        &self.words.as_flattened()[..n]
+        self.words.as_flattened()
+    }
+
+    /// Slots of the current layout.
+    fn slots(&self) -> usize {
+        if self.wide {
+            self.words.len()
+        } else {
+            2 * self.words.len()
+        }
     }
 
     /// Make the hint valid for a set of `cap` candidates of generation `generation` (empty it if
@@ -819,7 +829,7 @@ impl CmState {
         // as members.
         self.sync_hint(shift);
         // A power of two (the set is enabled: `cap >= 1`).
-        let hmask = self.hint.words.len().wrapping_sub(1);
+        let hmask = self.hint.slots().wrapping_sub(1);
         let mut cells = [[0u32; R]; BATCH];
         let mut known = [0u8; BATCH];
         let (m, hint) = (&self.m, &self.hint);
@@ -921,7 +931,8 @@ impl CmState {
     #[inline(always)]
     fn sync_hint(&mut self, shift: u32) {
         let map0 = self.m.maps.first().copied();
-        let mask = hint_slots(self.cand.cap()).wrapping_sub(1);
+        // The narrow layout's slots (its empty marks are the only use of the slot map here).
+        let mask = (2 * hint_slots(self.cand.cap())).wrapping_sub(1);
         self.hint
             .sync(self.cand.cap(), self.cand.generation(), |c| {
                 map0.map_or(0, |m| (m.apply(c) >> (shift & 63)) as usize & mask)
