@@ -173,6 +173,12 @@ impl Candidates {
         }
     }
 
+    /// Whether a member has hash `h` (one probe of the table, the keys untouched).
+    #[inline]
+    pub fn contains(&self, h: u64) -> bool {
+        self.find(h).0
+    }
+
     /// Record `key` (hash `h`) whose estimate just reached `est >= theta`. `requery(h)`
     /// returns a member's current estimate, for compaction.
     #[inline(always)]

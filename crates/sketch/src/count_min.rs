@@ -22,9 +22,10 @@
 //! key in the candidate set (exactly, for 4-byte keys).
 //!
 //! Hot path: batches of 32 hashed first and their counters prefetched (and the keys a small
-//! direct-mapped cache of candidate-set members knows marked), then the increments with each
-//! key's estimate, then the exact offer only for the few keys that reach the running threshold
-//! and that the cache does not know ([`crate::candidates`], `CmState::chunk_pow2`).
+//! direct-mapped cache of candidate-set members knows marked), then the increments with an
+//! upper bound of each key's estimate (two rows' counters), then, only for the few keys whose
+//! bound reaches the running threshold and that the cache does not know, the exact estimate at
+//! their own update and the exact offer ([`crate::candidates`], `CmState::chunk_pow2`).
 
 use algo::{Algorithm, ConfigError, Estimate, MergeError, Task};
 use key::{Affine, FlowKey, HashFn};
@@ -143,6 +144,50 @@ fn add_cells<const R: usize, const SAT: bool>(base: *mut u32, cells: &[u32; R], 
         *c = c.saturating_add(w);
     }
     old_min.saturating_add(w)
+}
+
+/// Add `w` to the `R` counters at `cells` (no saturation: the caller's chunk cannot saturate,
+/// as for `add_cells::<R, false>`); returns the smaller of the first two rows' new values (the
+/// first row's with one row), an upper bound of the key's new estimate.
+#[inline(always)]
+fn add_cells_bound<const R: usize>(base: *mut u32, cells: &[u32; R], w: u32) -> u32 {
+    let mut bound = u32::MAX;
+    for (r, &j) in cells.iter().enumerate() {
+        // SAFETY: as in `add_cells`: `j < rows * width == counters.len()`, `base` is the
+        // live matrix, held exclusively by the caller.
+        let c = unsafe { &mut *base.add(j as usize) };
+        *c = c.wrapping_add(w);
+        if r < 2 {
+            bound = bound.min(*c);
+        }
+    }
+    bound
+}
+
+/// The estimate of key `i` of a piece right after its own update, from the counters after the
+/// whole piece: per row, the counter less the weights the piece's later keys added to it, and
+/// the minimum over rows. Exact while no counter saturated (the caller's `take_chunk` check:
+/// the adds then neither wrap nor clamp). Test `own_estimate_is_the_estimate_at_the_own_update`.
+fn own_estimate<const R: usize>(counters: &[u32], ws: &[u64], cells: &[[u32; R]], i: usize) -> u32 {
+    let (Some(cs), Some(rest), Some(rest_w)) = (cells.get(i), cells.get(i + 1..), ws.get(i + 1..))
+    else {
+        return 0;
+    };
+    // Per row, the later keys' weights on this key's counter: branch-free, all rows at once
+    // (the compiler vectorises the row loop).
+    let mut later = [0u32; R];
+    for (c, &w) in rest.iter().zip(rest_w) {
+        let w = w as u32;
+        for r in 0..R {
+            later[r] = later[r].wrapping_add(if c[r] == cs[r] { w } else { 0 });
+        }
+    }
+    let mut est = u32::MAX;
+    for (&j, &l) in cs.iter().zip(&later) {
+        let now = counters.get(j as usize).copied().unwrap_or(0);
+        est = est.min(now.wrapping_sub(l));
+    }
+    est
 }
 
 /// Bit `i` set where byte `i` has its top bit set: with SSE2 (every x86-64), 16 bytes a
@@ -414,11 +459,16 @@ fn pass1<const R: usize, C: KeyChunk, V: HintView>(
     hint: V,
 ) -> u64 {
     let hmask = hint.len().wrapping_sub(1);
+    // Exactly `hmask + 1` slots, so that `x & hmask` is seen in bounds (no check per key).
+    let hint = hint.head(hmask);
+    // Likewise every key index below `ks.len()`.
+    let n = n.min(ks.len()).min(BATCH);
     let (width, shift) = (m.width, m.shift.unwrap_or(63) & 63);
     let maps: [Affine; R] = std::array::from_fn(|r| m.maps[r]);
     let base = m.counters.as_ptr();
     let mut or = 0u64;
-    for ((cs, k), i) in cells.iter_mut().zip(known).zip(0..n) {
+    for i in 0..n {
+        let (cs, k) = (&mut cells[i], &mut known[i]);
         let h = ks.code(m, i);
         or |= h;
         for (r, (c, m)) in cs.iter_mut().zip(&maps).enumerate() {
@@ -444,10 +494,11 @@ pub(crate) struct CmState {
     hint: MemberHint,
 }
 
-/// Slots of [`MemberHint`] per candidate (a power of two at least this many): 8192 slots
-/// (64 KiB allocated) for the default 1024. Fewer slots leave more members sharing one (each
-/// then costs an exact offer when the other took the slot): 4 a candidate measured about 3%
-/// slower, 16 no faster (docs/agg-evict-results.md, "Point 2, third attempt").
+/// Entries of [`MemberHint`] per candidate (a power of two at least this many): 8192 entries
+/// (64 KiB allocated) for the default 1024, which are 8192 slots in the wide layout and 16384
+/// in the narrow one. Fewer slots leave more members sharing one (each then costs a probe of the
+/// set when the other took the slot): 4 entries a candidate measured about 3% slower, 16 no
+/// faster (docs/agg-evict-results.md, "Point 2, third attempt").
 const HINT_PER_CANDIDATE: usize = 8;
 
 /// Slots of the member hint of a candidate set of `cap` (0 without one).
@@ -468,20 +519,21 @@ pub(crate) fn hint_slots(cap: usize) -> usize {
 /// its slot, or it was not offered since the last compaction): the kernel then takes the exact
 /// path, which writes it here. Not state (not saved; a loaded sketch starts with it empty).
 ///
-/// Two layouts of the same `slots` entries of two u32 words (8 bytes a slot, allocated at
+/// Two layouts of the same entries of two u32 words (8 bytes an entry, allocated at
 /// construction):
 /// - *narrow*, while every code seen is a 4-byte key's (`< 2^32`): slot `i` is word `i` of the
-///   flattened entries, the code itself. Only the first half of the words is touched: 32 KiB at the default instead
-///   of 64, a smaller share of L1/L2 beside the 1 MiB of counters (the default's update 2-5%
-///   faster on the bench stream: docs/agg-evict-results.md, "Issue 14 point 2 (2026-11-25,
-///   h-cm, second pass)"). Every u32 is some key's code, so the empty mark is [`NARROW_EMPTY`] except in the
-///   one slot that code itself maps to, which holds another code that maps elsewhere
-///   (`MemberHint::alt`): no code can then match an empty slot.
+///   flattened entries, the code itself, so twice as many slots as entries (16 a candidate:
+///   half as many members lose their slot to another as with 8, the default's update about
+///   2.5% faster: docs/agg-evict-results.md, "Issue 14 point 2, third pass"; an earlier kernel
+///   was 2-5% faster with the first half of the words alone, "second pass"). Every u32 is some
+///   key's code, so the empty mark is [`NARROW_EMPTY`] except in the one slot that code itself
+///   maps to, which holds another code that maps elsewhere (`MemberHint::alt`): no code can
+///   then match an empty slot.
 /// - *wide*, from the first longer code on (`>= 2^63`, which no u32 word can match): slot `i`
 ///   is entry `i` (low half, high half), empty `u64::MAX` (never a code).
 #[derive(Clone, Debug, Default)]
 struct MemberHint {
-    /// One entry a slot (the narrow layout uses the first half of them as u32 words).
+    /// One entry a wide slot (the narrow layout uses each of their words as a slot).
     words: Vec<[u32; 2]>,
     generation: u64,
     wide: bool,
@@ -501,6 +553,8 @@ trait HintView: Copy {
     fn len(self) -> usize;
     /// Whether slot `slot` holds `code` (false past the end).
     fn knows(self, slot: usize, code: u64) -> bool;
+    /// Slots `0..=last` (`last < len()`).
+    fn head(self, last: usize) -> Self;
 }
 
 impl HintView for &[u32] {
@@ -512,6 +566,10 @@ impl HintView for &[u32] {
     fn knows(self, slot: usize, code: u64) -> bool {
         // A longer code (`>= 2^32`) matches no word.
         self.get(slot).map(|&w| u64::from(w)) == Some(code)
+    }
+    #[inline(always)]
+    fn head(self, last: usize) -> Self {
+        &self[..=last]
     }
 }
 
@@ -525,6 +583,10 @@ impl HintView for &[[u32; 2]] {
         self.get(slot)
             .is_some_and(|&[lo, hi]| (u64::from(hi) << 32 | u64::from(lo)) == code)
     }
+    #[inline(always)]
+    fn head(self, last: usize) -> Self {
+        &self[..=last]
+    }
 }
 
 impl MemberHint {
@@ -537,10 +599,18 @@ impl MemberHint {
         }
     }
 
-    /// The narrow layout's words: the first `slots` u32 of the entries.
+    /// The narrow layout's slots: every u32 word of the entries.
     fn narrow(&self) -> &[u32] {
-        let n = self.words.len();
-        &self.words.as_flattened()[..n]
+        self.words.as_flattened()
+    }
+
+    /// Slots of the current layout.
+    fn slots(&self) -> usize {
+        if self.wide {
+            self.words.len()
+        } else {
+            2 * self.words.len()
+        }
     }
 
     /// Make the hint valid for a set of `cap` candidates of generation `generation` (empty it if
@@ -583,6 +653,16 @@ impl MemberHint {
     fn widen(&mut self) {
         self.wide = true;
         self.empty(self.words.len());
+    }
+
+    /// Whether slot `slot` (already masked) holds `code`.
+    #[inline]
+    fn knows(&self, slot: usize, code: u64) -> bool {
+        if self.wide {
+            (&self.words[..]).knows(slot, code)
+        } else {
+            self.narrow().knows(slot, code)
+        }
     }
 
     /// Write member `code` to slot `slot` (already masked). In the narrow layout a longer code
@@ -668,12 +748,16 @@ impl CmState {
     ///    multiply-add-shift each, independent across keys), prefetch the `R` counters, and
     ///    whether the member hint ([`MemberHint`], indexed by the row-0 column already at hand:
     ///    one load and compare) knows the key as a member;
-    /// 2. the counter increments in order, each key's new estimate (its counters' minimum plus
-    ///    its weight: exactly the one-by-one path's, the earlier updates being in) and whether
-    ///    it reached theta, in a register;
-    /// 3. the exact [`Candidates::offer`], in order, only for the keys that reached theta and
-    ///    that the hint does not know (about 2% of the updates on the Zipf(1.1) bench stream:
-    ///    the hint knows about 98% of members' updates); each one is then written to the hint.
+    /// 2. the counter increments in order (read-modify-write adds, as counters only) and, per
+    ///    key, whether the smaller of its first two rows' counters right after its own add
+    ///    reached theta, a bit in a register: the estimate (the minimum of all rows) is at most
+    ///    that, so a key below it did not reach theta;
+    /// 3. for the keys that passed that bound and that the hint does not know (about 1.7% of
+    ///    the updates on the Zipf(1.1) bench stream): a member (the hint lost it to another in
+    ///    its slot, or an earlier update of the piece made it one) is written to the hint and
+    ///    skipped; for the others, the estimate at their own update, exactly
+    ///    ([`own_estimate`], about 1% of the updates), and the exact [`Candidates::offer`] in
+    ///    order if it reached theta, then written to the hint.
     ///
     /// This leaves the state of the one-by-one loop: a member's offer is a no-op whatever its
     /// estimate, a key below theta is not offered, and no compaction (the only thing that
@@ -693,7 +777,12 @@ impl CmState {
     /// pass (2026-11-25): u32 hint words for 4-byte keys kept; measured slower and dropped: the
     /// hint checked in pass 2 instead of pass 1, the hint loads in a loop of their own before
     /// the cells, a 2-way hint in one 8-byte entry (16 and 32 KiB), the bits in a register
-    /// instead of bytes.
+    /// instead of bytes. Third pass (2026-11-25, "Issue 14 point 2, third pass"): the minimum
+    /// and the estimate store per key left pass 2 (the bound above and `own_estimate` for the
+    /// few, about 77 instructions a key against 95, counters only 60); pass 1's loop indexes
+    /// keys and hint slots without bounds checks. Measured slower and dropped: one fused pass
+    /// without prefetch (hash, add, hint check, offer inline), and the row-0 counter alone as
+    /// the bound (twice the `own_estimate` calls, mispredicted).
     #[inline(always)]
     fn chunk_pow2<const R: usize, C: KeyChunk>(&mut self, ks: C, ws: &[u64], shift: u32) {
         let n = ks.len().min(ws.len()).min(BATCH);
@@ -738,13 +827,9 @@ impl CmState {
         }
         // Pass 1: code, the R cells of every key, prefetch them; which keys the hint knows
         // as members.
-        let map0 = maps[0];
-        self.hint
-            .sync(self.cand.cap(), self.cand.generation(), |c| {
-                (map0.apply(c) >> shift) as usize & (hint_slots(self.cand.cap()) - 1)
-            });
+        self.sync_hint(shift);
         // A power of two (the set is enabled: `cap >= 1`).
-        let hmask = self.hint.words.len().wrapping_sub(1);
+        let hmask = self.hint.slots().wrapping_sub(1);
         let mut cells = [[0u32; R]; BATCH];
         let mut known = [0u8; BATCH];
         let (m, hint) = (&self.m, &self.hint);
@@ -776,42 +861,62 @@ impl CmState {
                     self.after_update(&k, ks.code(&self.m, start), est);
                 }
                 if self.cand.len() < before {
-                    // Compacted: members may have left (and the hint is emptied).
+                    // Compacted: members may have left; the hint is emptied, and no key of
+                    // the chunk counts as known from pass 1.
                     members = Some(0);
+                    self.sync_hint(shift);
                 }
                 start += 1;
                 continue;
             }
             let (pws, pcells) = (&ws[start..end], &cells[start..end]);
-            // Pass 2: the counter updates, each key's estimate right after its own (the
-            // one-by-one path's: the piece's earlier updates are in, the later ones not yet).
-            // Which reach theta: a compare a key, in a register, in u64 (no compaction within a
-            // piece, so theta holds; a theta past u32::MAX is then reached by no estimate).
-            let theta = self.cand.theta();
-            let mut ests = [0u32; BATCH];
-            let mut reach = 0u64;
-            for (i, ((&w, cs), e)) in pws.iter().zip(pcells).zip(&mut ests).enumerate() {
-                *e = add_cells::<R, false>(base, cs, w as u32);
-                reach |= u64::from(u64::from(*e) >= theta) << i;
+            let len = end - start;
+            // Pass 2: the counter updates (read-modify-write adds, as counters only), and per
+            // key whether its row-0 counter right after its own add reached theta: the
+            // estimate (the rows' minimum) is at most that counter, so a key whose row-0
+            // counter stayed below theta did not reach it. A bit a key, in a register (bit
+            // `len - 1 - i` for key `i`); a theta past u32::MAX is clamped, which only lets
+            // more keys through to the exact check below.
+            let th32 = u32::try_from(self.cand.theta()).unwrap_or(u32::MAX);
+            let mut below = 0u64;
+            for (&w, cs) in pws.iter().zip(pcells) {
+                let c0 = add_cells_bound::<R>(base, cs, w as u32);
+                below = below.wrapping_add(below) + u64::from(c0 < th32);
             }
-            // Pass 3: the keys the hint does not know whose estimate reached theta.
+            let reach = !(below.reverse_bits() >> (64 - len));
+            // Pass 3: the keys the hint does not know whose row-0 counter reached theta: their
+            // estimate at their own update, exactly (`own_estimate`), and the exact offer.
             let members = *members.get_or_insert_with(|| byte_mask(&known));
-            let todo = !(members >> start) & ((1u64 << (end - start)) - 1);
-            let need = todo & reach;
-            if need != 0 {
+            let todo = !(members >> start) & ((1u64 << len) - 1);
+            let mut need = todo & reach;
+            while need != 0 {
+                let i = need.trailing_zeros() as usize;
+                need &= need - 1;
+                let code = ks.code(&self.m, start + i);
+                let slot = pcells.get(i).map_or(0, |cs| cs[0] as usize & hmask);
+                // An earlier update of the same key in this piece may have made it a member.
+                if self.hint.knows(slot, code) {
+                    continue;
+                }
+                // A member (that the hint lost to another in its slot): its offer is a no-op
+                // whatever its estimate; one probe of the set is cheaper than the estimate.
+                if self.cand.contains(code) {
+                    self.hint.note(slot, code);
+                    continue;
+                }
+                let est = own_estimate::<R>(&self.m.counters, pws, pcells, i);
+                if u64::from(est) < self.cand.theta() {
+                    continue;
+                }
                 let m = &self.m;
                 let generation = self.cand.generation();
                 let hint = &mut self.hint;
                 self.cand.offer_marked_noting(
-                    need,
-                    |i| Some((ks.key(start + i)?, ks.code(m, start + i))),
-                    |i| ests.get(i).map_or(0, |&e| u64::from(e)),
+                    1,
+                    |_| Some((ks.key(start + i)?, code)),
+                    |_| u64::from(est),
                     |h| m.estimate_h(h),
-                    |i, h| {
-                        if let Some(cs) = pcells.get(i) {
-                            hint.note(cs[0] as usize & hmask, h);
-                        }
-                    },
+                    |_, h| hint.note(slot, h),
                 );
                 // No compaction can happen in a piece; were one to, the hint is emptied at
                 // the next use (its generation no longer matches).
@@ -819,6 +924,19 @@ impl CmState {
             }
             start = end;
         }
+    }
+
+    /// Make the member hint valid for the candidate set as it is now (emptied if the set's
+    /// generation moved on). `shift` as in `chunk_pow2`.
+    #[inline(always)]
+    fn sync_hint(&mut self, shift: u32) {
+        let map0 = self.m.maps.first().copied();
+        // The narrow layout's slots (its empty marks are the only use of the slot map here).
+        let mask = (2 * hint_slots(self.cand.cap())).wrapping_sub(1);
+        self.hint
+            .sync(self.cand.cap(), self.cand.generation(), |c| {
+                map0.map_or(0, |m| (m.apply(c) >> (shift & 63)) as usize & mask)
+            });
     }
 
     /// One chunk, any shape (a width that is not a power of two, or more than 4 rows),
@@ -1237,6 +1355,71 @@ mod tests {
             for (i, &v) in b.iter().enumerate() {
                 assert_eq!(want >> i & 1, u64::from(v >> 7));
             }
+        }
+    }
+
+    /// `own_estimate` recovers, from the counters after a whole piece, each key's estimate right
+    /// after its own update (the rows' minimum then), on pieces with many shared counters and
+    /// repeated keys, for 1 to 4 rows; and the row bound of `add_cells_bound` is at least it.
+    #[test]
+    fn own_estimate_is_the_estimate_at_the_own_update() {
+        fn case<const R: usize>(seed: u64) {
+            let width = 8u32;
+            let mut x = seed | 1;
+            let mut next = || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut counters: Vec<u32> =
+                (0..R as u32 * width).map(|_| next() as u32 % 50).collect();
+            let len = 1 + next() as usize % BATCH;
+            let mut cells = vec![[0u32; R]; len];
+            let mut ws = vec![0u64; len];
+            for i in 0..len {
+                // Every third key repeats an earlier one (a run or a heavy key).
+                cells[i] = if i > 0 && next() % 3 == 0 {
+                    cells[next() as usize % i]
+                } else {
+                    std::array::from_fn(|r| r as u32 * width + next() as u32 % width)
+                };
+                ws[i] = 1 + next() % 1000;
+            }
+            let mut want = Vec::new();
+            for (cs, &w) in cells.iter().zip(&ws) {
+                let (est, bound) = (
+                    add_cells::<R, false>(counters.as_mut_ptr(), cs, w as u32),
+                    {
+                        let c: Vec<u32> = cs.iter().map(|&j| counters[j as usize]).collect();
+                        c[..R.min(2)].iter().copied().min().unwrap()
+                    },
+                );
+                assert!(bound >= est, "bound {bound} < estimate {est}");
+                want.push(est);
+            }
+            for (i, &e) in want.iter().enumerate() {
+                assert_eq!(
+                    own_estimate::<R>(&counters, &ws, &cells, i),
+                    e,
+                    "key {i} of {len}"
+                );
+            }
+            // The bound kernel adds as the estimate kernel does.
+            let mut a = counters.clone();
+            let mut b = counters.clone();
+            for (cs, &w) in cells.iter().zip(&ws) {
+                let bound = add_cells_bound::<R>(a.as_mut_ptr(), cs, w as u32);
+                let est = add_cells::<R, false>(b.as_mut_ptr(), cs, w as u32);
+                assert!(bound >= est);
+            }
+            assert_eq!(a, b);
+        }
+        for seed in 1..200 {
+            case::<1>(seed);
+            case::<2>(seed);
+            case::<3>(seed);
+            case::<4>(seed);
         }
     }
 
