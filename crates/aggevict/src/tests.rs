@@ -12,6 +12,20 @@ fn kernels() -> impl Iterator<Item = Simd> {
     ALL_SIMD.into_iter().filter(|&s| simd::available(s))
 }
 
+/// Every policy and index with every kernel this CPU runs (16 arrays).
+fn grid() -> impl Iterator<Item = AggConfig> {
+    [Policy::Grr, Policy::Lru].into_iter().flat_map(|policy| {
+        [Index::Modulo, Index::Hash]
+            .into_iter()
+            .flat_map(move |index| {
+                kernels().map(move |s| AggConfig {
+                    index,
+                    ..cfg(16, policy, s)
+                })
+            })
+    })
+}
+
 fn cfg(arrays: usize, policy: Policy, simd: Simd) -> AggConfig {
     AggConfig {
         arrays,
@@ -277,26 +291,19 @@ fn exact_totals_for_every_policy_index_backend_and_width() {
     ] {
         let (ks, ws) = stream(3, 30_000, 3000, mk);
         let want = truth(&ks, &ws);
-        for policy in [Policy::Grr, Policy::Lru] {
-            for index in [Index::Modulo, Index::Hash] {
-                for s in kernels() {
-                    let c = AggConfig {
-                        index,
-                        ..cfg(16, policy, s)
-                    };
-                    let mut a = Aggregator::new(&c, kl).unwrap();
-                    assert_eq!(a.is_narrow(), kl == 4);
-                    let log = run(&mut a, &ks, &ws);
-                    assert_eq!(log.totals(), want, "{policy} {index} {s} len {kl}");
-                    assert!(a.is_empty());
-                    let st = a.stats();
-                    assert_eq!(st.packets, ks.len() as u64);
-                    assert_eq!(st.evicted, log.seq.len() as u64);
-                    assert!(st.evicted < st.packets, "{st:?}");
-                    assert!(st.flushed > 0 && st.flushed <= 16 * 16);
-                    assert!(log.seq.iter().all(|(_, w)| *w > 0));
-                }
-            }
+        for c in grid() {
+            let (policy, index, s) = (c.policy, c.index, c.simd);
+            let mut a = Aggregator::new(&c, kl).unwrap();
+            assert_eq!(a.is_narrow(), kl == 4);
+            let log = run(&mut a, &ks, &ws);
+            assert_eq!(log.totals(), want, "{policy} {index} {s} len {kl}");
+            assert!(a.is_empty());
+            let st = a.stats();
+            assert_eq!(st.packets, ks.len() as u64);
+            assert_eq!(st.evicted, log.seq.len() as u64);
+            assert!(st.evicted < st.packets, "{st:?}");
+            assert!(st.flushed > 0 && st.flushed <= 16 * 16);
+            assert!(log.seq.iter().all(|(_, w)| *w > 0));
         }
     }
 }
@@ -791,25 +798,18 @@ fn u32_path_evicts_the_same_sequence_as_the_flowkey_path() {
         let ones = vec![1u64; bk.len()];
         for (ks, ws) in [(&iid, &iw), (&bk, &bw), (&bk, &ones)] {
             let want = truth(ks, ws);
-            for policy in [Policy::Grr, Policy::Lru] {
-                for index in [Index::Modulo, Index::Hash] {
-                    for s in kernels() {
-                        let c = AggConfig {
-                            index,
-                            ..cfg(16, policy, s)
-                        };
-                        let mut a = Aggregator::new(&c, 4).unwrap();
-                        let mut b = Aggregator::new(&c, 4).unwrap();
-                        let (la, lb) = (run(&mut a, ks, ws), run_u32(&mut b, ks, ws));
-                        assert!(la.seq == lb.seq, "{policy} {index} {s} big {big}");
-                        assert_eq!(a.stats(), b.stats());
-                        assert_eq!(lb.totals(), want, "{policy} {index} {s}");
-                        // Narrow mode hands every batch on as u32 keys, `evict_batch` at a time
-                        // until the flush.
-                        assert!(lb.kinds.iter().all(|&u| u));
-                        assert!(lb.seq.iter().all(|(_, w)| *w > 0));
-                    }
-                }
+            for c in grid() {
+                let (policy, index, s) = (c.policy, c.index, c.simd);
+                let mut a = Aggregator::new(&c, 4).unwrap();
+                let mut b = Aggregator::new(&c, 4).unwrap();
+                let (la, lb) = (run(&mut a, ks, ws), run_u32(&mut b, ks, ws));
+                assert!(la.seq == lb.seq, "{policy} {index} {s} big {big}");
+                assert_eq!(a.stats(), b.stats());
+                assert_eq!(lb.totals(), want, "{policy} {index} {s}");
+                // Narrow mode hands every batch on as u32 keys, `evict_batch` at a time
+                // until the flush.
+                assert!(lb.kinds.iter().all(|&u| u));
+                assert!(lb.seq.iter().all(|(_, w)| *w > 0));
             }
         }
     }
@@ -1126,34 +1126,27 @@ fn packed_tuples_evict_the_same_sequence_as_their_keys() {
     for kind in KeyKind::ALL {
         let ks: Vec<FlowKey> = vs.iter().map(|v| v.key(kind)).collect();
         for key_len in [kind.len(false), kind.len(true)] {
-            for policy in [Policy::Grr, Policy::Lru] {
-                for index in [Index::Modulo, Index::Hash] {
-                    for s in kernels() {
-                        let c = AggConfig {
-                            index,
-                            ..cfg(16, policy, s)
-                        };
-                        let mut a = Aggregator::new(&c, key_len).unwrap();
-                        let mut b = Aggregator::new(&c, key_len).unwrap();
-                        let (mut la, mut lb) = (Log::default(), Log::default());
-                        // Mixed batch sizes, the same pieces for both: each 77 in two.
-                        let mut at = 0;
-                        for (i, w) in ws.chunks(77).enumerate() {
-                            for w in [&w[..i % 77], &w[i % 77..]] {
-                                let e = at + w.len();
-                                a.update(KeyBatch::Keys(&ks[at..e]), w, &mut la.sink());
-                                b.update(KeyBatch::V4(&vs[at..e], kind), w, &mut lb.sink());
-                                at = e;
-                            }
-                        }
-                        a.flush(&mut la.sink());
-                        b.flush(&mut lb.sink());
-                        let what = format!("{kind} {key_len} {policy} {index} {s}");
-                        assert!(la.seq == lb.seq, "{what}");
-                        assert_eq!(a.stats(), b.stats(), "{what}");
-                        assert_eq!(lb.totals(), truth(&ks, &ws), "{what}");
+            for c in grid() {
+                let (policy, index, s) = (c.policy, c.index, c.simd);
+                let mut a = Aggregator::new(&c, key_len).unwrap();
+                let mut b = Aggregator::new(&c, key_len).unwrap();
+                let (mut la, mut lb) = (Log::default(), Log::default());
+                // Mixed batch sizes, the same pieces for both: each 77 in two.
+                let mut at = 0;
+                for (i, w) in ws.chunks(77).enumerate() {
+                    for w in [&w[..i % 77], &w[i % 77..]] {
+                        let e = at + w.len();
+                        a.update(KeyBatch::Keys(&ks[at..e]), w, &mut la.sink());
+                        b.update(KeyBatch::V4(&vs[at..e], kind), w, &mut lb.sink());
+                        at = e;
                     }
                 }
+                a.flush(&mut la.sink());
+                b.flush(&mut lb.sink());
+                let what = format!("{kind} {key_len} {policy} {index} {s}");
+                assert!(la.seq == lb.seq, "{what}");
+                assert_eq!(a.stats(), b.stats(), "{what}");
+                assert_eq!(lb.totals(), truth(&ks, &ws), "{what}");
             }
         }
     }

@@ -43,6 +43,11 @@ fn run_truth(measures: Vec<MeasureSpec>, workers: usize, accel: Accel, truth: bo
         truth,
         ..RunConfig::default()
     };
+    run_cfg(cfg)
+}
+
+/// The trace through a runner of `cfg`.
+fn run_cfg(cfg: RunConfig) -> Report {
     let mut r = Runner::new(cfg, "workers").unwrap();
     for p in trace() {
         r.push(p.ts_ns, &p.tuple, p.wire_len);
@@ -196,19 +201,14 @@ fn byte_weights_answer_alike_with_workers() {
         };
         for accel in [Accel::None, Accel::AggEvict] {
             let go = |workers, weight| {
-                let cfg = RunConfig {
+                run_cfg(RunConfig {
                     epoch_packets: Some(100_000),
                     measures: ms(),
                     workers,
                     accel,
                     weight,
                     ..RunConfig::default()
-                };
-                let mut r = Runner::new(cfg, "bytes").unwrap();
-                for p in trace() {
-                    r.push(p.ts_ns, &p.tuple, p.wire_len);
-                }
-                r.finish()
+                })
             };
             let one = go(1, truth::Weight::Bytes);
             for n in [2, 3] {
