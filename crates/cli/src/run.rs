@@ -842,8 +842,8 @@ fn print_header(
 }
 
 /// Say on stderr, once per epoch and task, why an answer may be wrong (`TaskResult::warnings`),
-/// for the epochs after `last` (the last epoch already warned about).
-fn warn(epochs: &[EpochReport], last: &mut Option<u64>) {
+/// for the epochs after `last` (the last epoch already warned about), and add them to `all`.
+fn warn(epochs: &[EpochReport], last: &mut Option<u64>, all: &mut Vec<measure::Warning>) {
     let from = *last;
     for e in epochs.iter().filter(|e| from.is_none_or(|l| e.index > l)) {
         for w in measure::Warning::of(e) {
@@ -856,6 +856,7 @@ fn warn(epochs: &[EpochReport], last: &mut Option<u64>) {
                 w.parameter,
                 w.suggestion
             );
+            all.push(w);
         }
         *last = Some(e.index);
     }
@@ -1119,6 +1120,10 @@ pub struct Printer {
     header: bool,
     /// The last epoch warned about.
     warned: Option<u64>,
+    /// Every epoch's warnings so far, in order: the report's `warnings` at the end. The
+    /// runner's report lists only the epochs it still holds, and most were taken and printed
+    /// as they closed (which ones depends on when the answer thread finished them).
+    warnings: Vec<measure::Warning>,
     /// `--json`: the epochs printed at the end.
     kept: Vec<EpochReport>,
     /// Metrics and alerts (`--metrics`, `[[alert]]` rules, `--alerts`, `--alert-exec`): each
@@ -1135,6 +1140,7 @@ impl Printer {
             lines: a.json_lines,
             header: false,
             warned: None,
+            warnings: vec![],
             kept: vec![],
             mon: monitor(a, cfg)?,
         })
@@ -1163,7 +1169,7 @@ impl Printer {
     /// pipe sees each as it closes), or kept for `--json`. `runner` is the run's (its header
     /// line and key kind).
     pub fn epochs(&mut self, runner: &Runner, es: Vec<EpochReport>, out: &mut Out) -> Result<()> {
-        warn(&es, &mut self.warned);
+        warn(&es, &mut self.warned, &mut self.warnings);
         if let Some(m) = &mut self.mon {
             let ctx = monitor_ctx(runner);
             for e in &es {
@@ -1202,7 +1208,8 @@ impl Printer {
     /// a `"type": "summary"` line), the costs (table) or the whole report (`--json`).
     pub fn finish(&mut self, mut report: Report, out: &mut Out) -> Result<()> {
         let (json, lines) = (self.json, self.lines);
-        warn(&report.epochs, &mut self.warned);
+        warn(&report.epochs, &mut self.warned, &mut self.warnings);
+        report.warnings = std::mem::take(&mut self.warnings);
         // The epochs the runner still held, then the run's end (its totals and costs).
         if let Some(m) = &mut self.mon {
             let ctx = monitor::Ctx {

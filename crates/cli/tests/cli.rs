@@ -1548,3 +1548,55 @@ fn keys4_blocks_answer_as_keys13_records() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["totals"]["packets"], 60_000);
 }
+
+/// The report's `warnings` list every epoch's task warnings, in order, not only those of the
+/// epochs the runner still held at the end (most are taken and printed as they close): with
+/// `--json` and in `--json-lines`' summary alike.
+#[test]
+fn the_report_lists_every_epochs_warnings() {
+    let f = gen("warn.pcap", 400_000, 20_000, 3, &[]);
+    let run = |mode: &str| {
+        let out = netsift()
+            .arg("run")
+            .arg(&f)
+            .args(["--epoch-packets", "50000", "--task", "heavy_changers"])
+            .args(["--truth", "off", mode])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&run("--json")).unwrap();
+    let per_epoch: Vec<(u64, usize)> = v["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let n = e["tasks"].as_array().unwrap().iter();
+            let n = n
+                .map(|t| t["warnings"].as_array().map_or(0, Vec::len))
+                .sum();
+            (e["index"].as_u64().unwrap(), n)
+        })
+        .collect();
+    let want: Vec<u64> = per_epoch
+        .iter()
+        .flat_map(|&(i, n)| std::iter::repeat_n(i, n))
+        .collect();
+    assert!(
+        want.len() >= 2,
+        "the trace should give warnings in several epochs: {want:?}"
+    );
+    let got: Vec<u64> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    let lines = run("--json-lines");
+    let summary = lines.lines().last().unwrap();
+    let s: serde_json::Value = serde_json::from_str(summary).unwrap();
+    assert_eq!(s["type"], "summary");
+    assert_eq!(s["warnings"].as_array().unwrap().len(), want.len());
+}

@@ -283,7 +283,8 @@ pub struct Report {
     /// swapped for one that can), one line each.
     pub notes: Vec<String>,
     /// Every task answer's warnings (`TaskResult::warnings`) of the epochs kept in `epochs`, in
-    /// order, each with its epoch, task and algorithm.
+    /// order, each with its epoch, task and algorithm (`netsift run` and `live`, which take
+    /// epochs out as they print them, put every epoch's here).
     pub warnings: Vec<Warning>,
     /// `--instant`: the detections against exact detection (`crate::instant`).
     #[serde(skip_serializing_if = "Option::is_none")]
