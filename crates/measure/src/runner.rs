@@ -918,9 +918,8 @@ impl Runner {
         if self.packed && !tuple.v6 && self.batch_v4.len() == self.batch_weights.len() {
             self.totals.add(wire::Class::Ipv4, wire_len);
             self.tick(ts_ns);
-            for t in &mut self.truth {
-                t.count(ts_ns, wire_len);
-            }
+            // Once for every kind, as with whole packets to workers (`end_epoch` copies it).
+            self.truth[0].count(ts_ns, wire_len);
             self.batch_v4.push(key::V4::of(tuple));
             self.end_packet(ts_ns, self.cfg.weight.of(wire_len));
             return;
@@ -1286,8 +1285,9 @@ impl Runner {
             }
             part
         });
-        if self.pool.as_ref().is_some_and(Pool::takes_packets) {
-            // Counted once in `push`.
+        if self.packed || self.pool.as_ref().is_some_and(Pool::takes_packets) {
+            // Counted once in `push` (every kind counts every packet: an IPv6 packet keyed
+            // kind by kind in a packed run is counted in the first kind too).
             if let Some((first, rest)) = self.truth.split_first_mut() {
                 for t in rest {
                     (t.packets, t.bytes) = (first.packets, first.bytes);
