@@ -616,12 +616,20 @@ fn merge(
 ) -> Result<(Vec<Box<dyn Algorithm>>, Vec<UpdateSpent>), WorkerFailure> {
     let mut merged: Vec<Box<dyn Algorithm>> = Vec::with_capacity(slots.len());
     let mut spent = vec![UpdateSpent::default(); slots.len()];
-    for (w, r) in rx.into_iter().enumerate() {
-        let h = r.recv().map_err(|_| WorkerFailure {
-            worker: w,
-            epoch: 0,
-            message: "stopped before handing its epoch over".into(),
-        })?;
+    // Every worker's hand-over of the epoch first: each worker's channel then holds none of
+    // this epoch's when the next is answered, even if a state below does not merge.
+    let handed = rx
+        .iter()
+        .enumerate()
+        .map(|(w, r)| {
+            r.recv().map_err(|_| WorkerFailure {
+                worker: w,
+                epoch: 0,
+                message: "stopped before handing its epoch over".into(),
+            })
+        })
+        .collect::<Result<Vec<Handover>, _>>()?;
+    for (w, h) in handed.into_iter().enumerate() {
         for (t, flows) in truth.iter_mut().zip(h.flows) {
             t.flows.reserve(flows.len());
             t.flows.extend(flows.iter());

@@ -367,10 +367,12 @@ pub struct Runner {
     /// (IPv4 source or destination): such a batch goes to `update_batch_u32`, 4 bytes a key
     /// instead of a 38-byte `FlowKey` (same state, `algo::Algorithm::update_batch_u32`).
     batch_u32: Vec<Vec<u32>>,
-    /// Agg-Evict, one plane on this thread, no ground truth, no fast path, no `--instant`
-    /// watch: IPv4 packets are batched as packed tuples (`batch_v4`), one 16-byte store each,
-    /// and every kind's batch is `KeyBatch::V4` of them, which the aggregators read as the
-    /// packed keys they hold: no `FlowKey` is built or read per packet and kind.
+    /// No ground truth, no fast path, no `--instant` watch, and either Agg-Evict with one plane
+    /// on this thread or workers that take whole packets: IPv4 packets are batched as packed
+    /// tuples (`batch_v4`), one 16-byte store each. One plane: every kind's batch is
+    /// `KeyBatch::V4` of them, which the aggregators read as the packed keys they hold, no
+    /// `FlowKey` built or read per packet and kind. Workers: the batch is dispatched to them in
+    /// one loop (`dispatch_v4`).
     packed: bool,
     /// While every packet of the batch so far is IPv4 (`packed`): their tuples. The first IPv6
     /// packet of a batch moves them into `batch_keys` ([`Runner::spill_v4`]).
@@ -864,11 +866,13 @@ impl Runner {
             .collect();
         let clock_ns = clock_overhead_ns();
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
-        let packed = cfg.accel == front::Accel::AggEvict
-            && !cfg.truth
+        let packed = !cfg.truth
             && visor.is_none()
-            && pool.is_none()
-            && plane.watch.is_none();
+            && plane.watch.is_none()
+            && match &pool {
+                Some(p) => p.takes_packets(),
+                None => cfg.accel == front::Accel::AggEvict,
+            };
         Ok(Runner {
             visor,
             untimed: false,
@@ -914,7 +918,7 @@ impl Runner {
     #[inline]
     pub fn push(&mut self, ts_ns: u64, tuple: &Tuple, wire_len: u32) {
         // An IPv4 packet into a batch of packed tuples (`packed`): first, with nothing else to
-        // ask (no fast path, no pool, no watch, no truth).
+        // ask (no fast path, no watch, no truth; workers only if they take whole packets).
         if self.packed && !tuple.v6 && self.batch_v4.len() == self.batch_weights.len() {
             self.totals.add(wire::Class::Ipv4, wire_len);
             self.tick(ts_ns);
@@ -953,6 +957,9 @@ impl Runner {
                 return;
             }
         }
+        if !self.batch_v4.is_empty() {
+            self.spill_v4();
+        }
         if let Some(pool) = self.pool.as_mut().filter(|p| p.takes_packets()) {
             // The packet whole to its worker, which builds its keys (`Pool::put_packet`);
             // the reader counts the epoch's totals only, once: every kind counts the same
@@ -965,9 +972,6 @@ impl Runner {
                     fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                 }
             }
-        }
-        if !self.batch_v4.is_empty() {
-            self.spill_v4();
         }
         // Otherwise key by key: to its worker, or to the runner's own batch.
         let by_key = self.pool.as_ref().is_none_or(|p| !p.takes_packets());
@@ -1048,6 +1052,13 @@ impl Runner {
     /// keys, as `push` would have built them, and the rest of the batch is keyed as usual.
     #[cold]
     fn spill_v4(&mut self) {
+        if self.pool.is_some() {
+            // With workers: the batch so far goes to them, before this packet.
+            self.dispatch_v4();
+            self.batch_weights.clear();
+            self.batch_ts.clear();
+            return;
+        }
         for (i, &kind) in self.kinds.iter().enumerate() {
             let v4 = self.batch_v4.iter();
             self.batch_keys[i].extend(v4.clone().map(|v| v.key(kind)));
@@ -1056,6 +1067,21 @@ impl Runner {
             }
         }
         self.batch_v4.clear();
+    }
+
+    /// A packed batch (`packed` with workers) to the workers, packet by packet to the worker
+    /// each belongs to (`Pool::put_v4s`); the batch of tuples is emptied.
+    fn dispatch_v4(&mut self) {
+        if let Some(pool) = self.pool.as_mut().filter(|_| !self.batch_v4.is_empty()) {
+            if self.failure.is_none() {
+                let n = self.batch_v4.len();
+                let ts = self.batch_ts.get(..n).unwrap_or(&[]);
+                if let Err(f) = pool.put_v4s(&self.batch_v4, &self.batch_weights[..n], ts) {
+                    fail(&mut self.failure, f.in_epoch(self.truth[0].index));
+                }
+            }
+            self.batch_v4.clear();
+        }
     }
 
     /// Whether [`Runner::push_keys4`] may take this run's packets: one key kind, `src`, and
@@ -1124,6 +1150,11 @@ impl Runner {
     fn flush(&mut self) {
         if self.batch_weights.is_empty() {
             return;
+        }
+        if self.pool.is_some() {
+            // With workers the keys went to their parts as they came (`push`), or go now,
+            // packed (`dispatch_v4`): the batch is otherwise only a count of packets.
+            self.dispatch_v4();
         }
         let weights = &self.batch_weights;
         if !self.batch_v4.is_empty() {
@@ -1604,17 +1635,21 @@ impl Runner {
         self.end_epoch();
         let workers = self.pool.as_ref().map_or(1, |p| p.len());
         // The workers' planes: their costs and aggregator counters, summed into the report.
-        let planes = match self.pool.take().map(Pool::finish) {
-            None => vec![],
-            Some(Ok(p)) => p,
-            Some(Err(f)) => {
-                let epoch = self.truth[0].index;
-                fail(&mut self.failure, f.in_epoch(epoch));
-                vec![]
-            }
+        let (planes, panicked) = match self.pool.take().map(Pool::finish) {
+            None => (vec![], None),
+            Some(Ok(p)) => (p, None),
+            Some(Err(f)) => (vec![], Some(f)),
         };
         // Every epoch handed over answered; what the answers cost.
         let spent = self.stop_answers();
+        if let Some(f) = panicked {
+            match &mut self.failure {
+                // The worker's failure was seen before (the reader could not send to it, or
+                // its hand-over never came): in that epoch, with what the worker said.
+                Some(seen) if seen.worker == f.worker => seen.message = f.message,
+                _ => fail(&mut self.failure, f.in_epoch(self.truth[0].index)),
+            }
+        }
         if let Some(f) = self.failure.take() {
             return Err(f);
         }

@@ -35,9 +35,13 @@ use crate::runner::{Peers, Plane, UpdateSpent};
 /// of 5-22 k over 20 M packets with two workers, the run's CPU time (user and kernel) about
 /// 0.92x (issue 13).
 const PART: usize = 4096;
-/// Messages in flight per worker: enough to ride out a slow batch (16 k packets), little enough
-/// that the parts in flight (about 100 KB each) stay in the L2 caches.
-const DEPTH: usize = 4;
+/// Bytes of parts in flight to all workers together: the messages a worker may have queued
+/// (`Pool::depth`) are as many as fit its share, 4 to 128. A deep queue lets the reader run on
+/// while a worker is slowed: by a burst of one flow's packets (a flow lives in one worker), by
+/// the answer thread taking its core at an epoch's end. Two workers on two cores, whole packed
+/// packets (64 KiB a message): 4 messages 0.91-0.94 s, 32 0.82-0.83 s, 128 0.75-0.80 s for 20 M
+/// packets (issue 13). 16 MiB is 128 messages each for two workers of whole packets.
+const IN_FLIGHT: usize = 16 << 20;
 /// The weights of a part whose weights are all 1 (`Pool::unit`): the reader stores none and
 /// the worker feeds a slice of these.
 static ONES: [u64; PART] = [1; PART];
@@ -88,10 +92,10 @@ pub(crate) struct Handover {
 enum Msg {
     /// Per key kind, that kind's packets for this worker.
     Batch(Vec<Part>),
-    /// Flush the fronts, hand every instance's state over (and the epoch's flows) and go on
-    /// with an empty one: the reset spare given for it (the answer thread recycles the states
-    /// it has answered), else a reset copy.
-    End(Sender<Handover>, Vec<Option<Box<dyn Algorithm>>>),
+    /// Flush the fronts, hand every instance's state over (and the epoch's flows) on the
+    /// worker's hand-over channel and go on with an empty one: the reset spare given for it
+    /// (the answer thread recycles the states it has answered), else a reset copy.
+    End(Vec<Option<Box<dyn Algorithm>>>),
 }
 
 struct Worker {
@@ -99,6 +103,11 @@ struct Worker {
     /// The parts it has fed, emptied, for reuse: no allocation (and no fresh pages for the
     /// kernel to clear) per message.
     free: Receiver<Vec<Part>>,
+    /// Its epochs' hand-overs, in order. The worker holds the only sender, so whoever waits
+    /// for a hand-over learns of a worker that died (its thread ended) instead of waiting on:
+    /// a reply sender sent inside `Msg::End` would stay alive in the channel's buffer (the
+    /// reader still holds `tx`) after the worker's panic, and the wait would never end.
+    handed: Receiver<Handover>,
     handle: JoinHandle<Plane>,
 }
 
@@ -189,17 +198,38 @@ impl Pool {
             .first()
             .filter(|p| whole && p.watch.is_none())
             .and_then(|p| common_address(&p.kinds));
+        // A message's bytes: per kind (one for whole packets) its keys or packed tuples, and
+        // what goes with each (`put_rest`).
+        let (whole, n) = (route.is_some(), planes.len().max(1));
+        let per_packet = match whole {
+            true => std::mem::size_of::<V4>(),
+            false => kinds * (std::mem::size_of::<FlowKey>() + 4),
+        } + 8 * usize::from(cfg.weight != truth::Weight::Packets)
+            + 4 * usize::from(cfg.truth)
+            + 8 * usize::from(times);
+        let depth = (IN_FLIGHT / n / (PART * per_packet)).clamp(4, 128);
         let workers = planes
             .into_iter()
             .enumerate()
             .map(|(i, plane)| {
-                let (tx, rx) = bounded(DEPTH);
-                let (back, free) = bounded(DEPTH + 1);
+                let (tx, rx) = bounded(depth);
+                let (back, free) = bounded(depth + 1);
+                // Unbounded: a worker never waits to hand over (the states in the rotation,
+                // `Instance::budget`, bound how many epochs are outstanding).
+                let (hand, handed) = crossbeam_channel::unbounded();
                 let handle = std::thread::Builder::new()
                     .name(format!("netsift-worker-{i}"))
-                    .spawn(move || work(plane, rx, back, batch, packed, inject_failure == Some(i)))
+                    .spawn(move || {
+                        let fail = inject_failure == Some(i);
+                        work(plane, rx, back, hand, batch, packed, fail)
+                    })
                     .expect("spawning a worker thread");
-                Worker { tx, free, handle }
+                Worker {
+                    tx,
+                    free,
+                    handed,
+                    handle,
+                }
             })
             .collect::<Vec<_>>();
         let n = workers.len();
@@ -245,6 +275,43 @@ impl Pool {
         let i = key::reduce(h, self.workers.len());
         self.parts[i][0].push_packet(t);
         self.put_rest(i, 0, w, len, ts_ns)
+    }
+
+    /// A batch of whole IPv4 packets, packed (`Runner::packed` with workers: no ground truth,
+    /// no watch), each to the worker [`Pool::put_packet`] would pick, with its weight (`ws`)
+    /// and capture time (`ts`, empty for a trace without times). Dispatching a batch in one
+    /// loop rather than packet by packet amid the parser's work lets the CPU overlap the
+    /// packets' hash-index-store chains, about 40 instructions of latency each, that a
+    /// packet-by-packet dispatch runs one at a time: the reader's push and dispatch went from
+    /// 16 to 9 ns a packet, its whole thread from 0.63 to 0.53 s for 20 M packets (issue 13).
+    pub(crate) fn put_v4s(
+        &mut self,
+        vs: &[V4],
+        ws: &[u64],
+        ts: &[u64],
+    ) -> Result<(), WorkerFailure> {
+        debug_assert!(!self.truth && self.route.is_some() && vs.len() == ws.len());
+        let n = self.workers.len();
+        let dst = self.route == Some(KeyKind::Dst);
+        for (j, &v) in vs.iter().enumerate() {
+            // The address's 4 bytes (`key::V4`: source in bits 0-31, destination in 32-63).
+            let a = if dst { (v.0 >> 32) as u32 } else { v.0 as u32 };
+            let i = key::reduce(self.hash.hash_bytes(&a.to_le_bytes()), n);
+            let p = &mut self.parts[i][0];
+            p.packed.push(v);
+            if !self.unit {
+                p.weights.push(ws[j]);
+            }
+            if self.times {
+                p.ts.push(ts.get(j).copied().unwrap_or(0));
+                p.untimed |= ts.is_empty();
+            }
+            p.len += 1;
+            if p.len >= PART {
+                self.send(i)?;
+            }
+        }
+        Ok(())
     }
 
     /// What goes with a key or packet put in part `ki` of worker `i`: its weight, wire length
@@ -331,13 +398,16 @@ impl Pool {
     /// Send worker `i` everything gathered for it.
     fn send(&mut self, i: usize) -> Result<(), WorkerFailure> {
         let kinds = self.parts[i].len();
+        let whole = self.route.is_some();
         let empty = self.workers[i].free.try_recv().unwrap_or_else(|_| {
             (0..kinds)
-                .map(|_| Part {
-                    packed: Vec::new(),
+                .map(|ki| Part {
+                    // Room for what this run's parts hold: whole packets in the first kind's
+                    // part, or every kind's keys.
+                    packed: Vec::with_capacity(if whole && ki == 0 { PART } else { 0 }),
                     tuples: Vec::new(),
-                    keys: Vec::with_capacity(PART),
-                    narrow: Vec::with_capacity(PART),
+                    keys: Vec::with_capacity(if whole { 0 } else { PART }),
+                    narrow: Vec::with_capacity(if whole { 0 } else { PART }),
                     len: 0,
                     weights: match self.unit {
                         true => Vec::new(),
@@ -372,11 +442,10 @@ impl Pool {
         }
         let mut replies = Vec::with_capacity(self.workers.len());
         for (i, w) in self.workers.iter().enumerate() {
-            let (tx, rx) = bounded(1);
             let given = spares.iter_mut().map(Vec::pop).collect();
-            w.tx.send(Msg::End(tx, given))
+            w.tx.send(Msg::End(given))
                 .map_err(|_| WorkerFailure::new(i, "stopped before the epoch's end"))?;
-            replies.push(rx);
+            replies.push(w.handed.clone());
         }
         Ok(replies)
     }
@@ -409,6 +478,7 @@ fn work(
     mut plane: Plane,
     rx: Receiver<Msg>,
     back: Sender<Vec<Part>>,
+    hand: Sender<Handover>,
     batch: usize,
     packed: bool,
     fail: bool,
@@ -478,7 +548,7 @@ fn work(
                 // The reader takes it back if it has room; else it is dropped.
                 let _ = back.try_send(parts);
             }
-            Msg::End(reply, spares) => {
+            Msg::End(spares) => {
                 plane.flush_fronts();
                 if let Some(w) = &mut plane.watch {
                     w.end_epoch();
@@ -502,7 +572,7 @@ fn work(
                 let fresh = (0..flows.len()).map(|_| FlowTable::new()).collect();
                 let flows = std::mem::replace(&mut flows, fresh);
                 let peers = plane.peers.as_mut().map(|(_, p)| p.take());
-                if reply
+                if hand
                     .send(Handover {
                         states,
                         flows,
