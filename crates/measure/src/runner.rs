@@ -384,6 +384,8 @@ pub struct Runner {
     /// `batch_ts` holds the batch's times (with workers, each part carries its own).
     times: bool,
     batch_ts: Vec<u64>,
+    /// Wire lengths of a packed batch for workers that keep the ground truth (`packed`).
+    batch_lens: Vec<u32>,
     epochs: Vec<EpochReport>,
     totals: Totals,
     started: Instant,
@@ -866,12 +868,13 @@ impl Runner {
             .collect();
         let clock_ns = clock_overhead_ns();
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
-        let packed = !cfg.truth
-            && visor.is_none()
+        // With workers the reader keeps no truth of its own (they do, from the wire lengths
+        // that go with the packets).
+        let packed = visor.is_none()
             && plane.watch.is_none()
             && match &pool {
                 Some(p) => p.takes_packets(),
-                None => cfg.accel == front::Accel::AggEvict,
+                None => cfg.accel == front::Accel::AggEvict && !cfg.truth,
             };
         Ok(Runner {
             visor,
@@ -892,6 +895,7 @@ impl Runner {
             batch_weights: Vec::with_capacity(cfg.batch),
             times,
             batch_ts: Vec::with_capacity(if times { cfg.batch } else { 0 }),
+            batch_lens: Vec::with_capacity(if packed && cfg.truth { cfg.batch } else { 0 }),
             truth: (0..n).map(|_| EpochTruth::new(0)).collect(),
             clock,
             kinds,
@@ -918,13 +922,16 @@ impl Runner {
     #[inline]
     pub fn push(&mut self, ts_ns: u64, tuple: &Tuple, wire_len: u32) {
         // An IPv4 packet into a batch of packed tuples (`packed`): first, with nothing else to
-        // ask (no fast path, no watch, no truth; workers only if they take whole packets).
+        // ask (no fast path, no watch; workers only if they take whole packets, else no truth).
         if self.packed && !tuple.v6 && self.batch_v4.len() == self.batch_weights.len() {
             self.totals.add(wire::Class::Ipv4, wire_len);
             self.tick(ts_ns);
             // Once for every kind, as with whole packets to workers (`end_epoch` copies it).
             self.truth[0].count(ts_ns, wire_len);
             self.batch_v4.push(key::V4::of(tuple));
+            if self.cfg.truth {
+                self.batch_lens.push(wire_len);
+            }
             self.end_packet(ts_ns, self.cfg.weight.of(wire_len));
             return;
         }
@@ -1057,6 +1064,7 @@ impl Runner {
             self.dispatch_v4();
             self.batch_weights.clear();
             self.batch_ts.clear();
+            self.batch_lens.clear();
             return;
         }
         for (i, &kind) in self.kinds.iter().enumerate() {
@@ -1076,7 +1084,8 @@ impl Runner {
             if self.failure.is_none() {
                 let n = self.batch_v4.len();
                 let ts = self.batch_ts.get(..n).unwrap_or(&[]);
-                if let Err(f) = pool.put_v4s(&self.batch_v4, &self.batch_weights[..n], ts) {
+                let ws = &self.batch_weights[..n];
+                if let Err(f) = pool.put_v4s(&self.batch_v4, ws, ts, &self.batch_lens) {
                     fail(&mut self.failure, f.in_epoch(self.truth[0].index));
                 }
             }
@@ -1188,6 +1197,7 @@ impl Runner {
         self.batch_v4.clear();
         self.batch_weights.clear();
         self.batch_ts.clear();
+        self.batch_lens.clear();
         // Once a batch: the epochs answered meanwhile become visible (`completed_epochs`).
         self.collect_answers();
         if let Some(l) = &mut self.instant {

@@ -277,9 +277,9 @@ impl Pool {
         self.put_rest(i, 0, w, len, ts_ns)
     }
 
-    /// A batch of whole IPv4 packets, packed (`Runner::packed` with workers: no ground truth,
-    /// no watch), each to the worker [`Pool::put_packet`] would pick, with its weight (`ws`)
-    /// and capture time (`ts`, empty for a trace without times). Dispatching a batch in one
+    /// A batch of whole IPv4 packets, packed (`Runner::packed` with workers: no watch), each to
+    /// the worker [`Pool::put_packet`] would pick, with its weight (`ws`), capture time (`ts`,
+    /// empty for a trace without times) and, with ground truth, wire length (`lens`). Dispatching a batch in one
     /// loop rather than packet by packet amid the parser's work lets the CPU overlap the
     /// packets' hash-index-store chains, about 40 instructions of latency each, that a
     /// packet-by-packet dispatch runs one at a time: the reader's push and dispatch went from
@@ -289,8 +289,10 @@ impl Pool {
         vs: &[V4],
         ws: &[u64],
         ts: &[u64],
+        lens: &[u32],
     ) -> Result<(), WorkerFailure> {
-        debug_assert!(!self.truth && self.route.is_some() && vs.len() == ws.len());
+        debug_assert!(self.route.is_some() && vs.len() == ws.len());
+        debug_assert!(!self.truth || lens.len() == vs.len());
         let n = self.workers.len();
         let dst = self.route == Some(KeyKind::Dst);
         for (j, &v) in vs.iter().enumerate() {
@@ -301,6 +303,9 @@ impl Pool {
             p.packed.push(v);
             if !self.unit {
                 p.weights.push(ws[j]);
+            }
+            if self.truth {
+                p.lens.push(lens[j]);
             }
             if self.times {
                 p.ts.push(ts.get(j).copied().unwrap_or(0));
