@@ -35,12 +35,18 @@ use crate::runner::{Peers, Plane, UpdateSpent};
 /// of 5-22 k over 20 M packets with two workers, the run's CPU time (user and kernel) about
 /// 0.92x (issue 13).
 const PART: usize = 4096;
-/// Bytes of parts in flight to all workers together: the messages a worker may have queued
-/// (`Pool::depth`) are as many as fit its share, 4 to 128. A deep queue lets the reader run on
-/// while a worker is slowed: by a burst of one flow's packets (a flow lives in one worker), by
-/// the answer thread taking its core at an epoch's end. Two workers on two cores, whole packed
-/// packets (64 KiB a message): 4 messages 0.91-0.94 s, 32 0.82-0.83 s, 128 0.75-0.80 s for 20 M
-/// packets (issue 13). 16 MiB is 128 messages each for two workers of whole packets.
+/// Messages a worker's channel holds.
+const DEPTH: usize = 4;
+/// Behind Agg-Evict without ground truth the workers outpace the reader (about 28 ns a packet
+/// against 25): then a worker's channel holds as many messages as its share of these bytes
+/// fits, up to 128, so the reader reads on while the workers are slowed for a moment (a burst of
+/// one flow's packets, the answer thread on their core) instead of waiting and being woken.
+/// Two workers on two cores, 20 M packets (64 KiB messages): 4 deep 0.83-0.86 s, 32 deep
+/// 0.73-0.78 s, 128 deep 0.67-0.70 s. Elsewhere the workers bound the run, their channels are
+/// full anyway, and a deeper one only delays each epoch's hand-over and moves the parts out of
+/// the caches: the README's main job (no accelerator, ground truth) 100 deep 0.91-0.94 s against
+/// 0.86-0.88 s 4 deep; Agg-Evict with ground truth 1.37-1.42 s against 1.32-1.39 s (issue 13).
+/// Holding parts back only while another worker is idle did not do it (0.82-0.90 s).
 const IN_FLIGHT: usize = 16 << 20;
 /// The weights of a part whose weights are all 1 (`Pool::unit`): the reader stores none and
 /// the worker feeds a slice of these.
@@ -207,7 +213,10 @@ impl Pool {
         } + 8 * usize::from(cfg.weight != truth::Weight::Packets)
             + 4 * usize::from(cfg.truth)
             + 8 * usize::from(times);
-        let depth = (IN_FLIGHT / n / (PART * per_packet)).clamp(4, 128);
+        let depth = match packed && !cfg.truth {
+            true => (IN_FLIGHT / n / (PART * per_packet)).clamp(DEPTH, 128),
+            false => DEPTH,
+        };
         let workers = planes
             .into_iter()
             .enumerate()
