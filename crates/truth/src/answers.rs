@@ -32,23 +32,29 @@ pub fn histogram(sizes: impl IntoIterator<Item = u64>) -> Vec<f64> {
 
 /// Traffic entropy over flows in bits, H = −Σ_x p_x·log2 p_x with p_x = s_x / N (0 for no
 /// traffic). Zero sizes contribute nothing.
+///
+/// The same value whatever order the flows come in: each term (in [-0.531, 0]) is summed in
+/// fixed point, as an integer count of 2^-90 (its f64 times a power of two, exact, then its
+/// fraction dropped: at most 2^-90 a flow), and integer addition does not depend on the order.
+/// A float sum did, in its last bit: the epoch's flows come in the order of a hash table whose
+/// capacity, recycled from epoch to epoch, depended on timing, so a report's exact entropy
+/// differed between two runs of the same command.
 pub fn entropy(sizes: impl IntoIterator<Item = u64>) -> f64 {
-    let sizes: Vec<f64> = sizes
-        .into_iter()
-        .filter(|&s| s > 0)
-        .map(|s| s as f64)
-        .collect();
-    let total: f64 = sizes.iter().sum();
+    const SCALE: f64 = (1u128 << 90) as f64;
+    let sizes: Vec<u64> = sizes.into_iter().filter(|&s| s > 0).collect();
+    let total = sizes.iter().map(|&s| u128::from(s)).sum::<u128>() as f64;
     if total == 0.0 {
         return 0.0;
     }
-    -sizes
+    let sum: i128 = sizes
         .iter()
-        .map(|s| {
-            let p = s / total;
-            p * p.log2()
+        .map(|&s| {
+            let p = s as f64 / total;
+            // At least -0.531 * 2^90 > -2^90: 2^37 flows of them still fit an i128.
+            (p * p.log2() * SCALE) as i128
         })
-        .sum::<f64>()
+        .sum();
+    -(sum as f64 / SCALE)
 }
 
 /// Which endpoint of a pair key is the host whose distinct peers are counted.
@@ -241,6 +247,12 @@ mod tests {
         assert_eq!(entropy([9]), 0.0);
         assert_eq!(entropy([]), 0.0);
         assert_eq!(entropy([0, 0]), 0.0);
+        // Any order of the same flows gives the same bits (a float sum of these ten terms
+        // differs in its last bit between the two orders).
+        let sizes = [1u64, 7, 1_000_003, 3, 2, 999_999, 5, 11, 13, 4_096];
+        let mut back = sizes;
+        back.reverse();
+        assert_eq!(entropy(sizes).to_bits(), entropy(back).to_bits());
         // p = (1/3, 2/3): log2 3 - 2/3.
         let h = 3f64.log2() - 2.0 / 3.0;
         assert!((entropy([1, 2, 0]) - h).abs() < 1e-12);
