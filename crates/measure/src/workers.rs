@@ -204,14 +204,13 @@ impl Pool {
             .first()
             .filter(|p| whole && p.watch.is_none())
             .and_then(|p| common_address(&p.kinds));
-        // A message's bytes: per kind (one for whole packets) its keys or packed tuples, and
-        // what goes with each (`put_rest`).
+        // A message's bytes without ground truth: per kind (one for whole packets) its keys or
+        // packed tuples, and what goes with each (`put_rest`).
         let (whole, n) = (route.is_some(), planes.len().max(1));
         let per_packet = match whole {
             true => std::mem::size_of::<V4>(),
             false => kinds * (std::mem::size_of::<FlowKey>() + 4),
         } + 8 * usize::from(cfg.weight != truth::Weight::Packets)
-            + 4 * usize::from(cfg.truth)
             + 8 * usize::from(times);
         let depth = match packed && !cfg.truth {
             true => (IN_FLIGHT / n / (PART * per_packet)).clamp(DEPTH, 128),
@@ -277,11 +276,10 @@ impl Pool {
             _ => &t.src,
         };
         // Constant lengths: xxh3's length dispatch folds away.
-        let h = match t.v6 {
-            false => self.hash.hash_bytes(&a[..4]),
-            true => self.hash.hash_bytes(&a[..]),
+        let i = match t.v6 {
+            false => self.worker_of(&a[..4]),
+            true => self.worker_of(&a[..]),
         };
-        let i = key::reduce(h, self.workers.len());
         self.parts[i][0].push_packet(t);
         self.put_rest(i, 0, w, len, ts_ns)
     }
@@ -302,34 +300,32 @@ impl Pool {
     ) -> Result<(), WorkerFailure> {
         debug_assert!(self.route.is_some() && vs.len() == ws.len());
         debug_assert!(!self.truth || lens.len() == vs.len());
-        let n = self.workers.len();
-        let dst = self.route == Some(KeyKind::Dst);
+        let (dst, with) = (self.route == Some(KeyKind::Dst), self.with());
         for (j, &v) in vs.iter().enumerate() {
             // The address's 4 bytes (`key::V4`: source in bits 0-31, destination in 32-63).
             let a = if dst { (v.0 >> 32) as u32 } else { v.0 as u32 };
-            let i = key::reduce(self.hash.hash_bytes(&a.to_le_bytes()), n);
+            let i = self.worker_of(&a.to_le_bytes());
+            // One look-up of the part a packet (`put_rest` looked it up again: 2-3% of the
+            // two-worker run's time here).
             let p = &mut self.parts[i][0];
             p.packed.push(v);
-            if !self.unit {
-                p.weights.push(ws[j]);
-            }
-            if self.truth {
-                p.lens.push(lens[j]);
-            }
-            if self.times {
-                p.ts.push(ts.get(j).copied().unwrap_or(0));
-                p.untimed |= ts.is_empty();
-            }
-            p.len += 1;
-            if p.len >= PART {
+            let len = lens.get(j).copied().unwrap_or(0);
+            if p.rest(with, ws[j], len, ts.get(j).copied()) {
                 self.send(i)?;
             }
         }
         Ok(())
     }
 
-    /// What goes with a key or packet put in part `ki` of worker `i`: its weight, wire length
-    /// (ground truth) and time; the part is sent when full.
+    /// The worker the dispatch hash of a key's bytes (or a routing address's) picks: one
+    /// function for every way a packet or key reaches the workers, so a flow lives in one.
+    #[inline]
+    fn worker_of(&self, bytes: &[u8]) -> usize {
+        key::reduce(self.hash.hash_bytes(bytes), self.workers.len())
+    }
+
+    /// What goes with a key or packet put in part `ki` of worker `i` (`Part::rest`); the part
+    /// is sent when full.
     #[inline]
     fn put_rest(
         &mut self,
@@ -339,23 +335,21 @@ impl Pool {
         len: u32,
         ts_ns: Option<u64>,
     ) -> Result<(), WorkerFailure> {
-        let p = &mut self.parts[i][ki];
-        if !self.unit {
-            p.weights.push(w);
-        }
-        p.len += 1;
-        if self.truth {
-            p.lens.push(len);
-        }
-        if self.times {
-            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
-            p.ts.push(ts_ns.unwrap_or(0));
-            p.untimed |= ts_ns.is_none();
-        }
-        if p.len >= PART {
+        let with = self.with();
+        if self.parts[i][ki].rest(with, w, len, ts_ns) {
             self.send(i)?;
         }
         Ok(())
+    }
+
+    /// What a part carries beside its keys in this run (`Part::rest`).
+    #[inline(always)]
+    fn with(&self) -> With {
+        With {
+            weights: !self.unit,
+            lens: self.truth,
+            times: self.times,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -373,7 +367,7 @@ impl Pool {
         len: u32,
         ts_ns: Option<u64>,
     ) -> Result<(), WorkerFailure> {
-        let i = key::reduce(self.hash.hash(&k), self.workers.len());
+        let i = self.worker_of(k.as_bytes());
         let p = &mut self.parts[i][ki];
         p.keys.push(k);
         if k.len() == 4 {
@@ -393,20 +387,10 @@ impl Pool {
         w: u64,
         len: u32,
     ) -> Result<(), WorkerFailure> {
-        let i = key::reduce(self.hash.hash_bytes(&v.to_be_bytes()), self.workers.len());
-        let p = &mut self.parts[i][ki];
-        p.narrow.push(v);
-        if !self.unit {
-            p.weights.push(w);
-        }
-        p.len += 1;
-        if self.truth {
-            p.lens.push(len);
-        }
-        if p.len >= PART {
-            self.send(i)?;
-        }
-        Ok(())
+        let i = self.worker_of(&v.to_be_bytes());
+        self.parts[i][ki].narrow.push(v);
+        // A keys4 trace has no times.
+        self.put_rest(i, ki, w, len, None)
     }
 
     /// Send worker `i` everything gathered for it.
@@ -658,7 +642,35 @@ fn feed_part(
     }
 }
 
+/// What a part carries beside its keys in a run: weights (unless every one is 1), wire lengths
+/// (ground truth), capture times (`Pool::times`).
+#[derive(Clone, Copy)]
+struct With {
+    weights: bool,
+    lens: bool,
+    times: bool,
+}
+
 impl Part {
+    /// What goes with a key or packet just put in this part: its weight, wire length and time,
+    /// as far as the run carries them (`with`). Whether the part is now full.
+    #[inline(always)]
+    fn rest(&mut self, with: With, w: u64, len: u32, ts_ns: Option<u64>) -> bool {
+        if with.weights {
+            self.weights.push(w);
+        }
+        self.len += 1;
+        if with.lens {
+            self.lens.push(len);
+        }
+        if with.times {
+            // `--instant`'s watch reads times of untimed traces as 0, as without workers.
+            self.ts.push(ts_ns.unwrap_or(0));
+            self.untimed |= ts_ns.is_none();
+        }
+        self.len >= PART
+    }
+
     /// One whole packet: an IPv4 tuple packed, an IPv6 one as the mark and its tuple.
     #[inline(always)]
     fn push_packet(&mut self, t: &Tuple) {
