@@ -670,6 +670,9 @@ pub fn run(
                 Some(Err(e)) => read_error = Some(e.to_string()),
                 Some(Ok(_)) => {}
             }
+            // Every packet is read: the capture goes now, not after the last epoch's answers
+            // (a large file's unmapping then overlaps them, `trace::Mapped::prefault`).
+            drop(cap);
             runner.try_finish()?
         }
     };
