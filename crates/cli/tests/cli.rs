@@ -665,8 +665,7 @@ fn bench_parse_passes_has_a_range_and_an_empty_file_has_no_rate() {
 /// successful one replaces it whole.
 #[test]
 fn gen_validates_before_touching_the_output() {
-    let dir = std::env::temp_dir().join(format!("netsift-cli-gen-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = testkit::scratch("cli-gen");
     let target = dir.join("existing.pcap");
     std::fs::write(&target, b"precious").unwrap();
     let listing = || {

@@ -83,8 +83,7 @@ fn argv() -> impl Strategy<Value = (usize, Vec<String>)> {
 }
 
 fn capture() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
+    let d = testkit::scratch("fuzz");
     let f = d.join("small.pcap");
     if !f.exists() {
         let st = Command::new(env!("CARGO_BIN_EXE_netsift"))

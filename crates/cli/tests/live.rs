@@ -513,11 +513,7 @@ fn live_soak_memory_flat_and_no_missed_epoch() {
 /// A fresh directory under the system's temporary one.
 fn tempfile_dir(what: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "netsift-live-{what}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
+    let d = testkit::scratch("live").join(format!("{what}-{}", N.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir_all(&d).unwrap();
     d
 }

@@ -12,7 +12,7 @@ use std::process::Output;
 use key::{HashFn, KeyKind};
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-merge-{}-{name}", std::process::id()));
+    let d = testkit::scratch("merge").join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

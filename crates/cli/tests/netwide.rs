@@ -44,7 +44,7 @@ impl Net {
             println!("skip: nats-server not on PATH (apt-get install nats-server)");
             return None;
         };
-        let dir = std::env::temp_dir().join(format!("netsift-nw-{name}-{}", std::process::id()));
+        let dir = testkit::scratch("nw").join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let ca = if setup == Setup::Tls {

@@ -30,7 +30,7 @@ const EXPECTED: [(&str, &[&str]); 7] = [
 
 #[test]
 fn reeval_quick_writes_every_figure() {
-    let dir = std::env::temp_dir().join(format!("netsift-reeval-{}", std::process::id()));
+    let dir = testkit::scratch("reeval").join("out");
     let _ = std::fs::remove_dir_all(&dir);
     let out = Command::new(env!("CARGO_BIN_EXE_netsift"))
         .args([

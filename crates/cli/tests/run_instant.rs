@@ -18,7 +18,7 @@ fn netsift(args: &[&str]) -> Output {
 
 /// 400 000 packets of Zipf(1.1) 5-tuples over 20 000 flows, at 1 Mpps of capture time.
 fn trace(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("netsift-instant-{name}-{}", std::process::id()));
+    let dir = testkit::scratch("instant").join(name);
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("t.pcap");
     let out = netsift(&[

@@ -30,7 +30,7 @@ const FIELDS: [&str; 21] = [
 ];
 
 fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-lab-{name}-{}", std::process::id()));
+    let d = testkit::scratch("lab").join(name);
     let _ = std::fs::remove_dir_all(&d);
     d
 }

@@ -88,9 +88,7 @@ const CTX: Ctx = Ctx {
 };
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("netsift-monitor-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    testkit::scratch("monitor").join(name)
 }
 
 /// A monitor whose events go to a file of its own (the test reads them back from `epoch`).

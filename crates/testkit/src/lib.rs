@@ -18,6 +18,8 @@
 //!
 //! Exact counts: [`truth`] (unit updates) and [`weighted_truth`].
 //!
+//! Files: [`scratch`], a test's temporary directory, swept once its process has ended.
+//!
 //! # Captures
 //!
 //! [`traces_dir`] and [`trace`] locate the shared real captures (`../shared/traces` beside the
@@ -194,6 +196,42 @@ pub fn weighted_truth(stream: &[(FlowKey, u64)]) -> KeyMap<u64> {
 
 /// The variable that overrides the capture directory.
 pub const TRACES_VAR: &str = "NETSIFT_TRACES";
+
+/// A scratch directory for a test's files, `netsift-test-NAME-PID` in the system's temporary
+/// directory (created). Tests of one binary run in parallel and share the process, so none can
+/// remove it when it ends; instead the first call in a process removes the scratch directories
+/// of processes that have ended (Linux: no `/proc/PID`), so test runs do not pile up files.
+pub fn scratch(name: &str) -> PathBuf {
+    static SWEEP: std::sync::Once = std::sync::Once::new();
+    let tmp = std::env::temp_dir();
+    SWEEP.call_once(|| sweep(&tmp));
+    let d = tmp.join(format!("netsift-test-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("creating a scratch directory");
+    d
+}
+
+/// Remove `netsift-test-*-PID` directories in `tmp` whose process has ended.
+fn sweep(tmp: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix("netsift-test-") else {
+            continue;
+        };
+        let Some(pid) = rest.rsplit('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            // Another user's, or gone meanwhile: left alone.
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
 
 /// Where the captures are looked for: `$NETSIFT_TRACES` when set and not empty, else
 /// `../shared/traces` beside the repository.

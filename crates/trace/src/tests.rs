@@ -892,8 +892,7 @@ fn format_names() {
 
 #[test]
 fn open_files() {
-    let dir = std::env::temp_dir().join(format!("trace-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = testkit::scratch("trace-unit");
     let p = dir.join("a.pcap");
     std::fs::write(
         &p,

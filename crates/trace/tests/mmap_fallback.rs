@@ -41,7 +41,7 @@ fn a_file_too_large_to_map_is_streamed() {
         eprintln!("skip: needs Linux's `ulimit -v` to make the mapping fail");
         return;
     }
-    let path = std::env::temp_dir().join(format!("netsift-mmap-{}.pcap", std::process::id()));
+    let path = testkit::scratch("mmap").join("large.pcap");
     let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     let mut w = PcapWriter::new(file, 1, 1 << 20, Endian::Little, false).unwrap();
     let frame = vec![0x5au8; LEN];

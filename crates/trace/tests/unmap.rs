@@ -22,8 +22,7 @@ fn a_dropped_capture_is_unmapped() {
         eprintln!("skip: reads Linux's /proc/self/maps");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("netsift-unmap-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = testkit::scratch("unmap");
     let path = dir.join("large.pcap");
     let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
     let mut w = PcapWriter::new(file, 1, 1 << 20, Endian::Little, false).unwrap();

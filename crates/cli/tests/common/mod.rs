@@ -17,9 +17,7 @@ pub fn tmp(name: &str) -> PathBuf {
         .ok()
         .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_default();
-    let d = std::env::temp_dir().join(format!("netsift-{exe}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
+    testkit::scratch(&exe).join(name)
 }
 
 /// A report's epochs without their costs (wall time, different in every run): what two runs
@@ -207,7 +205,7 @@ pub fn peer_tuple(link: u32, data: &[u8]) -> Option<Tuple> {
 /// `netsift bench NAME ARGS --json --out DIR` into a fresh temporary DIR: it must succeed; the
 /// DIR and the JSON it printed.
 pub fn bench_json(name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
-    let dir = std::env::temp_dir().join(format!("netsift-bench-{name}-{}", std::process::id()));
+    let dir = testkit::scratch("bench").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsift"))
         .args(["bench", name])
