@@ -1,9 +1,14 @@
+//! Large files (above the size from which a thread of its own pre-faults the mapping).
+//!
 //! A file that cannot be memory-mapped (here: a `ulimit -v` smaller than the file) is read as a
 //! stream instead, with the same records, in constant memory; before, it failed with "Cannot
-//! allocate memory".
+//! allocate memory". The limit must apply to the reading process only, so the test runs itself
+//! again as a child under `sh -c 'ulimit -v ...'` (`CHILD` names the file) and checks what the
+//! child printed.
 //!
-//! The limit must apply to the reading process only, so the test runs itself again as a child
-//! under `sh -c 'ulimit -v ...'` (`CHILD` names the file) and checks what the child printed.
+//! A mapped one is unmapped once its capture is dropped, by the pre-faulting thread
+//! (`Mapped::prefault`): the mapping must not outlive the capture, or a process that opens
+//! captures one after another (`bench`, a directory of files) would keep each mapped.
 
 use std::process::Command;
 
@@ -11,12 +16,26 @@ use trace::write::{Endian, PcapWriter};
 use trace::Capture;
 
 const CHILD: &str = "TRACE_MMAP_FALLBACK_CHILD";
-/// Records of 64 KiB: 96 MiB in all, more than the child's whole address space.
+/// Records of 64 KiB: 96 MiB in all, more than the child's whole address space and than the
+/// size from which the mapping is pre-faulted by a thread.
 const RECORDS: u32 = 1536;
 const LEN: usize = 64 << 10;
 /// The child's address-space limit in KiB (`ulimit -v`): room for the test binary, not for a
 /// mapping of the file.
 const LIMIT_KB: u32 = 64 << 10;
+
+/// A pcap file of [`RECORDS`] records of [`LEN`] bytes, `name` in this test's scratch directory.
+fn large(name: &str) -> std::path::PathBuf {
+    let path = testkit::scratch("large").join(name);
+    let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut w = PcapWriter::new(file, 1, 1 << 20, Endian::Little, false).unwrap();
+    let frame = vec![0x5au8; LEN];
+    for i in 0..RECORDS {
+        w.write_packet(u64::from(i), LEN as u32, &frame).unwrap();
+    }
+    drop(w);
+    path
+}
 
 #[test]
 fn a_file_too_large_to_map_is_streamed() {
@@ -41,14 +60,7 @@ fn a_file_too_large_to_map_is_streamed() {
         eprintln!("skip: needs Linux's `ulimit -v` to make the mapping fail");
         return;
     }
-    let path = testkit::scratch("mmap").join("large.pcap");
-    let file = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    let mut w = PcapWriter::new(file, 1, 1 << 20, Endian::Little, false).unwrap();
-    let frame = vec![0x5au8; LEN];
-    for i in 0..RECORDS {
-        w.write_packet(u64::from(i), LEN as u32, &frame).unwrap();
-    }
-    drop(w);
+    let path = large("streamed.pcap");
     let exe = std::env::current_exe().expect("test binary path");
     let script = format!(
         "ulimit -v {LIMIT_KB} && exec \"$0\" --exact a_file_too_large_to_map_is_streamed \
@@ -73,4 +85,51 @@ fn a_file_too_large_to_map_is_streamed() {
         u64::from(RECORDS) * LEN as u64
     );
     assert!(stdout.contains(&want), "{stdout}");
+}
+
+/// Whether this process maps `path` (Linux's `/proc/self/maps` names mapped files).
+fn mapped(path: &std::path::Path) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("reading /proc/self/maps");
+    let name = path.to_string_lossy();
+    maps.lines().any(|l| l.ends_with(name.as_ref()))
+}
+
+#[test]
+fn a_dropped_capture_is_unmapped() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("skip: reads Linux's /proc/self/maps");
+        return;
+    }
+    let path = large("mapped.pcap");
+
+    for pass in 0..2 {
+        let cap = Capture::open(&path.to_string_lossy(), None).unwrap();
+        let mut bytes = 0u64;
+        let n = cap
+            .for_each_streamed(|r| {
+                if let trace::Body::Frame { data, .. } = r.body {
+                    bytes += data.len() as u64;
+                }
+            })
+            .unwrap();
+        assert_eq!(
+            (n, bytes),
+            (u64::from(RECORDS), u64::from(RECORDS) * LEN as u64)
+        );
+        assert!(
+            mapped(&path),
+            "pass {pass}: the capture is read from a mapping"
+        );
+        drop(cap);
+        // The unmapping is the pre-faulting thread's, after the drop: give it up to 20 s.
+        let t = std::time::Instant::now();
+        while mapped(&path) && t.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(
+            !mapped(&path),
+            "pass {pass}: still mapped 20 s after the capture was dropped"
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
 }
