@@ -297,6 +297,9 @@ struct Mapped {
     map: Option<std::sync::Arc<memmap2::Mmap>>,
     /// Set when the capture is dropped: the pre-faulting thread stops at its next step.
     stop: std::sync::Arc<AtomicBool>,
+    /// Set when a pass over the records begins ([`Mapped::begin`]): the pre-faulting thread
+    /// waits for it.
+    go: std::sync::Arc<AtomicBool>,
     /// The pre-faulting thread: it holds the mapping until the capture is dropped, then unmaps
     /// it (see [`Mapped::prefault`]).
     thread: Option<std::thread::Thread>,
@@ -306,13 +309,14 @@ impl Mapped {
     fn new(map: memmap2::Mmap, prefault: bool) -> Mapped {
         let map = std::sync::Arc::new(map);
         let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let go = std::sync::Arc::new(AtomicBool::new(false));
         // Without a thread (none can be started) the reader faults the pages itself.
         let thread = prefault
             .then(|| {
-                let (map, stop) = (map.clone(), stop.clone());
+                let (map, stop, go) = (map.clone(), stop.clone(), go.clone());
                 std::thread::Builder::new()
                     .name("netsift-prefault".into())
-                    .spawn(move || Mapped::prefault(map, &stop))
+                    .spawn(move || Mapped::prefault(map, &stop, &go))
                     .ok()
             })
             .flatten()
@@ -320,7 +324,17 @@ impl Mapped {
         Mapped {
             map: Some(map),
             stop,
+            go,
             thread,
+        }
+    }
+
+    /// A pass over the records begins: the pre-faulting thread starts (once).
+    fn begin(&self) {
+        if !self.go.swap(true, Ordering::Release) {
+            if let Some(t) = &self.thread {
+                t.unpark();
+            }
         }
     }
 
@@ -331,12 +345,22 @@ impl Mapped {
     /// kernel maps pages far faster than packets are parsed from them) and, for a file not in
     /// the page cache, reads it in ahead of the reader too.
     ///
+    /// It starts when the first pass over the records does ([`Mapped::begin`]), not when the
+    /// file is opened: each populating call holds the process's memory-map lock, and every
+    /// `mmap` of a large allocation (the run's sketches, built between the opening and the
+    /// first packet) waited for it. Starting at the opening, a two-worker `run` took 110-150 ms
+    /// to build its structures instead of 20 (issue 13).
+    ///
     /// Then it waits for the capture to be dropped and unmaps it here: taking down the page
     /// tables of a 1.6 GB mapping costs about 40 ms, which on the dropping thread was a serial
     /// step at the end of every run (`run` drops its capture once the last packet is read, so
     /// the unmapping overlaps the last epoch's answers).
-    fn prefault(map: std::sync::Arc<memmap2::Mmap>, stop: &AtomicBool) {
+    fn prefault(map: std::sync::Arc<memmap2::Mmap>, stop: &AtomicBool, go: &AtomicBool) {
         const STEP: usize = 2 << 20;
+        // `begin` sets `go` and `Drop` sets `stop`, each then unparks: a spurious wake-up loops.
+        while !go.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
+            std::thread::park();
+        }
         let mut at = 0;
         while at < map.len() && !stop.load(Ordering::Relaxed) {
             let n = STEP.min(map.len() - at);
@@ -638,6 +662,7 @@ impl Capture {
     /// records before it have been passed to `f` and the error is returned. Same records as
     /// [`Capture::records`], with the format dispatch hoisted out of the loop.
     pub fn for_each<'a, F: FnMut(Record<'a>)>(&'a self, mut f: F) -> Result<u64, TraceError> {
+        self.begin();
         let data = self.bytes.as_slice();
         let r = match self.layout {
             Layout::Pcap(h) => pcap::Reader::new(data, h).for_each(&mut f),
@@ -665,7 +690,18 @@ impl Capture {
         if self.is_stream() || !matches!(self.layout, Layout::Keys(Format::Keys4)) {
             return None;
         }
+        self.begin();
         Some(keys::for_each_u32(self.bytes.as_slice(), f).map_err(|at| self.error(at)))
+    }
+
+    /// A whole pass over a mapped file's records begins: its pages are pre-faulted ahead of it
+    /// from now on (large files, [`Mapped::prefault`]). [`Capture::records`] does not start
+    /// it: a look at the first records (the address family, before a run is built) should not
+    /// fault in the whole file.
+    fn begin(&self) {
+        if let Bytes::Mapped(m) = &self.bytes {
+            m.begin();
+        }
     }
 
     /// Like [`Capture::for_each`], but a stream (stdin, a pipe) is read in chunks as the records
