@@ -919,10 +919,12 @@ impl Runner {
     }
 
     /// One keyed (IPv4/IPv6) packet.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, ts_ns: u64, tuple: &Tuple, wire_len: u32) {
         // An IPv4 packet into a batch of packed tuples (`packed`): first, with nothing else to
         // ask (no fast path, no watch; workers only if they take whole packets, else no truth).
+        // Inlined into the reading loop, the rest not: a call a packet saved and registers
+        // spilled only where a packet needs more (issue 13, the reader-bound two workers).
         if self.packed && !tuple.v6 && self.batch_v4.len() == self.batch_weights.len() {
             self.totals.add(wire::Class::Ipv4, wire_len);
             self.tick(ts_ns);
@@ -935,6 +937,12 @@ impl Runner {
             self.end_packet(ts_ns, self.cfg.weight.of(wire_len));
             return;
         }
+        self.push_keyed(ts_ns, tuple, wire_len);
+    }
+
+    /// [`Runner::push`] of a packet that is not a packed IPv4 one.
+    #[inline(never)]
+    fn push_keyed(&mut self, ts_ns: u64, tuple: &Tuple, wire_len: u32) {
         let class = if tuple.v6 {
             wire::Class::Ipv6
         } else {
@@ -1033,6 +1041,8 @@ impl Runner {
         self.idle_from.get_or_insert(index);
     }
 
+    #[cold]
+    #[inline(never)]
     fn next_epoch(&mut self, index: u64) {
         // Before `end_epoch`, which hands the epoch's truth (and its index) on.
         let closed = self.truth[0].index;
@@ -1156,6 +1166,7 @@ impl Runner {
         }
     }
 
+    #[inline(never)]
     fn flush(&mut self) {
         if self.batch_weights.is_empty() {
             return;
