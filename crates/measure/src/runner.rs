@@ -824,12 +824,13 @@ impl Runner {
             }),
         };
         let visor = visor_plane(&cfg, &kinds)?;
+        let t0 = Instant::now();
         let pool = if cfg.workers > 1 {
-            // Every instance must merge the workers' states (an empty twin of itself, here).
+            // Every instance must merge the workers' states (an empty twin of itself, here:
+            // the instance is still empty, so one copy does).
             for inst in &plane.instances {
                 let mut probe = inst.algo.clone_box();
-                probe.reset();
-                if let Err(e) = probe.merge(probe.clone_box().as_ref()) {
+                if let Err(e) = probe.merge(inst.algo.as_ref()) {
                     return Err(ConfigError::Field {
                         field: "workers",
                         reason: format!(
@@ -848,6 +849,7 @@ impl Runner {
         } else {
             None
         };
+        if std::env::var_os("NS_PROBE").is_some() { eprintln!("probe pool {:?}", t0.elapsed()); }
         // States per instance in the rotation: those measuring (one, or one per worker), as
         // many handed over to be answered, and the previous epoch's for heavy changers.
         let measuring = cfg.workers as u16;
