@@ -849,7 +849,9 @@ impl Runner {
         } else {
             None
         };
-        if std::env::var_os("NS_PROBE").is_some() { eprintln!("probe pool {:?}", t0.elapsed()); }
+        if std::env::var_os("NS_PROBE").is_some() {
+            eprintln!("probe pool {:?}", t0.elapsed());
+        }
         // States per instance in the rotation: those measuring (one, or one per worker), as
         // many handed over to be answered, and the previous epoch's for heavy changers.
         let measuring = cfg.workers as u16;

@@ -75,6 +75,15 @@ pub const MAX_RECORD_LEN: u32 = 256 << 20;
 
 const FORMAT_NAMES: &str = "pcap, pcapng, keys4, keys13, keys21";
 
+/// Bytes a pre-faulting read maps ([`Mapped::prefault`]): Linux's default `fault_around_bytes`
+/// (a fault maps the page-cached pages around it, up to this many bytes, aligned); one page
+/// elsewhere.
+const FAULT_AROUND: usize = if cfg!(target_os = "linux") {
+    64 << 10
+} else {
+    4 << 10
+};
+
 /// Set when `-` is first opened: stdin can back one capture per process.
 static STDIN_TAKEN: AtomicBool = AtomicBool::new(false);
 
@@ -338,24 +347,32 @@ impl Mapped {
         }
     }
 
-    /// Fault the mapping's pages in, front to back, in steps of 2 MiB, on this thread: the
-    /// reader's thread would otherwise take a minor fault per 4 KiB page it reaches (MAP_POPULATE
-    /// does the same work, all of it before the first packet on the reader's thread: 0.1 s of
-    /// a 1.6 GB capture's 1.2 s one-worker run, issue 13). It runs ahead of any reader (the
-    /// kernel maps pages far faster than packets are parsed from them) and, for a file not in
-    /// the page cache, reads it in ahead of the reader too.
+    /// Fault the mapping's pages in, front to back, on this thread: the reader's thread would
+    /// otherwise take a minor fault per 4 KiB page it reaches (MAP_POPULATE does the same work,
+    /// all of it before the first packet on the reader's thread: 0.1 s of a 1.6 GB capture's
+    /// 1.2 s one-worker run, issue 13). It runs ahead of any reader (the kernel maps pages far
+    /// faster than packets are parsed from them) and, for a file not in the page cache, reads
+    /// it in ahead of the reader too.
+    ///
+    /// It reads one byte every [`FAULT_AROUND`] bytes: each fault maps that many bytes of
+    /// page-cached file around it (Linux's fault-around), under the mapping's own lock.
+    /// MADV_POPULATE_READ, used before, walks the pages one by one under the process's
+    /// memory-map lock: a 1.6 GB capture's `run` took 0.25 s of kernel time instead of 0.2,
+    /// and 1.11x the wall time with one worker and with two (issue 13). Where fault-around
+    /// maps less, the pages between are faulted by the reader, as without this thread.
     ///
     /// It starts when the first pass over the records does ([`Mapped::begin`]), not when the
-    /// file is opened: each populating call holds the process's memory-map lock, and every
-    /// `mmap` of a large allocation (the run's sketches, built between the opening and the
-    /// first packet) waited for it. Starting at the opening, a two-worker `run` took 110-150 ms
-    /// to build its structures instead of 20 (issue 13).
+    /// file is opened: populating held the memory-map lock, and every `mmap` of a large
+    /// allocation (the run's sketches, built between the opening and the first packet) waited
+    /// for it. Starting at the opening, a two-worker `run` took 110-150 ms to build its
+    /// structures instead of 20 (issue 13).
     ///
     /// Then it waits for the capture to be dropped and unmaps it here: taking down the page
     /// tables of a 1.6 GB mapping costs about 40 ms, which on the dropping thread was a serial
     /// step at the end of every run (`run` drops its capture once the last packet is read, so
     /// the unmapping overlaps the last epoch's answers).
     fn prefault(map: std::sync::Arc<memmap2::Mmap>, stop: &AtomicBool, go: &AtomicBool) {
+        // `stop` is looked at every 2 MiB.
         const STEP: usize = 2 << 20;
         // `begin` sets `go` and `Drop` sets `stop`, each then unparks: a spurious wake-up loops.
         while !go.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
@@ -364,17 +381,8 @@ impl Mapped {
         let mut at = 0;
         while at < map.len() && !stop.load(Ordering::Relaxed) {
             let n = STEP.min(map.len() - at);
-            #[cfg(target_os = "linux")]
-            let done = map
-                .advise_range(memmap2::Advice::PopulateRead, at, n)
-                .is_ok();
-            #[cfg(not(target_os = "linux"))]
-            let done = false;
-            if !done {
-                // MADV_POPULATE_READ needs Linux 5.14: a read of every page faults it in.
-                for p in (at..at + n).step_by(4096) {
-                    std::hint::black_box(map.get(p).copied());
-                }
+            for p in (at..at + n).step_by(FAULT_AROUND) {
+                std::hint::black_box(map.get(p).copied());
             }
             at += n;
         }
