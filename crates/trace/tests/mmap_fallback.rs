@@ -170,5 +170,18 @@ fn a_large_capture_is_pre_faulted_only_once_read() {
     let n = cap.for_each_streamed(|_| {}).unwrap();
     assert_eq!(n, u64::from(RECORDS));
     drop(cap);
+    // A capture dropped before any pass (a run refused after the opening) is unmapped too:
+    // the waiting thread wakes for the drop as well.
+    let cap = Capture::open(&path.to_string_lossy(), None).unwrap();
+    assert!(mapped(&path));
+    drop(cap);
+    let t = std::time::Instant::now();
+    while mapped(&path) && t.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        !mapped(&path),
+        "still mapped 20 s after a capture never read was dropped"
+    );
     std::fs::remove_file(&path).unwrap();
 }
