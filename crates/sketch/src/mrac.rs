@@ -218,6 +218,13 @@ impl Em {
                     if s >= len {
                         break;
                     }
+                    if j == 1 {
+                        // e_0 is 1 at 0 and 0 elsewhere: e_1 = W, the same bits as the
+                        // convolution (ws * 1.0, and + ws * 0.0 = + 0.0 elsewhere), without
+                        // its third of the step's multiply-adds.
+                        next[s] += ws;
+                        continue;
+                    }
                     for (o, &x) in next[s..].iter_mut().zip(&e[..len - s]) {
                         *o += ws * x;
                     }
