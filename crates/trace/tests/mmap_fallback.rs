@@ -94,6 +94,16 @@ fn mapped(path: &std::path::Path) -> bool {
     maps.lines().any(|l| l.ends_with(name.as_ref()))
 }
 
+/// Whether `path` is unmapped within 20 s: the unmapping is the pre-faulting thread's, after
+/// the capture is dropped.
+fn unmapped_soon(path: &std::path::Path) -> bool {
+    let t = std::time::Instant::now();
+    while mapped(path) && t.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    !mapped(path)
+}
+
 #[test]
 fn a_dropped_capture_is_unmapped() {
     if !cfg!(target_os = "linux") {
@@ -121,13 +131,8 @@ fn a_dropped_capture_is_unmapped() {
             "pass {pass}: the capture is read from a mapping"
         );
         drop(cap);
-        // The unmapping is the pre-faulting thread's, after the drop: give it up to 20 s.
-        let t = std::time::Instant::now();
-        while mapped(&path) && t.elapsed() < std::time::Duration::from_secs(20) {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
         assert!(
-            !mapped(&path),
+            unmapped_soon(&path),
             "pass {pass}: still mapped 20 s after the capture was dropped"
         );
     }
@@ -175,12 +180,8 @@ fn a_large_capture_is_pre_faulted_only_once_read() {
     let cap = Capture::open(&path.to_string_lossy(), None).unwrap();
     assert!(mapped(&path));
     drop(cap);
-    let t = std::time::Instant::now();
-    while mapped(&path) && t.elapsed() < std::time::Duration::from_secs(20) {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
     assert!(
-        !mapped(&path),
+        unmapped_soon(&path),
         "still mapped 20 s after a capture never read was dropped"
     );
     std::fs::remove_file(&path).unwrap();
