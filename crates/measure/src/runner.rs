@@ -824,7 +824,6 @@ impl Runner {
             }),
         };
         let visor = visor_plane(&cfg, &kinds)?;
-        let t0 = Instant::now();
         let pool = if cfg.workers > 1 {
             // Every instance must merge the workers' states (an empty twin of itself, here:
             // the instance is still empty, so one copy does).
@@ -849,9 +848,6 @@ impl Runner {
         } else {
             None
         };
-        if std::env::var_os("NS_PROBE").is_some() {
-            eprintln!("probe pool {:?}", t0.elapsed());
-        }
         // States per instance in the rotation: those measuring (one, or one per worker), as
         // many handed over to be answered, and the previous epoch's for heavy changers.
         let measuring = cfg.workers as u16;
