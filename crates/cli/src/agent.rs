@@ -34,12 +34,15 @@ pub struct BrokerArgs {
 }
 
 impl BrokerArgs {
-    pub fn broker(&self, name: &str) -> Broker {
+    /// The broker as user `name` with reply subjects under `inbox` (`netwide::agent_inbox`,
+    /// `netwide::CONTROLLER_INBOX`: the server lets each user read its own only).
+    pub fn broker(&self, name: &str, inbox: &str) -> Broker {
         Broker {
             url: self.nats.clone(),
             creds: self.creds.clone(),
             tls_ca: self.tls_ca.clone(),
             name: name.to_string(),
+            inbox: inbox.to_string(),
         }
     }
 }
@@ -93,10 +96,14 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         .enable_all()
         .build()
         .context("agent: cannot start the async runtime")?;
-    let broker = a.broker.broker(&format!("netsift-agent-{host}"));
+    let broker = a.broker.broker(
+        &format!("netsift-agent-{host}"),
+        &netwide::agent_inbox(&host),
+    );
     let timeout = Duration::from_millis(a.ack_timeout_ms);
     // Refused credentials or a server whose TLS certificate does not chain to --tls-ca end
     // the agent at once; a broker that is away is waited for while the run spools.
+    let mut reached = true;
     let client = match rt.block_on(broker.connect(timeout, false)) {
         Ok(c) => c,
         Err(
@@ -106,21 +113,55 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         ) => bail!("{e}"),
         Err(e) => {
             crate::say!("netsift: agent: {e}; spooling and retrying");
+            reached = false;
             rt.block_on(broker.connect(timeout, true))?
         }
     };
     // The JetStream context spawns its acknowledgement task on the runtime.
     let _enter = rt.enter();
     let js = async_nats::jetstream::new(client);
+    // One agent per host id (`netwide::lease`). With the broker there, a second agent with this
+    // --host is refused before it measures anything; with the broker away, the lease is taken
+    // before the first publication (a refusal then keeps the spool and ends the agent non-zero).
+    let lease = std::sync::Arc::new(tokio::sync::Mutex::new(None::<netwide::lease::Lease>));
+    let wait = netwide::LEASE_TTL + Duration::from_secs(2);
+    if reached {
+        match rt.block_on(netwide::lease::Lease::acquire(&js, &host, wait)) {
+            Ok(l) => *lease.blocking_lock() = Some(l),
+            Err(e @ netwide::Error::Lease(_)) => bail!("agent: {e}"),
+            Err(e) => {
+                crate::say!("netsift: agent {host}: {e}; the lease is taken before publishing")
+            }
+        }
+    }
     let opts = netwide::publish::Options {
         ack_timeout: timeout,
         ..Default::default()
     };
     let (drain, drain_rx) = tokio::sync::watch::channel(None);
-    let publisher = rt.spawn(async move {
-        let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
-        (stats, spool)
-    });
+    let drain = std::sync::Arc::new(drain);
+    let lost = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let publisher = {
+        let (lease, drain, lost, host) = (lease.clone(), drain.clone(), lost.clone(), host.clone());
+        rt.spawn(async move {
+            match hold_lease(&js, &host, &lease, &drain, &lost).await {
+                Ok(()) => {}
+                Err(e @ netwide::Error::Lease(_)) => return (Err(e), spool),
+                // The broker did not answer before the run ended: everything stays spooled.
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    let left = spool.pending().map_or(0, |p| p.len());
+                    let stats = netwide::publish::Stats {
+                        left,
+                        ..Default::default()
+                    };
+                    return (Ok(stats), spool);
+                }
+            }
+            let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
+            (stats, spool)
+        })
+    };
     // A trace's run stopped by SIGINT/SIGTERM closes its open epoch as partial and returns
     // here (rather than exiting as `run` does): the spool is drained as at the end of the
     // trace, bounded by --drain-timeout-ms, then the agent exits with the signal's status.
@@ -144,7 +185,20 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     let (stats, spool) = rt
         .block_on(publisher)
         .context("agent: the publisher failed")?;
-    let stats = stats?;
+    if let Some(l) = rt.block_on(lease.lock()).take() {
+        if let Err(e) = rt.block_on(l.release()) {
+            crate::say!("netsift: agent {host}: releasing the lease: {e}");
+        }
+    }
+    let stats = match stats {
+        Err(e @ netwide::Error::Lease(_)) => {
+            bail!("agent: {e}; the spool {} is kept", a.spool.display())
+        }
+        s => s?,
+    };
+    if let Some(e) = lost.lock().ok().and_then(|l| l.clone()) {
+        bail!("agent: {e}; the spool {} is kept", a.spool.display());
+    }
     crate::say!(
         "netsift: agent {host}: {} snapshots published, {} duplicates, {} failed attempts, {} \
          dropped (spool full{}), {} too large, {} left in {}",
@@ -175,4 +229,57 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         std::process::exit(code);
     }
     Ok(ok)
+}
+
+/// Take `host`'s lease if it is not held yet (the broker was away at the start), then keep it
+/// on a task of its own: renewed every third of `netwide::LEASE_TTL`; lost to another agent, the
+/// publisher is stopped (`drain` now) and `lost` says why. A lease refused is
+/// `netwide::Error::Lease`; a broker away is waited for (until the run ends).
+async fn hold_lease(
+    js: &async_nats::jetstream::Context,
+    host: &str,
+    lease: &std::sync::Arc<tokio::sync::Mutex<Option<netwide::lease::Lease>>>,
+    drain: &std::sync::Arc<tokio::sync::watch::Sender<Option<Instant>>>,
+    lost: &std::sync::Arc<std::sync::Mutex<Option<String>>>,
+) -> Result<(), netwide::Error> {
+    let wait = netwide::LEASE_TTL + Duration::from_secs(2);
+    let mut backoff = Duration::from_millis(100);
+    while lease.lock().await.is_none() {
+        match netwide::lease::Lease::acquire(js, host, wait).await {
+            Ok(l) => *lease.lock().await = Some(l),
+            Err(e @ netwide::Error::Lease(_)) => return Err(e),
+            Err(e) => {
+                if drain.borrow().is_some_and(|d| Instant::now() >= d) {
+                    return Err(e);
+                }
+                tracing::warn!("taking the lease of --host {host}: {e}; retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    let (lease, drain, lost) = (lease.clone(), drain.clone(), lost.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(netwide::LEASE_TTL / 3).await;
+            let mut l = lease.lock().await;
+            let Some(held) = l.as_mut() else { return };
+            match held.renew().await {
+                Ok(()) => {}
+                Err(e @ netwide::Error::Lease(_)) => {
+                    tracing::error!("{e}");
+                    if let Ok(mut w) = lost.lock() {
+                        *w = Some(e.to_string());
+                    }
+                    // Not ours any more: never released by us.
+                    *l = None;
+                    let _ = drain.send(Some(Instant::now()));
+                    return;
+                }
+                // The broker away: the next renewal tries again (the record outlives three).
+                Err(e) => tracing::warn!("renewing the lease: {e}"),
+            }
+        }
+    });
+    Ok(())
 }

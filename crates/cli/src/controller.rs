@@ -45,6 +45,61 @@ pub struct ControllerArgs {
     #[arg(long, default_value_t = 16, allow_negative_numbers = true,
           value_parser = flags::whole::<usize>(1..=4096))]
     pub keep: usize,
+    /// The deployment's configuration every snapshot must agree with (seed, parameters, key
+    /// kinds): the TOML the agents run with (`--config`, its seed included), or a snapshot
+    /// written with the agents' flags (`netsift run TRACE --snapshots DIR --host ref
+    /// <flags>`). Never taken from the first host to arrive, which may be misconfigured.
+    #[arg(long, value_name = "FILE")]
+    pub expect: PathBuf,
+    /// Most memory one snapshot's restored instances may take (`500M`, `2G`); a snapshot
+    /// claiming more is rejected before anything is allocated for it. Default: 3/4 of physical
+    /// memory, as `run`'s budget.
+    #[arg(long, value_parser = flags::bytes)]
+    pub max_memory: Option<u64>,
+    /// How long the snapshot stream keeps a snapshot (s). Default: the last --keep epochs plus
+    /// two and the deadline, at least 600 s (time epochs; 600 s for packet-count epochs).
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=31_536_000))]
+    pub stream_max_age: Option<u64>,
+    /// Most bytes the snapshot stream keeps, oldest dropped first (`4G`). Default: --keep + 2
+    /// epochs of every host's snapshot at the largest size the server takes (64 MB), at least
+    /// 1 GiB.
+    #[arg(long, value_parser = flags::bytes)]
+    pub stream_max_bytes: Option<u64>,
+}
+
+/// The snapshot every host's must agree with, from `--expect`'s file: a snapshot (by its magic
+/// number) or a run configuration (TOML, as `run --config` reads it), built into a runner to
+/// resolve its defaults and preset as an agent's run does.
+pub fn expected(path: &std::path::Path) -> Result<Snapshot> {
+    let bytes = std::fs::read(path).with_context(|| format!("--expect {}", path.display()))?;
+    if bytes.starts_with(&snapshot::MAGIC) {
+        return snapshot::decode(&bytes)
+            .map_err(|e| anyhow::anyhow!("--expect {}: {e}", path.display()));
+    }
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "--expect {}: neither a snapshot nor a TOML run configuration (byte {} is not \
+             UTF-8)",
+            path.display(),
+            e.valid_up_to()
+        )
+    })?;
+    let mut cfg = measure::RunConfig::from_toml(text)
+        .with_context(|| format!("--expect {}", path.display()))?;
+    if cfg.measures.is_empty() {
+        cfg.measures = measure::RunConfig::measures_from_lists(&[], &[])?;
+    }
+    // Host-local fields (they do not enter what must agree): the cheapest values.
+    cfg.workers = 1;
+    cfg.truth = false;
+    cfg.max_memory = None;
+    cfg.snapshots = None;
+    let runner = measure::Runner::new(cfg, &path.display().to_string())
+        .with_context(|| format!("--expect {}", path.display()))?;
+    runner
+        .reference_snapshot("expected")
+        .map_err(|e| anyhow::anyhow!("--expect {}: {e}", path.display()))
 }
 
 /// The network-wide report of `epoch` from its hosts' snapshots (`cur`) and, when held, the
@@ -90,9 +145,27 @@ pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
     } else {
         Hosts::List(a.hosts.iter().cloned().collect::<BTreeSet<_>>())
     };
+    let expected = expected(&a.expect)?;
+    let epoch = measure::RunConfig::from_toml(&expected.config)
+        .ok()
+        .and_then(|c| c.epoch_ms)
+        .map(Duration::from_millis);
+    let deadline = Duration::from_millis(a.deadline_ms);
+    let derived = netwide::controller::Limits::derive(a.keep, epoch, deadline, a.hosts.len());
+    let limits = netwide::controller::Limits {
+        max_age: a
+            .stream_max_age
+            .map_or(derived.max_age, Duration::from_secs),
+        max_bytes: a
+            .stream_max_bytes
+            .map_or(derived.max_bytes, |b| b.min(i64::MAX as u64) as i64),
+    };
     let opts = Options {
+        expected: (a.expect.clone(), expected),
+        max_memory: a.max_memory.or_else(flags::default_memory_budget),
+        limits,
         hosts,
-        deadline: Duration::from_millis(a.deadline_ms),
+        deadline,
         epochs: a.epochs,
         keep: a.keep,
     };
@@ -100,7 +173,9 @@ pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
         .enable_all()
         .build()
         .context("controller: cannot start the async runtime")?;
-    let broker = a.broker.broker("netsift-controller");
+    let broker = a
+        .broker
+        .broker("netsift-controller", netwide::CONTROLLER_INBOX);
     let client = rt.block_on(broker.connect(Duration::from_secs(5), false))?;
     // The JetStream context spawns its acknowledgement task on the runtime.
     let _enter = rt.enter();

@@ -180,6 +180,25 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     );
     let url = server.url();
     let started = Instant::now();
+    // The configuration the controller expects: a snapshot of the agents' own flags (a short
+    // local run), as docs/netwide.md tells a deployment to make it.
+    let reference = d.join("expected");
+    let st = Command::new(&exe)
+        .arg("run")
+        .arg(d.join(format!("{}.pcap", hosts[0])))
+        .args(["--task", &a.task, "--epoch-ms", &a.epoch_ms.to_string()])
+        .args(["--truth", "off", "--workers", "1", "--host", "expected"])
+        .arg("--snapshots")
+        .arg(&reference)
+        .stdout(Stdio::null())
+        .stdin(Stdio::null())
+        .status()
+        .context("writing the expected configuration's snapshot")?;
+    let expect = std::fs::read_dir(&reference)
+        .ok()
+        .and_then(|mut r| r.find_map(|e| e.ok().map(|e| e.path())))
+        .filter(|_| st.success())
+        .context("the expected configuration's snapshot was not written")?;
     let mut controller = Kid(Command::new(&exe)
         .args([
             "controller",
@@ -190,6 +209,8 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
             "--hosts",
         ])
         .arg(hosts.join(","))
+        .arg("--expect")
+        .arg(&expect)
         .arg("--creds")
         .arg(d.join("controller.creds"))
         .stdout(Stdio::piped())
@@ -240,6 +261,7 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         creds: d.join("controller.creds"),
         tls_ca: None,
         name: "netsift-demo".into(),
+        inbox: netwide::CONTROLLER_INBOX.into(),
     };
     // The JetStream context spawns its acknowledgement task on the runtime.
     let _enter = rt.enter();
@@ -396,15 +418,19 @@ fn broker_costs(
     std::fs::create_dir_all(&dir.0)?;
     let server = local_server(bin, &dir.0, hosts)?;
     let url = server.url();
-    let broker = |user: &str| netwide::creds::Broker {
+    let broker = |user: &str, inbox: &str| netwide::creds::Broker {
         url: url.clone(),
         creds: dir.0.join(format!("{user}.creds")),
         tls_ca: None,
         name: user.to_string(),
+        inbox: inbox.to_string(),
     };
     // The controller on its own thread and runtime, as its own process would be.
     let (tx, rx) = mpsc::channel::<(u64, Instant)>();
-    let ctl = broker("controller");
+    let ctl = broker("controller", netwide::CONTROLLER_INBOX);
+    let nhosts = hosts.len();
+    // The bench's own snapshot is the configuration every copy agrees with.
+    let expected = (PathBuf::from("bench"), base.clone());
     let list = hosts.iter().cloned().collect();
     let want = rounds as u64;
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
@@ -415,9 +441,17 @@ fn broker_costs(
         let _enter = rt.enter();
         let js =
             async_nats::jetstream::new(rt.block_on(ctl.connect(Duration::from_secs(5), false))?);
-        rt.block_on(netwide::controller::setup(&js, Duration::from_secs(30)))?;
+        let limits = netwide::controller::Limits::derive(4, None, Duration::from_secs(30), nhosts);
+        rt.block_on(netwide::controller::setup(
+            &js,
+            Duration::from_secs(30),
+            limits,
+        ))?;
         let _ = ready_tx.send(());
         let opts = netwide::controller::Options {
+            expected,
+            max_memory: None,
+            limits,
             hosts: netwide::controller::Hosts::List(list),
             deadline: Duration::from_secs(30),
             epochs: Some(want),
@@ -448,8 +482,10 @@ fn broker_costs(
     let _enter = rt.enter();
     let mut agents = vec![];
     for h in hosts {
-        let c =
-            rt.block_on(broker(&format!("agent-{h}")).connect(Duration::from_secs(5), false))?;
+        let c = rt.block_on(
+            broker(&format!("agent-{h}"), &netwide::agent_inbox(h))
+                .connect(Duration::from_secs(5), false),
+        )?;
         agents.push(async_nats::jetstream::new(c));
     }
     let (mut publish, mut delay) = (0.0, 0.0);
@@ -461,9 +497,10 @@ fn broker_costs(
             s.epoch.index = e;
             let payload = snapshot::encode(&s);
             let t = Instant::now();
+            let id = netwide::message_id(h, e, &payload);
             let msg = async_nats::jetstream::message::PublishMessage::build()
                 .payload(payload.into())
-                .message_id(netwide::message_id(h, e));
+                .message_id(id);
             rt.block_on(async {
                 js.send_publish(netwide::subject(h), msg)
                     .await?

@@ -21,6 +21,8 @@ struct Net {
     server: Option<Server>,
     /// The CA every client checks the server's certificate against (a TLS server).
     ca: Option<PathBuf>,
+    /// The controller's `--expect`: a snapshot of [`Net::run_args`] with seed 7.
+    expect: PathBuf,
 }
 
 /// How a test's server is set up.
@@ -95,7 +97,9 @@ impl Net {
             config,
             server: None,
             ca,
+            expect: PathBuf::new(),
         };
+        net.expect = net.expected(&Net::run_args("7"));
         net.restart_server(port);
         // The controller makes the stream, its consumer and the bucket (agents may not).
         let (none, _) = reports(net.controller(&["--epochs", "0"]));
@@ -116,6 +120,34 @@ impl Net {
         )
         .unwrap();
         self.server = Some(s);
+    }
+
+    /// A snapshot of a run with `args` (what a deployment gives the controller as `--expect`).
+    fn expected<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> PathBuf {
+        let text: Vec<String> = args
+            .iter()
+            .map(|a| a.as_ref().to_string_lossy().into_owned())
+            .collect();
+        // One directory per set of arguments (their text, file-name safe).
+        let name: String = text
+            .join("_")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let dir = self.dir.join(format!("expected-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let st = Command::new(BIN)
+            .arg("run")
+            .arg(self.trace("a"))
+            .args(args)
+            .args(["--host", "expected"])
+            .arg("--snapshots")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        dir.join(snapshot::file_name("expected", 0))
     }
 
     fn url(&self) -> String {
@@ -201,6 +233,10 @@ impl Net {
     }
 
     fn controller(&self, extra: &[&str]) -> Command {
+        self.controller_expecting(&self.expect, extra)
+    }
+
+    fn controller_expecting(&self, expect: &std::path::Path, extra: &[&str]) -> Command {
         let mut c = Command::new(BIN);
         c.args([
             "controller",
@@ -213,6 +249,8 @@ impl Net {
         ])
         .arg("--creds")
         .arg(self.creds("controller"))
+        .arg("--expect")
+        .arg(expect)
         .args(self.tls_args())
         .args(extra)
         .stdin(Stdio::null());
@@ -372,6 +410,7 @@ fn stream_snapshots(net: &Net) -> Vec<snapshot::Snapshot> {
         creds: net.creds("controller"),
         tls_ca: net.ca.clone(),
         name: "test".into(),
+        inbox: netwide::CONTROLLER_INBOX.into(),
     };
     let c = rt
         .block_on(b.connect(Duration::from_secs(5), false))
@@ -573,6 +612,8 @@ fn corrupted_and_incompatible_snapshots_are_rejected() {
     ])
     .arg("--creds")
     .arg(net.creds("controller"))
+    .arg("--expect")
+    .arg(&net.expect)
     .args(["--epochs", "2"]);
     let (got, err) = reports(c);
     assert!(err.contains("\"rejected_malformed\":1"), "{err}");
@@ -736,7 +777,9 @@ fn hosts_from_stream_expects_every_host_that_published() {
     let mut c = Command::new(BIN);
     c.args(["controller", "--nats", &net.url(), "--hosts-from-stream"])
         .args(["--deadline-ms", "1000", "--epochs", "2", "--creds"])
-        .arg(net.creds("controller"));
+        .arg(net.creds("controller"))
+        .arg("--expect")
+        .arg(&net.expect);
     let (mut got, _) = reports(c);
     got.sort_by_key(|r| r["epoch"].as_u64());
     assert_eq!(got.len(), 2);
@@ -815,7 +858,8 @@ fn idle_time_epoch_is_published_and_merged() {
             stderr(&o)
         );
     }
-    let (mut got, _) = reports(net.controller(&["--epochs", "3"]));
+    let expect = net.expected(&TIMED_RUN);
+    let (mut got, _) = reports(net.controller_expecting(&expect, &["--epochs", "3"]));
     got.sort_by_key(|r| r["epoch"].as_u64());
     assert_eq!(got.len(), 3);
     for r in &got {
@@ -975,4 +1019,236 @@ fn skip_records(b: &[u8], mut at: usize, n: usize) -> usize {
         at += 16 + len;
     }
     at
+}
+
+/// A connection as `user` (its credentials file in the test's directory) with reply subjects
+/// under `inbox`, on a runtime of its own thread.
+fn connect_as(net: &Net, user: &str, inbox: &str) -> (tokio::runtime::Runtime, async_nats::Client) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let b = netwide::creds::Broker {
+        url: net.url(),
+        creds: net.creds(user),
+        tls_ca: net.ca.clone(),
+        name: format!("test-{user}"),
+        inbox: inbox.into(),
+    };
+    let c = rt
+        .block_on(b.connect(Duration::from_secs(5), false))
+        .unwrap();
+    (rt, c)
+}
+
+/// Publish `payload` as host `h` (agent-h's credentials) on its subject with message id `id`;
+/// true when JetStream acknowledged it.
+fn publish_raw(net: &Net, h: &str, id: &str, payload: Vec<u8>) -> bool {
+    let (rt, c) = connect_as(net, &format!("agent-{h}"), &netwide::agent_inbox(h));
+    let _enter = rt.enter();
+    let js = async_nats::jetstream::new(c);
+    let msg = async_nats::jetstream::message::PublishMessage::build()
+        .payload(payload.into())
+        .message_id(id);
+    rt.block_on(async {
+        let ack = js.send_publish(netwide::subject(h), msg).await.ok()?;
+        tokio::time::timeout(Duration::from_secs(5), ack)
+            .await
+            .ok()?
+            .ok()
+    })
+    .is_some()
+}
+
+#[test]
+fn a_host_cannot_erase_another_hosts_snapshots() {
+    let Some(net) = Net::start("forged-id") else {
+        return;
+    };
+    // Host a (allowed to publish on its own subject only) stores junk under the message ids b
+    // would use: `b.<epoch>` (the old ids) and the new form with a guessed checksum. JetStream
+    // de-duplicates per stream, so with guessable ids b's real snapshots would be dropped as
+    // duplicates, and the epochs reported without b, never corrected.
+    for e in 0..2u64 {
+        for id in [format!("b.{e}"), format!("b.{e}.0000000000000000")] {
+            assert!(publish_raw(&net, "a", &id, b"junk".to_vec()));
+        }
+    }
+    // A well-formed snapshot under a foreign id is refused as forged: a's own epoch 0, with
+    // b's id form.
+    let st = Command::new(BIN)
+        .arg("run")
+        .arg(net.trace("a"))
+        .args(Net::run_args("7"))
+        .args(["--host", "a", "--snapshots"])
+        .arg(net.dir.join("again"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(net.dir.join("again").join(snapshot::file_name("a", 0))).unwrap();
+    assert!(publish_raw(
+        &net,
+        "a",
+        &netwide::message_id("b", 0, &bytes),
+        bytes
+    ));
+    publish_all(&net);
+    let (got, err) = reports(net.controller(&["--epochs", "2"]));
+    assert_eq!(got.len(), 2, "{err}");
+    assert!(err.contains("\"rejected_host\":1"), "{err}");
+    for r in &got {
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]), "{r}");
+        assert_eq!(r["missing"], serde_json::json!([]), "{r}");
+    }
+    // The junk is refused and named (its epoch unreadable: in the first report).
+    assert!(err.contains("\"rejected_malformed\":4"), "{err}");
+    let named: usize = got
+        .iter()
+        .map(|r| r["rejected"].as_array().map_or(0, |a| a.len()))
+        .sum();
+    assert_eq!(named, 5, "{got:?}");
+    check_equal_to_merge(&net, &got);
+}
+
+#[test]
+fn an_agent_cannot_read_what_is_delivered_to_others() {
+    let Some(net) = Net::start("inbox") else {
+        return;
+    };
+    // Host a's credentials try every subject that would carry another's data: the shared
+    // inbox (`_INBOX.>`, what the controller's deliveries used), the controller's and b's own
+    // inboxes, the snapshot subjects, everything.
+    let (rt, spy) = connect_as(&net, "agent-a", &netwide::agent_inbox("a"));
+    let got = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for subject in [
+        "_INBOX.>",
+        "_INBOX_controller.>",
+        "_INBOX_b.>",
+        "netsift.snapshots.>",
+        "netsift.reports",
+        ">",
+    ] {
+        let got = got.clone();
+        let spy = spy.clone();
+        rt.spawn(async move {
+            use futures_util::StreamExt;
+            let Ok(mut sub) = spy.subscribe(subject).await else {
+                return;
+            };
+            while let Some(m) = sub.next().await {
+                got.fetch_add(m.payload.len(), std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    publish(&net, "b");
+    let (r, err) = reports(net.controller(&["--epochs", "2"]));
+    assert_eq!(r.len(), 2, "{err}");
+    assert!(r.iter().all(|r| r["hosts"] == serde_json::json!(["b"])));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        got.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "host a received others' data"
+    );
+    // Host a's own agent still gets its acknowledgements on its own inbox.
+    publish(&net, "a");
+}
+
+#[test]
+fn the_controller_expects_its_own_configuration_not_the_first_hosts() {
+    let Some(net) = Net::start("expect") else {
+        return;
+    };
+    // Host c is misconfigured (another seed) and publishes first.
+    let o = net.agent("c", &net.url(), "agent-c", "8");
+    assert!(o.status.success(), "{}", stderr(&o));
+    publish_all(&net);
+    let mut c = Command::new(BIN);
+    c.args(["controller", "--nats", &net.url(), "--hosts", "a,b,c"])
+        .args(["--deadline-ms", "1000", "--epochs", "2", "--creds"])
+        .arg(net.creds("controller"))
+        .arg("--expect")
+        .arg(&net.expect);
+    let (got, err) = reports(c);
+    assert!(err.contains("\"rejected_incompatible\":2"), "{err}");
+    assert_eq!(got.len(), 2, "{err}");
+    for r in &got {
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]), "{r}");
+        let rejected = r["rejected"].as_array().unwrap();
+        assert_eq!(rejected.len(), 1, "{r}");
+        assert_eq!(rejected[0]["host"], "c");
+        assert!(
+            rejected[0]["reason"].as_str().unwrap().contains("seed 8"),
+            "{r}"
+        );
+    }
+    check_equal_to_merge(&net, &got);
+    // An --expect that is neither a snapshot nor a configuration is refused at once, named.
+    let bad = net.dir.join("bad.toml");
+    std::fs::write(&bad, "epoch_packets = \"many\"\n").unwrap();
+    let o = net
+        .controller_expecting(&bad, &["--epochs", "0"])
+        .output()
+        .unwrap();
+    failed_with(&o, "bad.toml");
+}
+
+#[test]
+fn a_second_agent_with_the_same_host_is_refused() {
+    let Some(net) = Net::start("lease") else {
+        return;
+    };
+    // The first agent reads its trace from a pipe kept open: it runs until the pipe closes.
+    let trace = std::fs::read(net.trace("a")).unwrap();
+    let mut c = net.agent_cmd("a", &net.url(), "agent-a", "7", &[]);
+    let args: Vec<std::ffi::OsString> = c
+        .get_args()
+        .map(|a| {
+            if a == net.trace("a").as_os_str() {
+                "-".into()
+            } else {
+                a.to_owned()
+            }
+        })
+        .collect();
+    c = Command::new(BIN);
+    c.args(args)
+        .args(["--format", "pcap"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut first = Kid(c.spawn().unwrap());
+    let mut stdin = first.0.stdin.take().unwrap();
+    use std::io::Write;
+    let cut = skip_records(&trace, 24, 12_000);
+    stdin.write_all(&trace[..cut]).unwrap();
+    stdin.flush().unwrap();
+    // Its epoch 0 is published: it holds the lease.
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while stored(&net) < 1 {
+        assert!(std::time::Instant::now() < end, "epoch 0 never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A second agent with --host a is refused, loudly, before publishing anything.
+    let second = net
+        .agent_cmd("a", &net.url(), "agent-a", "7", &[])
+        .output()
+        .unwrap();
+    failed_with(&second, "another agent with --host a is running");
+    assert_eq!(stored(&net), 1, "the second agent published");
+    // The first goes on to the end of its trace and releases the lease: a restart takes it at
+    // once.
+    stdin.write_all(&trace[cut..]).unwrap();
+    drop(stdin);
+    let st = first.0.wait().unwrap();
+    assert!(st.success());
+    let t = std::time::Instant::now();
+    publish(&net, "a");
+    assert!(
+        t.elapsed() < netwide::LEASE_TTL,
+        "the released lease was waited for"
+    );
 }

@@ -1616,6 +1616,13 @@ impl Runner {
         &self.cfg
     }
 
+    /// What every host running this configuration agrees with in its snapshots (seed,
+    /// parameters, key kinds), as an idle epoch's snapshot of host `host`: a controller checks
+    /// arriving snapshots against it (`netsift controller --expect`).
+    pub fn reference_snapshot(&self, host: &str) -> Result<snapshot::Snapshot, String> {
+        crate::snap::reference(&self.cfg, &self.kinds, host)
+    }
+
     /// Every packet read so far, per class (what the report's `totals` will say): a monitor
     /// reads it after each epoch (`crates/monitor`).
     pub fn totals(&self) -> &Totals {

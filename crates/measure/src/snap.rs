@@ -148,6 +148,17 @@ pub(crate) fn write_epoch(
     snapshot::write(std::path::Path::new(dir), &s).map(Some)
 }
 
+/// The snapshot every host running `cfg` agrees with, without traffic (an idle epoch's: seed,
+/// parameters, configuration and key kinds, no instance): what a controller given the
+/// deployment's configuration checks arriving snapshots against (`Runner::reference_snapshot`).
+pub(crate) fn reference(
+    cfg: &RunConfig,
+    kinds: &[KeyKind],
+    host: &str,
+) -> Result<Snapshot, String> {
+    snapshot_of(cfg, host, kinds, &[], &[], &[], false, vec![])
+}
+
 /// Write an idle time epoch's snapshot (`Snapshot::is_idle`: no packet, no instance) when the
 /// run asks for snapshots: a host whose link was quiet for epoch `index` says so, and a
 /// controller merging by epoch counts it present instead of missing.

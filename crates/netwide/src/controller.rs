@@ -16,10 +16,15 @@
 //! epoch back from the stream (`restore`) and corrects it with the next revision, within the
 //! last `keep` epochs reported.
 //!
-//! Rejected, counted and logged, the controller going on: a snapshot that does not decode, one
-//! whose host is not the subject's or not allowed (`--hosts`), one whose parameters differ from
-//! the first accepted snapshot's (`snapshot::check_compatible`), one arriving after its epoch
-//! has left memory (`Options::keep`).
+//! Rejected, acknowledged (never delivered again), counted, logged and named in the epoch's
+//! report (`rejected`), the controller going on and the rest of the epoch answered: a snapshot
+//! that does not decode, one whose message id or host is not its subject's or not allowed
+//! (`--hosts`), one whose seed, parameters or key kinds differ from the expected
+//! configuration's (`Options::expected`: the controller's own `--expect`, never the first host
+//! to arrive, which could be the misconfigured one), one whose instance states do not restore
+//! within their parameters and the memory budget (`snapshot::validate`: a forged state cannot
+//! make the merge allocate or loop without bound), one arriving after its epoch has left memory
+//! (`Options::keep`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -44,6 +49,14 @@ pub enum Hosts {
 #[derive(Clone, Debug)]
 pub struct Options {
     pub hosts: Hosts,
+    /// What every host's snapshot must agree with (seed, parameters, key kinds; instances when
+    /// it has any), and its name for messages: the deployment's configuration as the
+    /// controller was given it.
+    pub expected: (PathBuf, Snapshot),
+    /// The memory one snapshot's instances may take once restored (`snapshot::validate`).
+    pub max_memory: Option<u64>,
+    /// The snapshot stream's retention.
+    pub limits: Limits,
     /// How long an epoch waits for its missing hosts after its first snapshot arrived.
     pub deadline: Duration,
     /// Stop once this many epochs have a report in the bucket (this controller's or an
@@ -52,6 +65,52 @@ pub struct Options {
     /// Reported epochs kept in memory for late snapshots (and as the previous epoch of the
     /// next, for heavy changers).
     pub keep: usize,
+}
+
+/// How long and how much the snapshot stream keeps (JetStream `max_age`, `max_bytes`, oldest
+/// discarded first): without them it grows without end (~12 GB an hour at 3 hosts of 4 MB
+/// snapshots and 1 s epochs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_age: Duration,
+    pub max_bytes: i64,
+}
+
+impl Limits {
+    /// Shortest retention: a controller down for less than this loses nothing.
+    pub const MIN_AGE: Duration = Duration::from_secs(600);
+    /// Least bytes kept.
+    pub const MIN_BYTES: i64 = 1 << 30;
+
+    /// Keep what a controller needs: the last `keep` reported epochs (late snapshots correct
+    /// them from the stream), the one being filled and its deadline, at least [`Self::MIN_AGE`];
+    /// and as many bytes as `keep` + 2 epochs of `hosts` snapshots of the largest size the
+    /// server takes ([`crate::MAX_PAYLOAD`]), at least [`Self::MIN_BYTES`]. `epoch`: the
+    /// epochs' length when they are time epochs (packet-count epochs have none: the minimum).
+    pub fn derive(
+        keep: usize,
+        epoch: Option<Duration>,
+        deadline: Duration,
+        hosts: usize,
+    ) -> Limits {
+        let epochs = keep as u32 + 2;
+        let age = epoch.map_or(Duration::ZERO, |e| e.saturating_mul(epochs) + deadline);
+        let bytes = (epochs as i64)
+            .saturating_mul(hosts.max(1) as i64)
+            .saturating_mul(crate::MAX_PAYLOAD as i64);
+        Limits {
+            max_age: age.max(Self::MIN_AGE),
+            max_bytes: bytes.max(Self::MIN_BYTES),
+        }
+    }
+}
+
+/// A snapshot refused, as a report names it.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Rejected {
+    /// The host of the subject it came on.
+    pub host: String,
+    pub reason: String,
 }
 
 /// One epoch's network-wide report as published and stored.
@@ -64,6 +123,9 @@ pub struct NetReport {
     pub hosts: Vec<String>,
     /// Expected hosts whose snapshot had not arrived.
     pub missing: Vec<String>,
+    /// Snapshots refused for this epoch (and those whose epoch could not be read, since the
+    /// last report), with the reason: forged, corrupt, misconfigured.
+    pub rejected: Vec<Rejected>,
     /// Each merged host's snapshot as the stream's sequence number: a restarted controller
     /// fetches them back (`Stream::get_raw_message`) to correct the epoch when a late
     /// snapshot arrives.
@@ -98,15 +160,35 @@ struct Held {
     seqs: BTreeMap<String, u64>,
     /// Messages not yet acknowledged.
     unacked: Vec<jetstream::Message>,
+    /// Snapshots refused for this epoch, by host.
+    rejected: BTreeMap<String, String>,
     first: Instant,
     /// (revision, hosts) of the last report.
     reported: Option<(u64, Vec<String>)>,
 }
 
-/// Create (or find) the stream, the durable consumer and the reports bucket.
+/// The snapshot stream's configuration with `limits`.
+fn stream_config(limits: Limits) -> jetstream::stream::Config {
+    jetstream::stream::Config {
+        name: crate::STREAM.into(),
+        subjects: vec![format!("{}.>", crate::SUBJECT_PREFIX)],
+        storage: jetstream::stream::StorageType::File,
+        // JetStream refuses a de-duplication window longer than the stream's max age.
+        duplicate_window: crate::DEDUPE_WINDOW.min(limits.max_age),
+        max_message_size: crate::MAX_PAYLOAD as i32,
+        max_age: limits.max_age,
+        max_bytes: limits.max_bytes,
+        discard: jetstream::stream::DiscardPolicy::Old,
+        ..Default::default()
+    }
+}
+
+/// Create (or find) the stream (its limits updated to `limits` when they differ), the durable
+/// consumer, the reports bucket and the agents' lease stream.
 pub async fn setup(
     js: &jetstream::Context,
     ack_wait: Duration,
+    limits: Limits,
 ) -> Result<
     (
         jetstream::consumer::Consumer<pull::Config>,
@@ -114,17 +196,55 @@ pub async fn setup(
     ),
     Error,
 > {
-    let stream = js
-        .get_or_create_stream(jetstream::stream::Config {
-            name: crate::STREAM.into(),
-            subjects: vec![format!("{}.*", crate::SUBJECT_PREFIX)],
-            storage: jetstream::stream::StorageType::File,
-            duplicate_window: crate::DEDUPE_WINDOW,
-            max_message_size: crate::MAX_PAYLOAD as i32,
-            ..Default::default()
-        })
+    let want = stream_config(limits);
+    let mut stream = js
+        .get_or_create_stream(want.clone())
         .await
         .map_err(|e| broker("stream", e))?;
+    // A stream made by an earlier version (no limits, `netsift.snapshots.*`) or other flags.
+    let have = &stream.cached_info().config;
+    if (
+        &have.subjects,
+        have.max_age,
+        have.max_bytes,
+        have.duplicate_window,
+        have.discard,
+    ) != (
+        &want.subjects,
+        want.max_age,
+        want.max_bytes,
+        want.duplicate_window,
+        want.discard,
+    ) {
+        let merged = jetstream::stream::Config {
+            subjects: want.subjects.clone(),
+            max_age: want.max_age,
+            max_bytes: want.max_bytes,
+            duplicate_window: want.duplicate_window,
+            discard: want.discard,
+            ..have.clone()
+        };
+        js.update_stream(merged)
+            .await
+            .map_err(|e| broker("updating the stream's limits", e))?;
+        stream = js
+            .get_stream(crate::STREAM)
+            .await
+            .map_err(|e| broker("stream", e))?;
+    }
+    // Agents' leases (`crate::lease`): one record per host, gone after LEASE_TTL unless renewed.
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: crate::AGENTS_STREAM.into(),
+        subjects: vec![format!("{}.>", crate::AGENTS_PREFIX)],
+        storage: jetstream::stream::StorageType::File,
+        max_messages_per_subject: 1,
+        max_age: crate::LEASE_TTL,
+        duplicate_window: crate::LEASE_TTL,
+        allow_direct: true,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| broker("lease stream", e))?;
     let consumer = stream
         .get_or_create_consumer(
             crate::CONSUMER,
@@ -226,7 +346,7 @@ pub async fn run(
     // A held message is kept alive with progress acknowledgements; ack_wait only matters when
     // this controller dies: then its successor gets the messages after ack_wait.
     let ack_wait = opts.deadline + Duration::from_secs(2);
-    let (consumer, kv) = setup(js, ack_wait).await?;
+    let (consumer, kv) = setup(js, ack_wait, opts.limits).await?;
     let stream = js
         .get_stream(crate::STREAM)
         .await
@@ -235,7 +355,13 @@ pub async fn run(
     let mut done = stored(&kv).await?;
     let mut stats = Stats::default();
     let mut held: BTreeMap<u64, Held> = BTreeMap::new();
-    let mut reference: Option<(PathBuf, Snapshot)> = None;
+    // Instances' shape (algorithm, kind, side per instance) is pinned by the first snapshot
+    // with instances that agrees with `opts.expected` and restores (an expected configuration
+    // of an idle epoch has none to compare with).
+    let mut reference: (PathBuf, Snapshot) = opts.expected.clone();
+    // Refusals of epochs not held (or whose epoch could not be read: `None`): named in the
+    // report of their epoch, or the next one.
+    let mut unplaced: Vec<(Option<u64>, Rejected)> = vec![];
     let mut known: BTreeSet<String> = match &opts.hosts {
         Hosts::List(l) => l.clone(),
         Hosts::FromStream => BTreeSet::new(),
@@ -278,7 +404,15 @@ pub async fn run(
                         stream: &stream,
                         done: &done,
                     };
-                    accept(m, &ctx, &mut held, &mut reference, &mut stats).await
+                    accept(
+                        m,
+                        &ctx,
+                        &mut held,
+                        &mut reference,
+                        &mut unplaced,
+                        &mut stats,
+                    )
+                    .await
                 }
                 Ok(Some(Err(e))) => {
                     // Missed heartbeats (a broker restart) and the like: pull anew.
@@ -308,7 +442,16 @@ pub async fn run(
             .collect();
         for e in ready {
             report(
-                e, &mut held, &mut done, &known, merge, &kv, &client, &mut stats, on_report,
+                e,
+                &mut held,
+                &mut done,
+                &known,
+                &mut unplaced,
+                merge,
+                &kv,
+                &client,
+                &mut stats,
+                on_report,
             )
             .await;
         }
@@ -362,7 +505,7 @@ async fn stream_hosts(js: &jetstream::Context) -> Vec<String> {
         return vec![];
     };
     let Ok(mut subjects) = stream
-        .info_with_subjects(format!("{}.*", crate::SUBJECT_PREFIX))
+        .info_with_subjects(format!("{}.>", crate::SUBJECT_PREFIX))
         .await
     else {
         return vec![];
@@ -376,11 +519,36 @@ async fn stream_hosts(js: &jetstream::Context) -> Vec<String> {
     out
 }
 
-async fn reject(m: &jetstream::Message, counter: &mut u64, why: String) {
+/// Refuse `m`: acknowledged as terminated (never delivered again, so a forged snapshot cannot
+/// stop a restarted controller either), counted, logged, and named in the report of `epoch`
+/// (when it could be read; otherwise in the next report).
+#[allow(clippy::too_many_arguments)]
+async fn reject(
+    m: &jetstream::Message,
+    host: &str,
+    epoch: Option<u64>,
+    held: &mut BTreeMap<u64, Held>,
+    unplaced: &mut Vec<(Option<u64>, Rejected)>,
+    counter: &mut u64,
+    why: String,
+) {
     tracing::warn!("rejected snapshot on {}: {why}", m.subject);
     *counter += 1;
-    // Term: never deliver it again.
     let _ = m.ack_with(AckKind::Term).await;
+    match epoch.and_then(|e| held.get_mut(&e)) {
+        Some(h) => {
+            h.rejected.insert(host.to_string(), why);
+        }
+        // Bounded: a host that floods junk is named once per report, up to 64 refusals.
+        None if unplaced.len() < 64 => unplaced.push((
+            epoch,
+            Rejected {
+                host: host.to_string(),
+                reason: why,
+            },
+        )),
+        None => {}
+    }
 }
 
 /// What [`accept`] reads besides the message.
@@ -390,11 +558,20 @@ struct Ctx<'a> {
     done: &'a BTreeMap<u64, Done>,
 }
 
+/// The host named by `id` (`<host>.<epoch>.<checksum>`, [`crate::message_id`]) if it is well
+/// formed.
+fn id_host(id: &str) -> Option<&str> {
+    let mut parts = id.rsplitn(3, '.');
+    let (_sum, _epoch, host) = (parts.next()?, parts.next()?, parts.next()?);
+    Some(host)
+}
+
 async fn accept(
     m: jetstream::Message,
     ctx: &Ctx<'_>,
     held: &mut BTreeMap<u64, Held>,
-    reference: &mut Option<(PathBuf, Snapshot)>,
+    reference: &mut (PathBuf, Snapshot),
+    unplaced: &mut Vec<(Option<u64>, Rejected)>,
     stats: &mut Stats,
 ) {
     let subject_host = m
@@ -404,28 +581,104 @@ async fn accept(
         .to_string();
     let s = match snapshot::decode(&m.payload) {
         Ok(s) => s,
-        Err(e) => return reject(&m, &mut stats.rejected_malformed, e.to_string()).await,
+        Err(e) => {
+            let why = e.to_string();
+            return reject(
+                &m,
+                &subject_host,
+                None,
+                held,
+                unplaced,
+                &mut stats.rejected_malformed,
+                why,
+            )
+            .await;
+        }
     };
+    let epoch = Some(s.epoch.index);
+    // The message id must be the one this snapshot's own agent gives it: its subject's host,
+    // its epoch, its checksum. Another id is a forged one (or a foreign publisher's).
+    let id = m
+        .headers
+        .as_ref()
+        .and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID))
+        .map(|v| v.as_str().to_string())
+        .unwrap_or_default();
+    let want = crate::message_id(&subject_host, s.epoch.index, &m.payload);
+    if id != want {
+        let why = match id_host(&id) {
+            Some(h) if h != subject_host => {
+                format!("message id {id:?} names host {h:?}, its subject {subject_host:?}")
+            }
+            _ => format!("message id {id:?}, its content's is {want:?}"),
+        };
+        return reject(
+            &m,
+            &subject_host,
+            epoch,
+            held,
+            unplaced,
+            &mut stats.rejected_host,
+            why,
+        )
+        .await;
+    }
     if s.host != subject_host {
         let why = format!("it names host {:?}, its subject {subject_host:?}", s.host);
-        return reject(&m, &mut stats.rejected_host, why).await;
+        return reject(
+            &m,
+            &subject_host,
+            epoch,
+            held,
+            unplaced,
+            &mut stats.rejected_host,
+            why,
+        )
+        .await;
     }
     if let Hosts::List(l) = &ctx.opts.hosts {
         if !l.contains(&s.host) {
             let why = format!("host {:?} is not in --hosts", s.host);
-            return reject(&m, &mut stats.rejected_host, why).await;
+            return reject(
+                &m,
+                &subject_host,
+                epoch,
+                held,
+                unplaced,
+                &mut stats.rejected_host,
+                why,
+            )
+            .await;
         }
     }
     let name = PathBuf::from(format!("{}/{}", m.subject, s.epoch.index));
-    if let Some((rn, r)) = reference.as_ref() {
-        if let Err(e) = snapshot::check_compatible(rn, r, &name, &s) {
-            return reject(&m, &mut stats.rejected_incompatible, e).await;
-        }
+    if let Err(e) = snapshot::check_compatible(&reference.0, &reference.1, &name, &s) {
+        return reject(
+            &m,
+            &subject_host,
+            epoch,
+            held,
+            unplaced,
+            &mut stats.rejected_incompatible,
+            e,
+        )
+        .await;
     }
-    // The reference is the first snapshot with instances (an idle epoch's has none: it
-    // checks only the seed, parameters and key kinds of the next).
-    if reference.as_ref().is_none_or(|(_, r)| r.is_idle()) {
-        *reference = Some((name.clone(), s.clone()));
+    if let Err(e) = snapshot::validate(&s, ctx.opts.max_memory) {
+        let why = format!("{}: {e}", name.display());
+        return reject(
+            &m,
+            &subject_host,
+            epoch,
+            held,
+            unplaced,
+            &mut stats.rejected_malformed,
+            why,
+        )
+        .await;
+    }
+    if reference.1.is_idle() && !s.is_idle() {
+        *reference = (name.clone(), s.clone());
     }
     let epoch = s.epoch.index;
     if !held.contains_key(&epoch) {
@@ -450,7 +703,16 @@ async fn accept(
                      more than the last {} epochs, or gone from the stream)",
                     ctx.opts.keep
                 );
-                reject(&m, &mut stats.rejected_late, why).await;
+                reject(
+                    &m,
+                    &subject_host,
+                    Some(epoch),
+                    held,
+                    unplaced,
+                    &mut stats.rejected_late,
+                    why,
+                )
+                .await;
                 return;
             }
         }
@@ -460,6 +722,7 @@ async fn accept(
         parts: BTreeMap::new(),
         seqs: BTreeMap::new(),
         unacked: vec![],
+        rejected: BTreeMap::new(),
         first: Instant::now(),
         reported: None,
     });
@@ -522,6 +785,7 @@ async fn restore(ctx: &Ctx<'_>, epoch: u64, held: &mut BTreeMap<u64, Held>) -> b
             parts,
             seqs: d.sequences.clone(),
             unacked: vec![],
+            rejected: BTreeMap::new(),
             first: Instant::now(),
             reported: Some((d.revision, d.hosts.clone())),
         },
@@ -535,6 +799,7 @@ async fn report(
     held: &mut BTreeMap<u64, Held>,
     done: &mut BTreeMap<u64, Done>,
     known: &BTreeSet<String>,
+    unplaced: &mut Vec<(Option<u64>, Rejected)>,
     merge: &mut Merger<'_>,
     kv: &jetstream::kv::Store,
     client: &async_nats::Client,
@@ -575,9 +840,24 @@ async fn report(
             return;
         }
     };
+    // This epoch's refusals, and those of epochs never reported (or unknown) before it.
+    let mut rejected: Vec<Rejected> = h
+        .rejected
+        .iter()
+        .map(|(host, reason)| Rejected {
+            host: host.clone(),
+            reason: reason.clone(),
+        })
+        .collect();
+    let (now, later): (Vec<_>, Vec<_>) = std::mem::take(unplaced)
+        .into_iter()
+        .partition(|(e, _)| e.is_none_or(|e| e <= epoch));
+    *unplaced = later;
+    rejected.extend(now.into_iter().map(|(_, r)| r));
     let r = NetReport {
         epoch,
         revision,
+        rejected,
         missing: known
             .iter()
             .filter(|k| !h.parts.contains_key(*k))

@@ -67,6 +67,9 @@ pub struct Broker {
     pub tls_ca: Option<PathBuf>,
     /// Name the connection carries (shows in the server's monitoring).
     pub name: String,
+    /// The prefix of this client's reply subjects (`crate::agent_inbox`,
+    /// `crate::CONTROLLER_INBOX`): the server lets each user subscribe to its own only.
+    pub inbox: String,
 }
 
 impl Broker {
@@ -100,6 +103,7 @@ impl Broker {
         }
         let opts = opts
             .name(&self.name)
+            .custom_inbox_prefix(&self.inbox)
             .connection_timeout(timeout)
             .request_timeout(Some(timeout));
         let conn = tokio::time::timeout(timeout, opts.connect(self.url.as_str()));

@@ -7,7 +7,9 @@
 //! - [`creds`]: the credentials file (user/password or NKEY seed) and the one way to connect.
 //! - [`spool`]: an agent's bounded local spool of snapshot files waiting for an acknowledgement.
 //! - [`publish`]: an agent's publisher: spool to `netsift.snapshots.<host>` with message id
-//!   `<host>.<epoch>` (JetStream's de-duplication window), retried with backoff.
+//!   `<host>.<epoch>.<checksum>` (JetStream's de-duplication window), retried with backoff.
+//! - [`lease`]: one agent per host id (a lease on `netsift.agents.<host>`, kept alive, released
+//!   at exit).
 //! - [`controller`]: the durable consumer that groups snapshots by epoch, waits for the expected
 //!   hosts or a deadline, has them merged (by the caller: `netsift merge`'s code) and publishes
 //!   and stores each network-wide report.
@@ -20,6 +22,7 @@
 
 pub mod controller;
 pub mod creds;
+pub mod lease;
 pub mod publish;
 pub mod server;
 pub mod spool;
@@ -28,16 +31,28 @@ use std::time::Duration;
 
 /// The JetStream stream that keeps every host's snapshots (file storage).
 pub const STREAM: &str = "NETSIFT_SNAPSHOTS";
-/// Subjects of the stream: `netsift.snapshots.<host>`.
+/// Subjects of the stream: `netsift.snapshots.<host>` (a host id may hold '.': the stream takes
+/// `netsift.snapshots.>`).
 pub const SUBJECT_PREFIX: &str = "netsift.snapshots";
+/// The stream of agents' leases (`lease`): subject `netsift.agents.<host>`, one message per
+/// subject, gone after [`LEASE_TTL`] unless renewed.
+pub const AGENTS_STREAM: &str = "NETSIFT_AGENTS";
+pub const AGENTS_PREFIX: &str = "netsift.agents";
+/// How long a lease outlives its last renewal (an agent killed with -9 blocks a successor with
+/// its host id this long at most); renewed every third of it.
+pub const LEASE_TTL: Duration = Duration::from_secs(10);
+/// The controller's inbox prefix: replies to it (JetStream's deliveries of every host's
+/// snapshots) go to `_INBOX_controller.>`, which no agent may subscribe to.
+pub const CONTROLLER_INBOX: &str = "_INBOX_controller";
 /// Where the controller publishes each network-wide report (plain NATS, not stored there).
 pub const REPORTS_SUBJECT: &str = "netsift.reports";
 /// The key-value bucket of reports, keyed by epoch index.
 pub const REPORTS_BUCKET: &str = "netsift-reports";
 /// The controller's durable consumer: its position survives a restart of either side.
 pub const CONSUMER: &str = "netsift-controller";
-/// How long JetStream remembers a message id: a restarted agent that republishes epochs it had
-/// already sent within this window is not counted twice.
+/// How long JetStream remembers a message id at most (the stream's max age when shorter): a
+/// restarted agent that republishes epochs it had already sent within this window is not
+/// counted twice.
 pub const DEDUPE_WINDOW: Duration = Duration::from_secs(3600);
 /// Largest message: the server's `max_payload` in [`server::config`] (a snapshot of the
 /// default task set is a few MB; NATS's default is 1 MB).
@@ -48,9 +63,31 @@ pub fn subject(host: &str) -> String {
     format!("{SUBJECT_PREFIX}.{host}")
 }
 
-/// The JetStream message id of `host`'s snapshot of `epoch` (header `Nats-Msg-Id`).
-pub fn message_id(host: &str, epoch: u64) -> String {
-    format!("{host}.{epoch}")
+/// The JetStream message id of `host`'s snapshot of `epoch` whose file is `bytes` (header
+/// `Nats-Msg-Id`): `<host>.<epoch>.<checksum>`, the checksum being the snapshot header's
+/// (bytes 24..32, xxh3-64 of header and body; docs/snapshot-format.md). JetStream de-duplicates
+/// per stream, not per subject: with `<host>.<epoch>` alone, a host allowed to publish only on
+/// its own subject could store junk under another host's next id and make that host's real
+/// snapshot a "duplicate". The content's checksum cannot be guessed without the snapshot, while
+/// the same file republished (a restart, a lost acknowledgement) keeps its id.
+pub fn message_id(host: &str, epoch: u64, bytes: &[u8]) -> String {
+    let sum = bytes
+        .get(24..32)
+        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    format!("{host}.{epoch}.{sum:016x}")
+}
+
+/// An agent's inbox prefix: `_INBOX_<host>` ('.' of the host id as '~', so that host `h`'s
+/// `_INBOX_h.>` does not cover host `h.1`'s inbox). The server lets each agent subscribe to its
+/// own prefix only (`server::config`): no agent receives what is delivered to another or to
+/// the controller.
+pub fn agent_inbox(host: &str) -> String {
+    format!("_INBOX_{}", host.replace('.', "~"))
+}
+
+/// The lease subject of `host`.
+pub fn lease_subject(host: &str) -> String {
+    format!("{AGENTS_PREFIX}.{host}")
 }
 
 /// Why the broker side failed (one line each).
@@ -68,6 +105,9 @@ pub enum Error {
     Broker(String),
     #[error("spool {dir}: {reason}")]
     Spool { dir: String, reason: String },
+    /// Another agent holds this host id's lease (`lease`).
+    #[error("{0}")]
+    Lease(String),
 }
 
 /// Every snapshot the stream holds, oldest first, each named `subject/sequence` (an ordered

@@ -125,9 +125,8 @@ async fn publish_one(
     timeout: Duration,
 ) -> Result<bool, Failure> {
     let bytes = std::fs::read(&f.path).map_err(|e| Failure::Retry(e.to_string()))?;
-    let msg = PublishMessage::build()
-        .payload(bytes.into())
-        .message_id(crate::message_id(&f.host, f.epoch));
+    let id = crate::message_id(&f.host, f.epoch, &bytes);
+    let msg = PublishMessage::build().payload(bytes.into()).message_id(id);
     let attempt = async {
         let ack = js
             .send_publish(crate::subject(&f.host), msg)

@@ -2,11 +2,15 @@
 //! one user per agent allowed to publish only its host's subject, a controller that may consume
 //! and report but not publish snapshots), and a child process killed when dropped.
 //!
-//! Permissions (nats-server's `authorization.users[].permissions`): an agent publishes
-//! `netsift.snapshots.<host>` and subscribes to `_INBOX.>` (JetStream's acknowledgements are
-//! replies to its inbox), nothing else; the controller may use the JetStream API except deleting
+//! Permissions (nats-server's `authorization.users[].permissions`), least privilege: an agent
+//! publishes `netsift.snapshots.<host>` and its lease `netsift.agents.<host>`, reads its own
+//! lease record (a direct get of that subject) and subscribes to its own inbox
+//! `_INBOX_<host>.>` (JetStream's acknowledgements are replies to it; `crate::agent_inbox`),
+//! nothing else: not `_INBOX.>`, which would let it receive what is delivered to the
+//! controller, every host's snapshots. The controller may use the JetStream API except deleting
 //! or purging streams and messages, publish `netsift.reports` and its key-value bucket's
-//! subjects, and acknowledge; it may not publish any `netsift.snapshots.*`.
+//! subjects, and acknowledge; it may not publish any `netsift.snapshots.>` nor a lease, and
+//! subscribes to its own inbox `_INBOX_controller.>`.
 
 use std::fmt::Write as _;
 use std::net::{TcpListener, TcpStream};
@@ -84,7 +88,19 @@ pub fn config(port: u16, store_dir: &Path, users: &[User]) -> String {
     let _ = writeln!(c, "authorization {{ users = [");
     for u in users {
         let (publish, deny, subscribe) = match &u.role {
-            Role::Agent { host } => (vec![crate::subject(host)], vec![], vec!["_INBOX.>".into()]),
+            Role::Agent { host } => (
+                vec![
+                    crate::subject(host),
+                    crate::lease_subject(host),
+                    format!(
+                        "$JS.API.DIRECT.GET.{}.{}",
+                        crate::AGENTS_STREAM,
+                        crate::lease_subject(host)
+                    ),
+                ],
+                vec![],
+                vec![format!("{}.>", crate::agent_inbox(host))],
+            ),
             Role::Controller => (
                 vec![
                     "$JS.API.>".into(),
@@ -94,11 +110,12 @@ pub fn config(port: u16, store_dir: &Path, users: &[User]) -> String {
                 ],
                 vec![
                     format!("{}.>", crate::SUBJECT_PREFIX),
+                    format!("{}.>", crate::AGENTS_PREFIX),
                     "$JS.API.STREAM.DELETE.>".into(),
                     "$JS.API.STREAM.PURGE.>".into(),
                     "$JS.API.STREAM.MSG.DELETE.>".into(),
                 ],
-                vec!["_INBOX.>".into()],
+                vec![format!("{}.>", crate::CONTROLLER_INBOX)],
             ),
         };
         let list = |v: &[String]| v.iter().map(|s| q(s)).collect::<Vec<_>>().join(", ");
