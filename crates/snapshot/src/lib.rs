@@ -372,9 +372,14 @@ fn differences(a: &toml::Value, b: &toml::Value, at: &str, out: &mut Vec<String>
                 }
             }
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+        // Element by element, then the elements only one side has: a `measure` list one entry
+        // longer names that entry, not the whole list (whose texts begin alike).
+        (Value::Array(x), Value::Array(y)) => {
             for (i, (u, v)) in x.iter().zip(y).enumerate() {
                 differences(u, v, &format!("{at}[{i}]"), out);
+            }
+            for i in x.len().min(y.len())..x.len().max(y.len()) {
+                out.push(format!("{at}[{i}]"));
             }
         }
         _ if a == b => {}
@@ -396,7 +401,8 @@ pub fn params_diff(a: &Snapshot, b: &Snapshot) -> String {
         .take(8)
         .map(|p| {
             let get = |s: &Snapshot| lookup(&s.params, p).unwrap_or_else(|| "absent".into());
-            format!("{p} ({} vs {})", get(a), get(b))
+            let (x, y) = apart(&get(a), &get(b));
+            format!("{p} ({x} vs {y})")
         })
         .collect();
     let more = out.len().saturating_sub(shown.len());
@@ -408,6 +414,26 @@ pub fn params_diff(a: &Snapshot, b: &Snapshot) -> String {
         s = "params text (equal values, other encoding)".into();
     }
     s
+}
+
+/// Two values' texts for a message, at most 40 characters each: from a little before where they
+/// first differ when they begin alike (two long texts cut at the same place would read the
+/// same).
+fn apart(x: &str, y: &str) -> (String, String) {
+    let same = x.chars().zip(y.chars()).take_while(|(a, b)| a == b).count();
+    let from = same.saturating_sub(8);
+    let cut = |s: &str| {
+        let tail: String = s.chars().skip(from).collect();
+        let mut t: String = tail.chars().take(40).collect();
+        if tail.chars().count() > 40 {
+            t.push_str("...");
+        }
+        if from > 0 {
+            t.insert_str(0, "...");
+        }
+        t
+    };
+    (cut(x), cut(y))
 }
 
 /// The value at a dotted path of `params`, as TOML text (for messages).
@@ -423,12 +449,7 @@ fn lookup(params: &str, path: &str) -> Option<String> {
             v = v.get(i)?.clone();
         }
     }
-    let s = v.to_string();
-    Some(if s.chars().count() > 40 {
-        format!("{}...", s.chars().take(40).collect::<String>())
-    } else {
-        s
-    })
+    Some(v.to_string())
 }
 
 /// Check that snapshot `s` (named `f` in messages) can be merged with `s0` (named `f0`): same

@@ -224,6 +224,30 @@ fn other_parameters_or_seeds_are_refused_naming_what_differs() {
     assert!(e.contains("measure[0].params.width (64 vs 128)"), "{e}");
     let e = check_agree(&files, &[small("h1", 1, 64), small("h2", 2, 64)]).unwrap_err();
     assert!(e.contains("seed 2") && e.contains("seed 1"), "{e}");
+    // One more measurement on one side: that entry is named, not the whole list; long texts
+    // that begin alike are shown from where they differ.
+    let mut longer = small("h2", 1, 64);
+    let mut t: toml::Table = longer.params.parse().unwrap();
+    let list = t["measure"].as_array().unwrap().clone();
+    let mut extra = list.clone();
+    extra.push(list[0].clone());
+    t.insert("measure".into(), toml::Value::Array(extra));
+    t.insert(
+        "note".into(),
+        toml::Value::String(format!("{}x", "a".repeat(60))),
+    );
+    longer.params = toml::to_string(&t).unwrap();
+    longer.params_hash = params_hash(&longer.params);
+    let e = check_agree(&files, &[small("h1", 1, 64), longer]).unwrap_err();
+    assert!(e.contains("measure[1] (absent vs {"), "{e}");
+    assert!(!e.contains("measure (["), "{e}");
+    assert!(e.contains("note (absent vs"), "{e}");
+    let (x, y) = apart(
+        &format!("\"{}b\"", "a".repeat(60)),
+        &format!("\"{}c\"", "a".repeat(60)),
+    );
+    assert_ne!(x, y);
+    assert!(x.starts_with("...") && x.ends_with("ab\""), "{x}");
     // The same host twice in one epoch.
     let e = check_agree(&files, &[small("h1", 1, 64), small("h1", 1, 64)]).unwrap_err();
     assert!(e.contains("host h1 epoch 0 twice"), "{e}");
