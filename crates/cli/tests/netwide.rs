@@ -1252,3 +1252,102 @@ fn a_second_agent_with_the_same_host_is_refused() {
         "the released lease was waited for"
     );
 }
+
+/// The snapshot stream's (max age, max bytes, subjects).
+fn stream_limits(net: &Net) -> (Duration, i64, Vec<String>) {
+    let (rt, c) = connect_as(net, "controller", netwide::CONTROLLER_INBOX);
+    let _enter = rt.enter();
+    let js = async_nats::jetstream::new(c);
+    let mut s = rt.block_on(js.get_stream(netwide::STREAM)).unwrap();
+    let info = rt.block_on(s.info()).unwrap();
+    let c = &info.config;
+    (c.max_age, c.max_bytes, c.subjects.clone())
+}
+
+#[test]
+fn the_snapshot_stream_is_bounded_in_age_and_bytes() {
+    let Some(net) = Net::start("limits") else {
+        return;
+    };
+    // Made by the first controller (--keep 16, packet-count epochs, hosts a and b): the
+    // shortest age, and 18 epochs of 2 hosts' largest snapshots.
+    let (age, bytes, subjects) = stream_limits(&net);
+    assert_eq!(age, Duration::from_secs(600));
+    assert_eq!(bytes, 18 * 2 * netwide::MAX_PAYLOAD as i64);
+    assert_eq!(subjects, vec!["netsift.snapshots.>".to_string()]);
+    // Another controller's limits replace them (a stream made by an earlier version, without
+    // limits, is updated the same way).
+    let o = net
+        .controller(&[
+            "--epochs",
+            "0",
+            "--stream-max-age",
+            "900",
+            "--stream-max-bytes",
+            "3G",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (age, bytes, _) = stream_limits(&net);
+    assert_eq!((age, bytes), (Duration::from_secs(900), 3 << 30));
+    // Time epochs of 1 min with --keep 20: 22 epochs and the deadline.
+    let cfg = net.dir.join("minute.toml");
+    std::fs::write(&cfg, "epoch_ms = 60000\nseed = 7\n").unwrap();
+    let o = net
+        .controller_expecting(&cfg, &["--epochs", "0", "--keep", "20"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (age, _, _) = stream_limits(&net);
+    assert_eq!(age, Duration::from_secs(22 * 60 + 1));
+}
+
+#[test]
+fn a_forged_state_is_refused_and_the_rest_of_the_epoch_answered() {
+    let Some(net) = Net::start("forged-state") else {
+        return;
+    };
+    // Host b's epoch 0 with a valid checksum but an instance state that is not one.
+    let st = Command::new(BIN)
+        .arg("run")
+        .arg(net.trace("b"))
+        .args(Net::run_args("7"))
+        .args(["--host", "b", "--snapshots"])
+        .arg(net.dir.join("forge"))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut s = snapshot::read(&net.dir.join("forge").join(snapshot::file_name("b", 0))).unwrap();
+    let state = &mut s.instances[0].state;
+    state.truncate(state.len() / 2);
+    state.extend_from_slice(&[0xff; 9]);
+    let bytes = snapshot::encode(&s);
+    assert!(publish_raw(
+        &net,
+        "b",
+        &netwide::message_id("b", 0, &bytes),
+        bytes
+    ));
+    publish(&net, "a");
+    let (got, err) = reports(net.controller(&["--epochs", "2"]));
+    assert!(err.contains("\"rejected_malformed\":1"), "{err}");
+    let mut got = got;
+    got.sort_by_key(|r| r["epoch"].as_u64());
+    assert_eq!(got.len(), 2, "{err}");
+    assert_eq!(got[0]["hosts"], serde_json::json!(["a"]), "{}", got[0]);
+    let rejected = got[0]["rejected"].as_array().unwrap();
+    assert_eq!(rejected.len(), 1, "{}", got[0]);
+    assert_eq!(rejected[0]["host"], "b");
+    assert!(rejected[0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains(&s.instances[0].algorithm));
+    // Acknowledged as refused: a restarted controller is not handed it again; b's real
+    // snapshots then correct both epochs.
+    publish(&net, "b");
+    let (kid, rx) = lines_of(net.controller(&[]));
+    corrected_with_b(&net, &rx);
+    drop(kid);
+}
