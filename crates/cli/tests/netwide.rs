@@ -1007,6 +1007,12 @@ fn sigterm_mid_trace_closes_the_epoch_and_drains() {
     assert_eq!(snaps[1].epoch.index, 1);
     assert!(snaps[1].epoch.partial);
     assert!(snaps[1].epoch.packets < 10_000);
+    // The controller's report says so (b missing after the deadline).
+    let (mut got, err) = reports(net.controller(&["--epochs", "2"]));
+    got.sort_by_key(|r| r["epoch"].as_u64());
+    assert_eq!(got.len(), 2, "{err}");
+    assert_eq!(got[0]["partial"], serde_json::json!([]), "{}", got[0]);
+    assert_eq!(got[1]["partial"], serde_json::json!(["a"]), "{}", got[1]);
 }
 
 /// Byte offset in a pcap `n` records after offset `at` (at most its end).

@@ -126,6 +126,9 @@ pub struct NetReport {
     /// Snapshots refused for this epoch (and those whose epoch could not be read, since the
     /// last report), with the reason: forged, corrupt, misconfigured.
     pub rejected: Vec<Rejected>,
+    /// Merged hosts whose snapshot covers only part of the epoch (cut short by a signal, or a
+    /// capture that started or ended inside it): the epoch's answers are partial.
+    pub partial: Vec<String>,
     /// Each merged host's snapshot as the stream's sequence number: a restarted controller
     /// fetches them back (`Stream::get_raw_message`) to correct the epoch when a late
     /// snapshot arrives.
@@ -854,10 +857,17 @@ async fn report(
         .partition(|(e, _)| e.is_none_or(|e| e <= epoch));
     *unplaced = later;
     rejected.extend(now.into_iter().map(|(_, r)| r));
+    let partial = h
+        .parts
+        .iter()
+        .filter(|(_, (_, s))| s.epoch.partial)
+        .map(|(host, _)| host.clone())
+        .collect();
     let r = NetReport {
         epoch,
         revision,
         rejected,
+        partial,
         missing: known
             .iter()
             .filter(|k| !h.parts.contains_key(*k))
