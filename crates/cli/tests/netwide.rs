@@ -939,26 +939,7 @@ fn sigterm_mid_trace_closes_the_epoch_and_drains() {
     };
     // The trace comes on stdin: the first epoch and half the second, then SIGTERM, then a
     // trickle of packets (the run looks for the signal at each packet) until the agent ends.
-    let trace = std::fs::read(net.trace("a")).unwrap();
-    let mut c = net.agent_cmd("a", &net.url(), "agent-a", "7", &[]);
-    let args: Vec<std::ffi::OsString> = c
-        .get_args()
-        .map(|a| {
-            if a == net.trace("a").as_os_str() {
-                "-".into()
-            } else {
-                a.to_owned()
-            }
-        })
-        .collect();
-    c = Command::new(BIN);
-    c.args(args)
-        .args(["--format", "pcap"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut kid = Kid(c.spawn().unwrap());
-    let mut stdin = kid.0.stdin.take().unwrap();
+    let (trace, mut kid, mut stdin) = stdin_agent(&net, "a");
     let cut = skip_records(&trace, 24, 15_000);
     use std::io::Write;
     stdin.write_all(&trace[..cut]).unwrap();
@@ -1013,6 +994,33 @@ fn sigterm_mid_trace_closes_the_epoch_and_drains() {
     assert_eq!(got.len(), 2, "{err}");
     assert_eq!(got[0]["partial"], serde_json::json!([]), "{}", got[0]);
     assert_eq!(got[1]["partial"], serde_json::json!(["a"]), "{}", got[1]);
+}
+
+/// Host `h`'s agent reading its trace from standard input (`-`), and the trace's bytes: the
+/// agent runs while the pipe stays open.
+fn stdin_agent(net: &Net, h: &str) -> (Vec<u8>, Kid, std::process::ChildStdin) {
+    let trace = std::fs::read(net.trace(h)).unwrap();
+    let c = net.agent_cmd(h, &net.url(), &format!("agent-{h}"), "7", &[]);
+    let args: Vec<std::ffi::OsString> = c
+        .get_args()
+        .map(|a| {
+            if a == net.trace(h).as_os_str() {
+                "-".into()
+            } else {
+                a.to_owned()
+            }
+        })
+        .collect();
+    let mut kid = Kid(Command::new(BIN)
+        .args(args)
+        .args(["--format", "pcap"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap());
+    let stdin = kid.0.stdin.take().unwrap();
+    (trace, kid, stdin)
 }
 
 /// Byte offset in a pcap `n` records after offset `at` (at most its end).
@@ -1208,26 +1216,7 @@ fn a_second_agent_with_the_same_host_is_refused() {
         return;
     };
     // The first agent reads its trace from a pipe kept open: it runs until the pipe closes.
-    let trace = std::fs::read(net.trace("a")).unwrap();
-    let mut c = net.agent_cmd("a", &net.url(), "agent-a", "7", &[]);
-    let args: Vec<std::ffi::OsString> = c
-        .get_args()
-        .map(|a| {
-            if a == net.trace("a").as_os_str() {
-                "-".into()
-            } else {
-                a.to_owned()
-            }
-        })
-        .collect();
-    c = Command::new(BIN);
-    c.args(args)
-        .args(["--format", "pcap"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut first = Kid(c.spawn().unwrap());
-    let mut stdin = first.0.stdin.take().unwrap();
+    let (trace, mut first, mut stdin) = stdin_agent(&net, "a");
     use std::io::Write;
     let cut = skip_records(&trace, 24, 12_000);
     stdin.write_all(&trace[..cut]).unwrap();

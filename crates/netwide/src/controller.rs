@@ -569,6 +569,56 @@ fn id_host(id: &str) -> Option<&str> {
     Some(host)
 }
 
+/// Why a snapshot is refused: which counter, and the reason.
+enum Refusal {
+    Malformed(String),
+    Host(String),
+    Incompatible(String),
+}
+
+/// The checks of an arriving snapshot `s` (or why it did not decode) on `subject_host`'s
+/// subject with message id `id`, against the expected configuration (`reference`).
+fn check(
+    s: &Result<Snapshot, snapshot::FormatError>,
+    payload: &[u8],
+    subject_host: &str,
+    id: &str,
+    ctx: &Ctx<'_>,
+    reference: &(PathBuf, Snapshot),
+    name: &std::path::Path,
+) -> Result<(), Refusal> {
+    let s = s.as_ref().map_err(|e| Refusal::Malformed(e.to_string()))?;
+    // The message id must be the one this snapshot's own agent gives it: its subject's host,
+    // its epoch, its checksum. Another id is a forged one (or a foreign publisher's).
+    let want = crate::message_id(subject_host, s.epoch.index, payload);
+    if id != want {
+        return Err(Refusal::Host(match id_host(id) {
+            Some(h) if h != subject_host => {
+                format!("message id {id:?} names host {h:?}, its subject {subject_host:?}")
+            }
+            _ => format!("message id {id:?}, its content's is {want:?}"),
+        }));
+    }
+    if s.host != subject_host {
+        return Err(Refusal::Host(format!(
+            "it names host {:?}, its subject {subject_host:?}",
+            s.host
+        )));
+    }
+    if let Hosts::List(l) = &ctx.opts.hosts {
+        if !l.contains(&s.host) {
+            return Err(Refusal::Host(format!(
+                "host {:?} is not in --hosts",
+                s.host
+            )));
+        }
+    }
+    snapshot::check_compatible(&reference.0, &reference.1, name, s)
+        .map_err(Refusal::Incompatible)?;
+    snapshot::validate(s, ctx.opts.max_memory)
+        .map_err(|e| Refusal::Malformed(format!("{}: {e}", name.display())))
+}
+
 async fn accept(
     m: jetstream::Message,
     ctx: &Ctx<'_>,
@@ -582,104 +632,32 @@ async fn accept(
         .strip_prefix(&format!("{}.", crate::SUBJECT_PREFIX))
         .unwrap_or("")
         .to_string();
-    let s = match snapshot::decode(&m.payload) {
-        Ok(s) => s,
-        Err(e) => {
-            let why = e.to_string();
-            return reject(
-                &m,
-                &subject_host,
-                None,
-                held,
-                unplaced,
-                &mut stats.rejected_malformed,
-                why,
-            )
-            .await;
-        }
-    };
-    let epoch = Some(s.epoch.index);
-    // The message id must be the one this snapshot's own agent gives it: its subject's host,
-    // its epoch, its checksum. Another id is a forged one (or a foreign publisher's).
     let id = m
         .headers
         .as_ref()
         .and_then(|h| h.get(async_nats::header::NATS_MESSAGE_ID))
         .map(|v| v.as_str().to_string())
         .unwrap_or_default();
-    let want = crate::message_id(&subject_host, s.epoch.index, &m.payload);
-    if id != want {
-        let why = match id_host(&id) {
-            Some(h) if h != subject_host => {
-                format!("message id {id:?} names host {h:?}, its subject {subject_host:?}")
-            }
-            _ => format!("message id {id:?}, its content's is {want:?}"),
+    let decoded = snapshot::decode(&m.payload);
+    let index = decoded.as_ref().ok().map(|s| s.epoch.index);
+    let name = PathBuf::from(format!("{}/{}", m.subject, index.unwrap_or(0)));
+    if let Err(r) = check(
+        &decoded,
+        &m.payload,
+        &subject_host,
+        &id,
+        ctx,
+        reference,
+        &name,
+    ) {
+        let (counter, why) = match r {
+            Refusal::Malformed(w) => (&mut stats.rejected_malformed, w),
+            Refusal::Host(w) => (&mut stats.rejected_host, w),
+            Refusal::Incompatible(w) => (&mut stats.rejected_incompatible, w),
         };
-        return reject(
-            &m,
-            &subject_host,
-            epoch,
-            held,
-            unplaced,
-            &mut stats.rejected_host,
-            why,
-        )
-        .await;
+        return reject(&m, &subject_host, index, held, unplaced, counter, why).await;
     }
-    if s.host != subject_host {
-        let why = format!("it names host {:?}, its subject {subject_host:?}", s.host);
-        return reject(
-            &m,
-            &subject_host,
-            epoch,
-            held,
-            unplaced,
-            &mut stats.rejected_host,
-            why,
-        )
-        .await;
-    }
-    if let Hosts::List(l) = &ctx.opts.hosts {
-        if !l.contains(&s.host) {
-            let why = format!("host {:?} is not in --hosts", s.host);
-            return reject(
-                &m,
-                &subject_host,
-                epoch,
-                held,
-                unplaced,
-                &mut stats.rejected_host,
-                why,
-            )
-            .await;
-        }
-    }
-    let name = PathBuf::from(format!("{}/{}", m.subject, s.epoch.index));
-    if let Err(e) = snapshot::check_compatible(&reference.0, &reference.1, &name, &s) {
-        return reject(
-            &m,
-            &subject_host,
-            epoch,
-            held,
-            unplaced,
-            &mut stats.rejected_incompatible,
-            e,
-        )
-        .await;
-    }
-    if let Err(e) = snapshot::validate(&s, ctx.opts.max_memory) {
-        let why = format!("{}: {e}", name.display());
-        return reject(
-            &m,
-            &subject_host,
-            epoch,
-            held,
-            unplaced,
-            &mut stats.rejected_malformed,
-            why,
-        )
-        .await;
-    }
+    let Ok(s) = decoded else { return };
     if reference.1.is_idle() && !s.is_idle() {
         *reference = (name.clone(), s.clone());
     }
