@@ -939,17 +939,10 @@ fn sigterm_mid_trace_closes_the_epoch_and_drains() {
     };
     // The trace comes on stdin: the first epoch and half the second, then SIGTERM, then a
     // trickle of packets (the run looks for the signal at each packet) until the agent ends.
-    let (trace, mut kid, mut stdin) = stdin_agent(&net, "a");
-    let cut = skip_records(&trace, 24, 15_000);
-    use std::io::Write;
-    stdin.write_all(&trace[..cut]).unwrap();
-    stdin.flush().unwrap();
     // Epoch 0's snapshot in the stream: the run is past it, inside epoch 1.
+    let (trace, mut kid, mut stdin, cut) = stdin_agent(&net, "a", 15_000);
+    use std::io::Write;
     let end = std::time::Instant::now() + Duration::from_secs(20);
-    while stored(&net) < 1 {
-        assert!(std::time::Instant::now() < end, "epoch 0 never published");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let pid = kid.0.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
@@ -996,9 +989,14 @@ fn sigterm_mid_trace_closes_the_epoch_and_drains() {
     assert_eq!(got[1]["partial"], serde_json::json!(["a"]), "{}", got[1]);
 }
 
-/// Host `h`'s agent reading its trace from standard input (`-`), and the trace's bytes: the
-/// agent runs while the pipe stays open.
-fn stdin_agent(net: &Net, h: &str) -> (Vec<u8>, Kid, std::process::ChildStdin) {
+/// Host `h`'s agent reading its trace from standard input (`-`), given its first `records`
+/// records, once its epoch 0 is in the stream; the trace's bytes and where the rest begins.
+/// The agent runs while the pipe stays open.
+fn stdin_agent(
+    net: &Net,
+    h: &str,
+    records: usize,
+) -> (Vec<u8>, Kid, std::process::ChildStdin, usize) {
     let trace = std::fs::read(net.trace(h)).unwrap();
     let c = net.agent_cmd(h, &net.url(), &format!("agent-{h}"), "7", &[]);
     let args: Vec<std::ffi::OsString> = c
@@ -1019,8 +1017,17 @@ fn stdin_agent(net: &Net, h: &str) -> (Vec<u8>, Kid, std::process::ChildStdin) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap());
-    let stdin = kid.0.stdin.take().unwrap();
-    (trace, kid, stdin)
+    let mut stdin = kid.0.stdin.take().unwrap();
+    let cut = skip_records(&trace, 24, records);
+    use std::io::Write;
+    stdin.write_all(&trace[..cut]).unwrap();
+    stdin.flush().unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while stored(net) < 1 {
+        assert!(std::time::Instant::now() < end, "epoch 0 never published");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (trace, kid, stdin, cut)
 }
 
 /// Byte offset in a pcap `n` records after offset `at` (at most its end).
@@ -1216,17 +1223,9 @@ fn a_second_agent_with_the_same_host_is_refused() {
         return;
     };
     // The first agent reads its trace from a pipe kept open: it runs until the pipe closes.
-    let (trace, mut first, mut stdin) = stdin_agent(&net, "a");
-    use std::io::Write;
-    let cut = skip_records(&trace, 24, 12_000);
-    stdin.write_all(&trace[..cut]).unwrap();
-    stdin.flush().unwrap();
     // Its epoch 0 is published: it holds the lease.
-    let end = std::time::Instant::now() + Duration::from_secs(20);
-    while stored(&net) < 1 {
-        assert!(std::time::Instant::now() < end, "epoch 0 never published");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (trace, mut first, mut stdin, cut) = stdin_agent(&net, "a", 12_000);
+    use std::io::Write;
     // A second agent with --host a is refused, loudly, before publishing anything.
     let second = net
         .agent_cmd("a", &net.url(), "agent-a", "7", &[])
