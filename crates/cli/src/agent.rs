@@ -88,6 +88,9 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     }
     let mut spool = netwide::spool::Spool::open(&a.spool, a.spool_max_files, a.spool_max_bytes)?;
     run.args.snapshots = Some(a.spool.display().to_string());
+    // A snapshot the run cannot write (a full disk) is dropped and counted; capture goes on.
+    let unwritten = measure::snap::Unwritten::default();
+    run.args.unwritten = Some(unwritten.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -95,9 +98,11 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         .context("agent: cannot start the async runtime")?;
     let broker = a.broker.broker(&format!("netsift-agent-{host}"));
     let timeout = Duration::from_millis(a.ack_timeout_ms);
+    // The server's asynchronous errors: a permissions violation stops the publisher.
+    let errors = netwide::creds::ServerErrors::default();
     // Refused credentials or a server whose TLS certificate does not chain to --tls-ca end
     // the agent at once; a broker that is away is waited for while the run spools.
-    let client = match rt.block_on(broker.connect(timeout, false)) {
+    let client = match rt.block_on(broker.connect_watched(timeout, false, Some(&errors))) {
         Ok(c) => c,
         Err(
             e @ (netwide::Error::Refused { .. }
@@ -106,7 +111,7 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         ) => bail!("{e}"),
         Err(e) => {
             crate::say!("netsift: agent: {e}; spooling and retrying");
-            rt.block_on(broker.connect(timeout, true))?
+            rt.block_on(broker.connect_watched(timeout, true, Some(&errors)))?
         }
     };
     // The JetStream context spawns its acknowledgement task on the runtime.
@@ -114,11 +119,16 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     let js = async_nats::jetstream::new(client);
     let opts = netwide::publish::Options {
         ack_timeout: timeout,
-        ..Default::default()
+        ..netwide::publish::Options::new(&host)
     };
     let (drain, drain_rx) = tokio::sync::watch::channel(None);
+    let errors_rx = errors.subscribe();
     let publisher = rt.spawn(async move {
-        let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
+        let stats = netwide::publish::run(&js, &mut spool, &opts, errors_rx, drain_rx).await;
+        // Denied: nothing this run spools can be sent; the run stops as at a signal.
+        if matches!(&stats, Ok(s) if s.denied.is_some()) {
+            crate::signals::stop();
+        }
         (stats, spool)
     });
     // A trace's run stopped by SIGINT/SIGTERM closes its open epoch as partial and returns
@@ -145,9 +155,17 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         .block_on(publisher)
         .context("agent: the publisher failed")?;
     let stats = stats?;
+    let unwritten = unwritten.log();
+    let names = |v: &[String]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", v.join(", "))
+        }
+    };
     crate::say!(
         "netsift: agent {host}: {} snapshots published, {} duplicates, {} failed attempts, {} \
-         dropped (spool full{}), {} too large, {} left in {}",
+         dropped (spool full{}), {} not written{}, {} too large{}, {} rejected{}, {} left in {}",
         stats.published,
         stats.duplicates,
         stats.failures,
@@ -157,15 +175,37 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         } else {
             format!(": epochs {:?}", spool.dropped_epochs)
         },
+        unwritten.count,
+        match &unwritten.reason {
+            Some(r) => format!(" (epochs {:?}; last: {r})", unwritten.epochs),
+            None => String::new(),
+        },
         stats.too_large,
+        names(&stats.too_large_files),
+        stats.rejected,
+        names(&stats.rejected_files),
         stats.left,
         spool.dir().display()
     );
+    if let Some(e) = &stats.denied {
+        bail!(
+            "agent {host}: the server refused the publication ({e}): check that --creds are \
+             host {host}'s; the spool keeps what was not sent"
+        );
+    }
     if stats.left > 0 {
         crate::say!(
             "netsift: agent {host}: the spool did not empty within --drain-timeout-ms {}: it is \
              sent first by the next start",
             a.drain_timeout_ms
+        );
+        return Ok(false);
+    }
+    let lost = spool.dropped + unwritten.count + stats.too_large;
+    if lost > 0 {
+        crate::say!(
+            "netsift: agent {host}: {lost} snapshots not delivered (dropped, not written or too \
+             large; see above)"
         );
         return Ok(false);
     }

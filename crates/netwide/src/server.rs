@@ -43,7 +43,7 @@ pub struct User {
 
 impl User {
     /// The credentials file of this user (`crate::creds`), written into `dir` as
-    /// `<name>.creds` with mode 600.
+    /// `<name>.creds`, created with mode 600 ([`write_private`]).
     pub fn write_creds(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let path = dir.join(format!("{}.creds", self.name));
         let text = match &self.login {
@@ -54,14 +54,32 @@ impl User {
             ),
             Login::Nkey { seed, .. } => format!("nkey_seed = {}\n", toml_str(seed)),
         };
-        std::fs::write(&path, text)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        }
+        write_private(&path, &text)?;
         Ok(path)
     }
+}
+
+/// Write `text` to `path` readable by its owner only: created with mode 600 (never readable by
+/// others, even for a moment), or an existing file made 600 before it is truncated and
+/// written. Credentials files and the server's configuration (it holds every password).
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    f.set_len(0)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 fn toml_str(s: &str) -> String {
@@ -165,8 +183,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Start `nats-server -c <dir>/nats.conf` with `config`'s text (its log in
-    /// `<dir>/nats.log`) and wait, at most `timeout`, until it greets a client ([`greets`]).
+    /// Start `nats-server -c <dir>/nats.conf` with `config`'s text (mode 600: it holds every
+    /// user's password; its log in `<dir>/nats.log`) and wait, at most `timeout`, until it
+    /// greets a client ([`greets`]).
     pub fn start(
         bin: &Path,
         dir: &Path,
@@ -175,7 +194,7 @@ impl Server {
         timeout: Duration,
     ) -> Result<Server, String> {
         let conf = dir.join("nats.conf");
-        std::fs::write(&conf, config).map_err(|e| format!("{}: {e}", conf.display()))?;
+        write_private(&conf, config).map_err(|e| format!("{}: {e}", conf.display()))?;
         let log = std::fs::File::create(dir.join("nats.log"))
             .map_err(|e| format!("{}: {e}", dir.join("nats.log").display()))?;
         let child = Command::new(bin)
@@ -225,5 +244,39 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn credentials_and_configuration_are_private() {
+        let dir = std::env::temp_dir().join(format!("netwide-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let u = User {
+            name: "agent-a".into(),
+            login: Login::Password("pw".into()),
+            role: Role::Agent { host: "a".into() },
+        };
+        let creds = u.write_creds(&dir).unwrap();
+        assert_eq!(mode(&creds), 0o600);
+        assert_eq!(crate::creds::readable_by_others(&creds), None);
+        // An existing file readable by all is made private before it is written.
+        let conf = dir.join("nats.conf");
+        std::fs::write(&conf, "old").unwrap();
+        std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(crate::creds::readable_by_others(&conf), Some(0o644));
+        write_private(&conf, "new").unwrap();
+        assert_eq!(mode(&conf), 0o600);
+        assert_eq!(std::fs::read_to_string(&conf).unwrap(), "new");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
