@@ -551,14 +551,9 @@ fn corrupted_and_incompatible_snapshots_are_rejected() {
         return;
     };
     publish_all(&net);
-    // Host c: another seed (incompatible), and a corrupted file in its spool.
-    let spool = net.dir.join("spool-c");
-    std::fs::create_dir_all(&spool).unwrap();
-    std::fs::write(
-        spool.join(snapshot::file_name("c", 9)),
-        b"NSIFTSNP not a snapshot",
-    )
-    .unwrap();
+    // Host c: another seed (incompatible), and a corrupted snapshot published straight to its
+    // subject (an agent sets a corrupted spool file aside: cli/tests/netwide_agent.rs).
+    publish_raw(&net, "c", 9, b"NSIFTSNP not a snapshot");
     let o = net.agent("c", &net.url(), "agent-c", "8");
     assert!(o.status.success(), "{}", stderr(&o));
     let mut c = Command::new(BIN);
@@ -582,6 +577,35 @@ fn corrupted_and_incompatible_snapshots_are_rejected() {
         assert_eq!(r["missing"], serde_json::json!(["c"]));
     }
     check_equal_to_merge(&net, &got);
+}
+
+/// `bytes` published as host `host`'s snapshot of `epoch` by its user, past any agent's checks.
+fn publish_raw(net: &Net, host: &str, epoch: u64, bytes: &'static [u8]) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let _enter = rt.enter();
+    let b = netwide::creds::Broker {
+        url: net.url(),
+        creds: net.creds(&format!("agent-{host}")),
+        tls_ca: net.ca.clone(),
+        name: "test".into(),
+    };
+    let c = rt
+        .block_on(b.connect(Duration::from_secs(5), false))
+        .unwrap();
+    let js = async_nats::jetstream::new(c);
+    let msg = async_nats::jetstream::message::PublishMessage::build()
+        .payload(bytes.into())
+        .message_id(netwide::message_id(host, epoch));
+    rt.block_on(async {
+        let ack = js.send_publish(netwide::subject(host), msg).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(5), ack)
+            .await
+            .expect("no acknowledgement within 5 s")
+            .unwrap();
+    });
 }
 
 #[test]
