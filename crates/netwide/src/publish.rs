@@ -120,14 +120,16 @@ pub async fn run(
                 Err(why) => Outcome::Reject(why),
                 Ok(None) => continue, // gone meanwhile
                 Ok(Some(bytes)) => match limit {
+                    // The client would judge the size against NATS's 1 MB default.
+                    None => Outcome::Retry("the broker has not been reached yet".into()),
                     Some(max) if bytes.len() > max => Outcome::TooLarge(format!(
                         "{} bytes, the server takes at most {max} (its max_payload)",
                         bytes.len()
                     )),
-                    _ => match publish_one(js, f, bytes, opts.ack_timeout, &errors).await {
+                    Some(_) => match publish_one(js, f, bytes, opts.ack_timeout, &errors).await {
                         Ok(duplicate) => Outcome::Sent { duplicate },
-                        Err(Failure::TooLarge(e)) if limit.is_some() => Outcome::TooLarge(e),
-                        Err(Failure::TooLarge(e)) | Err(Failure::Retry(e)) => Outcome::Retry(e),
+                        Err(Failure::TooLarge(e)) => Outcome::TooLarge(e),
+                        Err(Failure::Retry(e)) => Outcome::Retry(e),
                         Err(Failure::Denied(e)) => Outcome::Denied(e),
                     },
                 },
