@@ -567,3 +567,74 @@ fn skip_records(b: &[u8], mut at: usize, n: usize) -> usize {
     }
     at
 }
+
+#[test]
+fn a_spooled_snapshot_is_flushed_to_disk_then_renamed_then_its_directory_flushed() {
+    // The calls as `strace` sees them (`-y`: each descriptor's path).
+    let dir = testkit::scratch("nwa").join("fsync");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("t.pcap");
+    let st = Command::new(BIN)
+        .args(["gen", "--packets", "2000", "--flows", "100", "--out"])
+        .arg(&trace)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let log = dir.join("strace.txt");
+    let spool = dir.join("spool");
+    let traced = Command::new("strace")
+        .args([
+            "-f",
+            "-y",
+            "-qq",
+            "-e",
+            "trace=fsync,fdatasync,rename,renameat,renameat2",
+        ])
+        .arg("-o")
+        .arg(&log)
+        .args([BIN, "run"])
+        .arg(&trace)
+        .args([
+            "--task",
+            "cardinality",
+            "--truth",
+            "off",
+            "--host",
+            "a",
+            "--snapshots",
+        ])
+        .arg(&spool)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    match traced {
+        Err(_) => {
+            println!("skip: strace not on PATH (apt-get install strace)");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        Ok(s) if !s.success() || !log.exists() => {
+            println!("skip: strace cannot trace here (ptrace not permitted?)");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        Ok(_) => {}
+    }
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    let name = snapshot::file_name("a", 0);
+    let at = |what: &dyn Fn(&str) -> bool| {
+        lines
+            .iter()
+            .position(|l| what(l))
+            .unwrap_or_else(|| panic!("not in the trace:\n{calls}"))
+    };
+    let spool = spool.canonicalize().unwrap();
+    let file = at(&|l| l.contains("sync(") && l.contains(&format!("/.{name}.tmp>")));
+    let renamed = at(&|l| l.contains("rename") && l.contains(&format!("/{name}\"")));
+    let dir_synced = at(&|l| l.contains("sync(") && l.contains(&format!("<{}>)", spool.display())));
+    assert!(file < renamed && renamed < dir_synced, "{calls}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
