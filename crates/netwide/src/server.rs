@@ -279,4 +279,56 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&conf).unwrap(), "new");
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// Set in the child that [`a_credentials_file_is_created_600`] traces: the directory to write
+    /// the file into.
+    const CHILD: &str = "NETWIDE_TEST_WRITE_CREDS_INTO";
+
+    #[test]
+    fn a_credentials_file_is_created_600() {
+        let u = User {
+            name: "agent-a".into(),
+            login: Login::Password("pw".into()),
+            role: Role::Agent { host: "a".into() },
+        };
+        if let Some(dir) = std::env::var_os(CHILD) {
+            u.write_creds(Path::new(&dir)).unwrap();
+            return;
+        }
+        // This test again in a child under strace: the file's creation call carries its mode
+        // (never a file readable by all until a chmod).
+        let dir = std::env::temp_dir().join(format!("netwide-created-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("strace.txt");
+        let st = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=open,openat,creat", "-o"])
+            .arg(&log)
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "server::tests::a_credentials_file_is_created_600",
+            ])
+            .args(["--test-threads", "1"])
+            .env(CHILD, &dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        match st {
+            Err(_) => println!("skip: strace not on PATH (apt-get install strace)"),
+            Ok(s) if !s.success() || !log.exists() => {
+                println!("skip: strace cannot trace here (ptrace not permitted?)")
+            }
+            Ok(_) => {
+                let calls = std::fs::read_to_string(&log).unwrap();
+                let open = calls
+                    .lines()
+                    .find(|l| l.contains("agent-a.creds\"") && l.contains("O_CREAT"))
+                    .unwrap_or_else(|| panic!("no creation of agent-a.creds:\n{calls}"));
+                assert!(open.contains(", 0600)"), "{open}");
+                assert_eq!(mode(&dir.join("agent-a.creds")), 0o600);
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
