@@ -178,9 +178,17 @@ impl ServerErrors {
         self.0.subscribe()
     }
 
-    /// Record an error (what the connection's event callback does).
+    /// Record an error (what the connection's event callback does). A permissions violation
+    /// stays: a later error of another kind does not hide it.
     pub fn record(&self, error: String) {
-        self.0.send_replace(Some(error));
+        self.0.send_if_modified(|last| {
+            let keep = last.as_deref().is_some_and(is_permission_violation)
+                && !is_permission_violation(&error);
+            if !keep {
+                *last = Some(error);
+            }
+            !keep
+        });
     }
 
     fn install(&self, opts: async_nats::ConnectOptions) -> async_nats::ConnectOptions {

@@ -380,5 +380,8 @@ mod tests {
         assert_eq!(denial(&rx), None);
         e.record("nats: Permissions Violation for Publish to \"netsift.snapshots.b\"".into());
         assert!(denial(&rx).unwrap().contains("netsift.snapshots.b"));
+        // Not hidden by a later error of another kind.
+        e.record("nats: Stale Connection".into());
+        assert!(denial(&rx).unwrap().contains("netsift.snapshots.b"));
     }
 }
