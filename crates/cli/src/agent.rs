@@ -6,6 +6,13 @@
 //! sent first by the next start. The input is a trace, as `run`'s (every `run` flag applies),
 //! or live traffic with `--iface`, measured as `live` does (its capture options; time epochs
 //! on the Unix-time grid so that every host's epoch i is the same span).
+//!
+//! What goes wrong (docs/netwide.md, "Agent"): a snapshot the run cannot write (a full disk)
+//! is dropped and counted while capture goes on; a snapshot over the server's announced
+//! `max_payload` is kept as `*.too-large`; a corrupt or foreign spool file is moved to
+//! `<spool>/rejected/`; a permissions violation stops the run and is the agent's error. The
+//! closing line counts each, and the exit status is 1 when a snapshot of the run was not
+//! delivered.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
