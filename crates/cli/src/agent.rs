@@ -6,6 +6,13 @@
 //! sent first by the next start. The input is a trace, as `run`'s (every `run` flag applies),
 //! or live traffic with `--iface`, measured as `live` does (its capture options; time epochs
 //! on the Unix-time grid so that every host's epoch i is the same span).
+//!
+//! What goes wrong (docs/netwide.md, "Agent"): a snapshot the run cannot write (a full disk)
+//! is dropped and counted while capture goes on; a snapshot over the server's announced
+//! `max_payload` is kept as `*.too-large`; a corrupt or foreign spool file is moved to
+//! `<spool>/rejected/`; a permissions violation stops the run and is the agent's error. The
+//! closing line counts each, and the exit status is 1 when a snapshot of the run was not
+//! delivered.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -91,6 +98,9 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     }
     let mut spool = netwide::spool::Spool::open(&a.spool, a.spool_max_files, a.spool_max_bytes)?;
     run.args.snapshots = Some(a.spool.display().to_string());
+    // A snapshot the run cannot write (a full disk) is dropped and counted; capture goes on.
+    let unwritten = measure::snap::Unwritten::default();
+    run.args.unwritten = Some(unwritten.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -101,10 +111,12 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         &netwide::agent_inbox(&host),
     );
     let timeout = Duration::from_millis(a.ack_timeout_ms);
+    // The server's asynchronous errors: a permissions violation stops the publisher.
+    let errors = netwide::creds::ServerErrors::default();
     // Refused credentials or a server whose TLS certificate does not chain to --tls-ca end
     // the agent at once; a broker that is away is waited for while the run spools.
     let mut reached = true;
-    let client = match rt.block_on(broker.connect(timeout, false)) {
+    let client = match rt.block_on(broker.connect_watched(timeout, false, Some(&errors))) {
         Ok(c) => c,
         Err(
             e @ (netwide::Error::Refused { .. }
@@ -114,7 +126,7 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         Err(e) => {
             crate::say!("netsift: agent: {e}; spooling and retrying");
             reached = false;
-            rt.block_on(broker.connect(timeout, true))?
+            rt.block_on(broker.connect_watched(timeout, true, Some(&errors)))?
         }
     };
     // The JetStream context spawns its acknowledgement task on the runtime.
@@ -126,9 +138,12 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     let lease = std::sync::Arc::new(tokio::sync::Mutex::new(None::<netwide::lease::Lease>));
     let wait = netwide::LEASE_TTL + Duration::from_secs(2);
     if reached {
-        match rt.block_on(netwide::lease::Lease::acquire(&js, &host, wait)) {
+        match rt.block_on(take_lease(&js, &host, wait, errors.subscribe())) {
             Ok(l) => *lease.blocking_lock() = Some(l),
             Err(e @ netwide::Error::Lease(_)) => bail!("agent: {e}"),
+            Err(netwide::Error::Denied(e)) => bail!(
+                "agent {host}: the server refused ({e}): check that --creds are host {host}'s"
+            ),
             Err(e) => {
                 crate::say!("netsift: agent {host}: {e}; the lease is taken before publishing")
             }
@@ -136,17 +151,28 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     }
     let opts = netwide::publish::Options {
         ack_timeout: timeout,
-        ..Default::default()
+        ..netwide::publish::Options::new(&host)
     };
     let (drain, drain_rx) = tokio::sync::watch::channel(None);
     let drain = std::sync::Arc::new(drain);
     let lost = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+    let errors_rx = errors.subscribe();
     let publisher = {
         let (lease, drain, lost, host) = (lease.clone(), drain.clone(), lost.clone(), host.clone());
         rt.spawn(async move {
-            match hold_lease(&js, &host, &lease, &drain, &lost).await {
+            match hold_lease(&js, &host, &lease, &drain, &lost, &errors_rx).await {
                 Ok(()) => {}
                 Err(e @ netwide::Error::Lease(_)) => return (Err(e), spool),
+                // Not this host's credentials: nothing can be sent; the run stops.
+                Err(netwide::Error::Denied(d)) => {
+                    crate::signals::stop();
+                    let stats = netwide::publish::Stats {
+                        left: spool.pending().map_or(0, |p| p.len()),
+                        denied: Some(d),
+                        ..Default::default()
+                    };
+                    return (Ok(stats), spool);
+                }
                 // The broker did not answer before the run ended: everything stays spooled.
                 Err(e) => {
                     tracing::warn!("{e}");
@@ -158,7 +184,11 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
                     return (Ok(stats), spool);
                 }
             }
-            let stats = netwide::publish::run(&js, &mut spool, &opts, drain_rx).await;
+            let stats = netwide::publish::run(&js, &mut spool, &opts, errors_rx, drain_rx).await;
+            // Denied: nothing this run spools can be sent; the run stops as at a signal.
+            if matches!(&stats, Ok(s) if s.denied.is_some()) {
+                crate::signals::stop();
+            }
             (stats, spool)
         })
     };
@@ -199,9 +229,17 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     if let Some(e) = lost.lock().ok().and_then(|l| l.clone()) {
         bail!("agent: {e}; the spool {} is kept", a.spool.display());
     }
+    let unwritten = unwritten.log();
+    let names = |v: &[String]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", v.join(", "))
+        }
+    };
     crate::say!(
         "netsift: agent {host}: {} snapshots published, {} duplicates, {} failed attempts, {} \
-         dropped (spool full{}), {} too large, {} left in {}",
+         dropped (spool full{}), {} not written{}, {} too large{}, {} rejected{}, {} left in {}",
         stats.published,
         stats.duplicates,
         stats.failures,
@@ -211,15 +249,37 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         } else {
             format!(": epochs {:?}", spool.dropped_epochs)
         },
+        unwritten.count,
+        match &unwritten.reason {
+            Some(r) => format!(" (epochs {:?}; last: {r})", unwritten.epochs),
+            None => String::new(),
+        },
         stats.too_large,
+        names(&stats.too_large_files),
+        stats.rejected,
+        names(&stats.rejected_files),
         stats.left,
         spool.dir().display()
     );
+    if let Some(e) = &stats.denied {
+        bail!(
+            "agent {host}: the server refused the publication ({e}): check that --creds are \
+             host {host}'s; the spool keeps what was not sent"
+        );
+    }
     if stats.left > 0 {
         crate::say!(
             "netsift: agent {host}: the spool did not empty within --drain-timeout-ms {}: it is \
              sent first by the next start",
             a.drain_timeout_ms
+        );
+        return Ok(false);
+    }
+    let lost = spool.dropped + unwritten.count + stats.too_large;
+    if lost > 0 {
+        crate::say!(
+            "netsift: agent {host}: {lost} snapshots not delivered (dropped, not written or too \
+             large; see above)"
         );
         return Ok(false);
     }
@@ -229,6 +289,20 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         std::process::exit(code);
     }
     Ok(ok)
+}
+
+/// `netwide::lease::Lease::acquire`, ended at once by a permissions violation from the server
+/// (credentials of another host: the lease's subject is not theirs), `netwide::Error::Denied`.
+async fn take_lease(
+    js: &async_nats::jetstream::Context,
+    host: &str,
+    wait: Duration,
+    errors: tokio::sync::watch::Receiver<Option<String>>,
+) -> Result<netwide::lease::Lease, netwide::Error> {
+    tokio::select! {
+        r = netwide::lease::Lease::acquire(js, host, wait) => r,
+        d = netwide::publish::denied(errors) => Err(netwide::Error::Denied(d)),
+    }
 }
 
 /// Take `host`'s lease if it is not held yet (the broker was away at the start), then keep it
@@ -241,13 +315,14 @@ async fn hold_lease(
     lease: &std::sync::Arc<tokio::sync::Mutex<Option<netwide::lease::Lease>>>,
     drain: &std::sync::Arc<tokio::sync::watch::Sender<Option<Instant>>>,
     lost: &std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    errors: &tokio::sync::watch::Receiver<Option<String>>,
 ) -> Result<(), netwide::Error> {
     let wait = netwide::LEASE_TTL + Duration::from_secs(2);
     let mut backoff = Duration::from_millis(100);
     while lease.lock().await.is_none() {
-        match netwide::lease::Lease::acquire(js, host, wait).await {
+        match take_lease(js, host, wait, errors.clone()).await {
             Ok(l) => *lease.lock().await = Some(l),
-            Err(e @ netwide::Error::Lease(_)) => return Err(e),
+            Err(e @ (netwide::Error::Lease(_) | netwide::Error::Denied(_))) => return Err(e),
             Err(e) => {
                 if drain.borrow().is_some_and(|d| Instant::now() >= d) {
                     return Err(e);

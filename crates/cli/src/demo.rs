@@ -125,6 +125,29 @@ pub fn local_server(
 /// A temporary directory removed when dropped.
 pub struct TempDir(pub PathBuf);
 
+impl TempDir {
+    /// A new directory `<temp>/<prefix>-<pid>-<n>`, mode 700 (it holds the server's
+    /// configuration with every password, and the credentials files): never one that existed
+    /// before (another user's, or a link), a fresh name instead.
+    pub fn fresh(prefix: &str) -> Result<TempDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        for i in 0..1000u64 {
+            let n = key::mix64(seed ^ i) & 0xffff_ffff;
+            let p = base.join(format!("{prefix}-{}-{n:08x}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&p) {
+                Ok(()) => return Ok(TempDir(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("{}", p.display())),
+            }
+        }
+        bail!("no fresh directory {prefix}-* in {}", base.display())
+    }
+}
+
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -146,8 +169,7 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         bail!("nats-server not found on PATH: install it (apt-get install nats-server)");
     };
     let exe = std::env::current_exe().context("demo: the netsift binary's path")?;
-    let dir = TempDir(std::env::temp_dir().join(format!("netsift-demo-{}", std::process::id())));
-    std::fs::create_dir_all(&dir.0).with_context(|| format!("{}", dir.0.display()))?;
+    let dir = TempDir::fresh("netsift-demo")?;
     let d = dir.0.as_path();
     let trace = match &a.trace {
         Some(p) => std::fs::read(p).with_context(|| format!("{}", p.display()))?,
@@ -412,10 +434,7 @@ fn broker_costs(
     base: &snapshot::Snapshot,
     rounds: usize,
 ) -> Result<(f64, f64)> {
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("netsift-bench-nw-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0)?;
+    let dir = TempDir::fresh("netsift-bench-nw")?;
     let server = local_server(bin, &dir.0, hosts)?;
     let url = server.url();
     let broker = |user: &str, inbox: &str| netwide::creds::Broker {
@@ -525,4 +544,26 @@ fn broker_costs(
     drop(server);
     let n = (rounds * hosts.len()) as f64;
     Ok((publish / n, delay / rounds as f64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_private_directory_each_time() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b) = (
+            TempDir::fresh("netsift-test-fresh").unwrap(),
+            TempDir::fresh("netsift-test-fresh").unwrap(),
+        );
+        assert_ne!(a.0, b.0);
+        for d in [&a, &b] {
+            let mode = std::fs::metadata(&d.0).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", d.0.display());
+        }
+        let kept = a.0.clone();
+        drop(a);
+        assert!(!kept.exists());
+    }
 }

@@ -574,6 +574,7 @@ fn read_loop(
         on(runner, Event::Epochs(*open_epoch))?;
         match crate::signals::caught() {
             Some(130) => return Ok(Some("SIGINT")),
+            Some(crate::signals::STOPPED) => return Ok(Some("a stop request")),
             Some(_) => return Ok(Some("SIGTERM")),
             None => {}
         }

@@ -160,6 +160,10 @@ pub struct RunArgs {
     /// with --snapshots (`agent` requires it: its snapshots go to --spool).
     #[arg(long, value_parser = crate::merge::host_id)]
     pub(crate) host: Option<String>,
+    /// `agent`: a snapshot that cannot be written is counted here and the run goes on
+    /// (`RunConfig::unwritten`); not a flag.
+    #[arg(skip)]
+    pub(crate) unwritten: Option<measure::snap::Unwritten>,
     /// Heavy hitters detected on the packet path (instameasure, rcc): each detection printed as
     /// it happens (a line, or `"type": "detection"` with --json-lines), and the report gives
     /// the detection delay against exact detection (capture time and packets).
@@ -479,6 +483,7 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
     }
     if a.snapshots.is_some() {
         (cfg.snapshots, cfg.host) = (a.snapshots.clone(), a.host.clone());
+        cfg.unwritten = a.unwritten.clone();
     }
     cfg.validate()?;
     // The aggregator's flags configure nothing without the aggregator: say so once.
@@ -1289,7 +1294,11 @@ pub(crate) fn run_trace(a: RunCmd, out: &mut Out, exit_at_signal: bool) -> Resul
         out.flush()?;
         crate::say!(
             "netsift: interrupted by {}: the last epoch is partial",
-            if code == 130 { "SIGINT" } else { "SIGTERM" }
+            match code {
+                130 => "SIGINT",
+                143 => "SIGTERM",
+                _ => "a stop request",
+            }
         );
         if exit_at_signal {
             std::process::exit(code);

@@ -31,6 +31,16 @@ pub fn caught() -> Option<i32> {
     }
 }
 
+/// The status [`caught`] gives after [`stop`]: no signal came, the program asked its loops to
+/// stop (an agent whose broker denies its publications).
+pub const STOPPED: i32 = 1;
+
+/// Ask the loops that check [`caught`] to stop as at a signal (a signal that came first is
+/// kept).
+pub fn stop() {
+    let _ = flag().compare_exchange(0, STOPPED as usize, Ordering::Relaxed, Ordering::Relaxed);
+}
+
 fn hangup() -> &'static Arc<AtomicBool> {
     static HUP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     HUP.get_or_init(|| {

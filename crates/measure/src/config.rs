@@ -158,6 +158,12 @@ pub struct RunConfig {
     /// This host's id in snapshot files (`--host`).
     #[serde(default)]
     pub host: Option<String>,
+    /// What a failed snapshot write does: `None` (`run --snapshots`) ends the run with the
+    /// error; `Some` (`netsift agent`, whose capture must not stop because its spool's disk is
+    /// full) drops that epoch's snapshot, warns naming the epoch and the reason, counts it
+    /// here, and goes on (`crate::snap::Unwritten`).
+    #[serde(skip)]
+    pub unwritten: Option<crate::snap::Unwritten>,
     /// Alert rules (`[[alert]]` tables, `crate::rules`), watched by `crates/monitor`.
     #[serde(default, rename = "alert", skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<crate::rules::AlertRule>,
@@ -227,6 +233,7 @@ impl Default for RunConfig {
             measures: vec![],
             snapshots: None,
             host: None,
+            unwritten: None,
             alerts: vec![],
         }
     }

@@ -145,7 +145,7 @@ pub(crate) fn write_epoch(
     };
     let host = cfg.host.as_deref().unwrap_or("local");
     let s = snapshot_of(cfg, host, kinds, measures, states, truth, partial, fast)?;
-    snapshot::write(std::path::Path::new(dir), &s).map(Some)
+    store(cfg, dir, &s)
 }
 
 /// The snapshot every host running `cfg` agrees with, without traffic (an idle epoch's: seed,
@@ -174,5 +174,65 @@ pub(crate) fn write_idle(
     let host = cfg.host.as_deref().unwrap_or("local");
     let mut s = snapshot_of(cfg, host, kinds, &[], &[], &[], partial, vec![])?;
     s.epoch.index = index;
-    snapshot::write(std::path::Path::new(dir), &s).map(|_| ())
+    store(cfg, dir, &s).map(|_| ())
+}
+
+/// Write `s` into `dir`. A failure ends the run (`Err`) unless the run counts its unwritten
+/// snapshots (`RunConfig::unwritten`, the agent): then the epoch's snapshot is dropped, counted,
+/// a warning names the epoch and the reason, and the run goes on (`Ok(None)`). The policy on a
+/// full disk: the NEW epoch is dropped, what the spool already holds is kept (it leaves only
+/// when the broker acknowledges it, or by the spool's own bounds, oldest first); a later epoch
+/// is written as soon as space has come back.
+fn store(cfg: &RunConfig, dir: &str, s: &Snapshot) -> Result<Option<std::path::PathBuf>, String> {
+    match snapshot::write(std::path::Path::new(dir), s) {
+        Ok(p) => Ok(Some(p)),
+        Err(e) => match &cfg.unwritten {
+            None => Err(e.to_string()),
+            Some(u) => {
+                u.add(s.epoch.index, &e);
+                let why = if e.kind() == std::io::ErrorKind::StorageFull {
+                    " (disk full: this epoch is dropped, the spool keeps what it holds)"
+                } else {
+                    ""
+                };
+                tracing::warn!(
+                    "epoch {}: snapshot not written, dropped{why}: {e}; the run goes on",
+                    s.epoch.index
+                );
+                Ok(None)
+            }
+        },
+    }
+}
+
+/// The snapshots a run could not write (`RunConfig::unwritten`): shared by the run's clones of
+/// its configuration and whoever reports them (the agent's closing line).
+#[derive(Clone, Debug, Default)]
+pub struct Unwritten(std::sync::Arc<std::sync::Mutex<UnwrittenLog>>);
+
+/// What [`Unwritten`] holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnwrittenLog {
+    /// Snapshots not written.
+    pub count: u64,
+    /// Their epochs, the first 64.
+    pub epochs: Vec<u64>,
+    /// The last failure's reason.
+    pub reason: Option<String>,
+}
+
+impl Unwritten {
+    fn add(&self, epoch: u64, e: &std::io::Error) {
+        let mut l = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        l.count += 1;
+        if l.epochs.len() < 64 {
+            l.epochs.push(epoch);
+        }
+        l.reason = Some(e.to_string());
+    }
+
+    /// What was not written so far.
+    pub fn log(&self) -> UnwrittenLog {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }

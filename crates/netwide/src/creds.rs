@@ -41,6 +41,13 @@ impl Creds {
     pub fn read(path: &Path) -> Result<Creds, Error> {
         let err = |r: String| Error::Creds(format!("credentials file {}: {r}", path.display()));
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        if let Some(mode) = readable_by_others(path) {
+            tracing::warn!(
+                "credentials file {}: mode {mode:03o} lets other users read it; chmod 600 {}",
+                path.display(),
+                path.display()
+            );
+        }
         let c: File = toml::from_str(&text)
             .map_err(|e| err(e.message().lines().next().unwrap_or("bad TOML").to_string()))?;
         match (c.user, c.password, c.nkey_seed) {
@@ -53,6 +60,21 @@ impl Creds {
                 "give `user` and `password` or `nkey_seed`, not both".into()
             )),
         }
+    }
+}
+
+/// The permission bits of `path` when its group or other users may read or write it.
+pub fn readable_by_others(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).ok()?.permissions().mode() & 0o777;
+        (mode & 0o066 != 0).then_some(mode)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 
@@ -83,6 +105,17 @@ impl Broker {
         timeout: Duration,
         retry: bool,
     ) -> Result<async_nats::Client, Error> {
+        self.connect_watched(timeout, retry, None).await
+    }
+
+    /// [`Broker::connect`], the server's asynchronous errors going to `errors` (an agent's
+    /// publisher: a permissions violation comes as `-ERR`, never as a publication's error).
+    pub async fn connect_watched(
+        &self,
+        timeout: Duration,
+        retry: bool,
+        errors: Option<&ServerErrors>,
+    ) -> Result<async_nats::Client, Error> {
         let mut opts = match Creds::read(&self.creds)? {
             Creds::User { user, password } => {
                 async_nats::ConnectOptions::with_user_and_password(user, password)
@@ -100,6 +133,9 @@ impl Broker {
         }
         if retry {
             opts = opts.retry_on_initial_connect();
+        }
+        if let Some(errors) = errors {
+            opts = errors.install(opts);
         }
         let opts = opts
             .name(&self.name)
@@ -127,6 +163,53 @@ impl Broker {
             Err(_) => Err(err(format!("no answer within {timeout:?}"))),
         }
     }
+}
+
+/// The server's asynchronous errors (`-ERR '...'` after the connection is up: a permissions
+/// violation for a publication or a subscription), the latest kept.
+#[derive(Clone, Debug)]
+pub struct ServerErrors(tokio::sync::watch::Sender<Option<String>>);
+
+impl Default for ServerErrors {
+    fn default() -> Self {
+        ServerErrors(tokio::sync::watch::channel(None).0)
+    }
+}
+
+impl ServerErrors {
+    /// The latest error, and every one after it as it comes.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<Option<String>> {
+        self.0.subscribe()
+    }
+
+    /// Record an error (what the connection's event callback does). A permissions violation
+    /// stays: a later error of another kind does not hide it.
+    pub fn record(&self, error: String) {
+        self.0.send_if_modified(|last| {
+            let keep = last.as_deref().is_some_and(is_permission_violation)
+                && !is_permission_violation(&error);
+            if !keep {
+                *last = Some(error);
+            }
+            !keep
+        });
+    }
+
+    fn install(&self, opts: async_nats::ConnectOptions) -> async_nats::ConnectOptions {
+        let me = self.clone();
+        opts.event_callback(move |event| {
+            if let async_nats::Event::ServerError(e) = event {
+                me.record(e.to_string());
+            }
+            std::future::ready(())
+        })
+    }
+}
+
+/// Whether a server error says the user may not do what it did (a permissions violation):
+/// no retry can help.
+pub fn is_permission_violation(error: &str) -> bool {
+    error.to_ascii_lowercase().contains("permissions violation")
 }
 
 /// Whether a connection failed on TLS: its setup, or the handshake (a certificate that does

@@ -108,6 +108,9 @@ pub enum Error {
     /// Another agent holds this host id's lease (`lease`).
     #[error("{0}")]
     Lease(String),
+    /// The server refused what the user did (a permissions violation): no retry can help.
+    #[error("{0}")]
+    Denied(String),
 }
 
 /// Every snapshot the stream holds, oldest first, each named `subject/sequence` (an ordered

@@ -47,7 +47,7 @@ pub struct User {
 
 impl User {
     /// The credentials file of this user (`crate::creds`), written into `dir` as
-    /// `<name>.creds` with mode 600.
+    /// `<name>.creds`, created with mode 600 ([`write_private`]).
     pub fn write_creds(&self, dir: &Path) -> std::io::Result<PathBuf> {
         let path = dir.join(format!("{}.creds", self.name));
         let text = match &self.login {
@@ -58,14 +58,32 @@ impl User {
             ),
             Login::Nkey { seed, .. } => format!("nkey_seed = {}\n", toml_str(seed)),
         };
-        std::fs::write(&path, text)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        }
+        write_private(&path, &text)?;
         Ok(path)
     }
+}
+
+/// Write `text` to `path` readable by its owner only: created with mode 600 (never readable by
+/// others, even for a moment), or an existing file made 600 before it is truncated and
+/// written. Credentials files and the server's configuration (it holds every password).
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let mut f = o.open(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    f.set_len(0)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
 }
 
 fn toml_str(s: &str) -> String {
@@ -182,8 +200,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Start `nats-server -c <dir>/nats.conf` with `config`'s text (its log in
-    /// `<dir>/nats.log`) and wait, at most `timeout`, until it greets a client ([`greets`]).
+    /// Start `nats-server -c <dir>/nats.conf` with `config`'s text (mode 600: it holds every
+    /// user's password; its log in `<dir>/nats.log`) and wait, at most `timeout`, until it
+    /// greets a client ([`greets`]).
     pub fn start(
         bin: &Path,
         dir: &Path,
@@ -192,7 +211,7 @@ impl Server {
         timeout: Duration,
     ) -> Result<Server, String> {
         let conf = dir.join("nats.conf");
-        std::fs::write(&conf, config).map_err(|e| format!("{}: {e}", conf.display()))?;
+        write_private(&conf, config).map_err(|e| format!("{}: {e}", conf.display()))?;
         let log = std::fs::File::create(dir.join("nats.log"))
             .map_err(|e| format!("{}: {e}", dir.join("nats.log").display()))?;
         let child = Command::new(bin)
@@ -242,5 +261,91 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn credentials_and_configuration_are_private() {
+        let dir = std::env::temp_dir().join(format!("netwide-private-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let u = User {
+            name: "agent-a".into(),
+            login: Login::Password("pw".into()),
+            role: Role::Agent { host: "a".into() },
+        };
+        let creds = u.write_creds(&dir).unwrap();
+        assert_eq!(mode(&creds), 0o600);
+        assert_eq!(crate::creds::readable_by_others(&creds), None);
+        // An existing file readable by all is made private before it is written.
+        let conf = dir.join("nats.conf");
+        std::fs::write(&conf, "old").unwrap();
+        std::fs::set_permissions(&conf, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(crate::creds::readable_by_others(&conf), Some(0o644));
+        write_private(&conf, "new").unwrap();
+        assert_eq!(mode(&conf), 0o600);
+        assert_eq!(std::fs::read_to_string(&conf).unwrap(), "new");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Set in the child that [`a_credentials_file_is_created_600`] traces: the directory to write
+    /// the file into.
+    const CHILD: &str = "NETWIDE_TEST_WRITE_CREDS_INTO";
+
+    #[test]
+    fn a_credentials_file_is_created_600() {
+        let u = User {
+            name: "agent-a".into(),
+            login: Login::Password("pw".into()),
+            role: Role::Agent { host: "a".into() },
+        };
+        if let Some(dir) = std::env::var_os(CHILD) {
+            u.write_creds(Path::new(&dir)).unwrap();
+            return;
+        }
+        // This test again in a child under strace: the file's creation call carries its mode
+        // (never a file readable by all until a chmod).
+        let dir = std::env::temp_dir().join(format!("netwide-created-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("strace.txt");
+        let st = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=open,openat,creat", "-o"])
+            .arg(&log)
+            .arg(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "server::tests::a_credentials_file_is_created_600",
+            ])
+            .args(["--test-threads", "1"])
+            .env(CHILD, &dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        match st {
+            Err(_) => println!("skip: strace not on PATH (apt-get install strace)"),
+            Ok(s) if !s.success() || !log.exists() => {
+                println!("skip: strace cannot trace here (ptrace not permitted?)")
+            }
+            Ok(_) => {
+                let calls = std::fs::read_to_string(&log).unwrap();
+                let open = calls
+                    .lines()
+                    .find(|l| l.contains("agent-a.creds\"") && l.contains("O_CREAT"))
+                    .unwrap_or_else(|| panic!("no creation of agent-a.creds:\n{calls}"));
+                assert!(open.contains(", 0600)"), "{open}");
+                assert_eq!(mode(&dir.join("agent-a.creds")), 0o600);
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

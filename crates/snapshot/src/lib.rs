@@ -312,19 +312,35 @@ pub fn file_name(host: &str, index: u64) -> String {
 }
 
 /// Write `s` into `dir` (created if missing) as [`file_name`]: a temporary file beside it,
-/// renamed, so a reader never sees half a snapshot. Returns the path.
-pub fn write(dir: &Path, s: &Snapshot) -> Result<PathBuf, String> {
-    check_host(&s.host)?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("cannot create snapshot directory {}: {e}", dir.display()))?;
+/// flushed to disk (fsync), renamed, and the directory flushed, so a reader never sees half a
+/// snapshot and a returned path survives a crash or power loss (an agent's spool). Returns the
+/// path; an error keeps its kind (`ErrorKind::StorageFull` for a full disk) and names the file.
+pub fn write(dir: &Path, s: &Snapshot) -> std::io::Result<PathBuf> {
+    use std::io::{Error, ErrorKind, Write};
+    check_host(&s.host).map_err(|e| Error::new(ErrorKind::InvalidInput, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::new(
+            e.kind(),
+            format!("cannot create snapshot directory {}: {e}", dir.display()),
+        )
+    })?;
     let path = dir.join(file_name(&s.host, s.epoch.index));
     let tmp = dir.join(format!(".{}.tmp", file_name(&s.host, s.epoch.index)));
-    std::fs::write(&tmp, encode(s))
-        .and_then(|_| std::fs::rename(&tmp, &path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("cannot write snapshot {}: {e}", path.display())
-        })?;
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&encode(s))?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, &path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::new(
+            e.kind(),
+            format!("cannot write snapshot {}: {e}", path.display()),
+        )
+    })?;
     Ok(path)
 }
 
