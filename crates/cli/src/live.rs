@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use measure::report::CaptureStats;
+use measure::report::{CaptureStats, PartialReason};
 use measure::{EpochReport, RunConfig, Runner};
 use trace::{Body, Record};
 use wire::Tunnel;
@@ -359,6 +359,10 @@ fn reload(
 /// counts at the last report.
 struct Reporter {
     next: u64,
+    /// The first epoch reported, and whether epochs lie on the Unix-time grid (then the first
+    /// began before the capture).
+    first: u64,
+    aligned: bool,
     counted: CaptureStats,
     truth: bool,
 }
@@ -388,12 +392,24 @@ impl Reporter {
     /// An epoch in which no packet with a flow key arrived: the runner reports none (an empty
     /// epoch answers nothing), but an operator watching a live link must see it.
     fn idle(&self, index: u64, partial: bool) -> EpochReport {
+        // The runner's snapshots say how much of an idle epoch was covered; the report of one
+        // it did not answer says why it is partial.
+        let mut partial_reasons = vec![];
+        if self.aligned && index == self.first {
+            partial_reasons.push(PartialReason::StartedMidEpoch);
+        }
+        if partial {
+            partial_reasons.push(PartialReason::Interrupted);
+        }
         EpochReport {
             index,
             packets: 0,
             bytes: 0,
             flows: self.truth.then_some(0),
-            partial,
+            partial: !partial_reasons.is_empty(),
+            partial_reasons,
+            coverage: None,
+            hosts: vec![],
             paths: None,
             capture: None,
             tasks: vec![],
@@ -485,6 +501,9 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     let tunnel = cfg.tunnel;
     let time_epochs = cfg.epoch_ms.is_some();
     // Every interface is opened before anything is measured: a bad one is one error line.
+    // The capture starts here (no packet is stamped earlier): the start of the epoch axis, and
+    // of the first epoch's coverage on the Unix-time grid.
+    let opened = now_ns();
     let mut caps = Vec::new();
     for iface in &a.capture.ifaces {
         let cap = open(&a, iface)?;
@@ -530,12 +549,14 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     if aligned {
         runner.align_epochs(0);
     }
-    // The epoch axis starts now at the latest, not at the first packet: an idle link still has
-    // epochs.
-    let mut open_epoch = runner.advance_to(now_ns());
+    // The epoch axis starts when the capture did, not at the first packet: an idle link still
+    // has epochs.
+    let mut open_epoch = runner.advance_to(opened);
     let first = if aligned { open_epoch } else { 0 };
     let mut rep = Reporter {
         next: first,
+        first,
+        aligned,
         counted: CaptureStats::default(),
         truth: runner.config().truth,
     };

@@ -39,8 +39,11 @@ pub const MAGIC: [u8; 8] = *b"NSIFTSNP";
 /// heap; version 1 files are refused naming their version.
 /// 3: instameasure's and rcc's table slots hold capture times (first/last packet, ns) and a
 /// 16-bit hash tag; version 2 files are refused naming their version.
-pub const VERSION: u16 = 3;
-/// Bytes before the body (versions 1 to 3).
+/// 4: the epoch span says why it is partial (`started_mid`, `interrupted`) and the part of the
+/// epoch this host's capture covered (`covered_from_ns`, `covered_to_ns`); version 3 files are
+/// refused naming their version.
+pub const VERSION: u16 = 4;
+/// Bytes before the body (versions 1 to 4).
 pub const HEADER_LEN: usize = 32;
 /// File name extension of a snapshot.
 pub const EXT: &str = "nss";
@@ -90,8 +93,18 @@ pub struct EpochSpan {
     pub last_ns: u64,
     pub packets: u64,
     pub bytes: u64,
-    /// Cut short by a signal.
+    /// This host's capture did not cover the whole epoch: `started_mid` or `interrupted`.
     pub partial: bool,
+    /// The capture started after the epoch's start (epochs on a time grid: a live agent's
+    /// Unix-time epochs, a restarted agent's first).
+    pub started_mid: bool,
+    /// A signal ended the capture before the epoch's end.
+    pub interrupted: bool,
+    /// The part of the epoch this host's capture covered (capture time, ns): a time epoch's
+    /// bounds `[start, end)`, from the capture's start and to its end where they fall within;
+    /// a packet epoch's first and last packet.
+    pub covered_from_ns: u64,
+    pub covered_to_ns: u64,
 }
 
 /// One instance's normal-path state.
