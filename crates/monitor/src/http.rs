@@ -144,8 +144,13 @@ fn accept(listener: &TcpListener, conns: &mut Vec<Conn>) {
         let stream = match listener.accept() {
             Ok((s, _)) => s,
             Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            // A connection reset before it was taken, or out of descriptors: try again later.
-            Err(_) => return,
+            // A connection reset before it was taken: the next one.
+            Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
+            // Out of descriptors (the listener stays readable): pause rather than spin.
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(10));
+                return;
+            }
         };
         if stream.set_nonblocking(true).is_err() {
             continue;
