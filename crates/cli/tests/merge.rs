@@ -558,3 +558,57 @@ fn a_partial_host_makes_the_merged_epoch_partial_and_is_named() {
     assert!(!h0.contains("partial"), "{h0}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Issue 33, point 12: `merge` of a 1 GiB file that is not a snapshot is refused from its
+/// 32-byte header: run under a 512 MiB address-space limit (`ulimit -v`; reading the file whole
+/// needs 1 GiB and aborted there), it names the file and the magic at once.
+#[test]
+fn merge_refuses_a_large_non_snapshot_from_its_header() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::time::{Duration, Instant};
+    let d = dir("large");
+    let big = d.join("big.nss");
+    let mut f = std::fs::File::create(&big).unwrap();
+    f.write_all(b"NOTASNAP").unwrap();
+    f.seek(SeekFrom::Start((1 << 30) - 1)).unwrap();
+    f.write_all(&[0]).unwrap();
+    drop(f);
+    let t = Instant::now();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 524288 && exec \"$0\" merge \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_netsift"))
+        .arg(&big)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("merge did not end within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = t.elapsed();
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(status.code(), Some(1), "{status}: {err}");
+    assert!(
+        err.contains("big.nss: not a netsift snapshot (magic"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
