@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use measure::{Report, RunConfig, Runner};
+use measure::report::{Coverage, HostEpoch, PartialReason};
+use measure::{EpochReport, Report, RunConfig, Runner};
 use snapshot::Snapshot;
 use trace::Capture;
 use wire::Class;
@@ -175,6 +176,14 @@ pub fn merged_report(
             (e, s)
         })
         .collect();
+    // Each host's part of each epoch, for the report (partial hosts named).
+    let mut parts_of: BTreeMap<u64, Vec<HostEpoch>> = BTreeMap::new();
+    for s in &snaps {
+        parts_of
+            .entry(s.epoch.index)
+            .or_default()
+            .push(host_epoch(s));
+    }
     // Each epoch is merged when the runner closes it (one epoch's states in memory at a time).
     let answered = Arc::new(Mutex::new(Vec::<u64>::new()));
     let seen = Arc::clone(&answered);
@@ -236,7 +245,12 @@ pub fn merged_report(
             }
         }
     }
-    let report = runner.try_finish()?;
+    let mut report = runner.try_finish()?;
+    for e in &mut report.epochs {
+        if let Some(hosts) = parts_of.remove(&e.index) {
+            with_hosts(e, hosts);
+        }
+    }
     let answered = answered.lock().map(|a| a.clone()).unwrap_or_default();
     let missed: Vec<u64> = spans
         .iter()
@@ -250,6 +264,43 @@ pub fn merged_report(
         );
     }
     Ok((report, read_error))
+}
+
+/// A host's part of its epoch as the report lists it, from its snapshot.
+fn host_epoch(s: &Snapshot) -> HostEpoch {
+    let e = &s.epoch;
+    let mut partial_reasons = vec![];
+    if e.started_mid {
+        partial_reasons.push(PartialReason::StartedMidEpoch);
+    }
+    if e.interrupted {
+        partial_reasons.push(PartialReason::Interrupted);
+    }
+    HostEpoch {
+        host: s.host.clone(),
+        packets: e.packets,
+        idle: s.is_idle(),
+        partial: e.partial,
+        partial_reasons,
+        coverage: Coverage {
+            start_ns: e.covered_from_ns,
+            end_ns: e.covered_to_ns,
+        },
+    }
+}
+
+/// A merged epoch with its hosts' parts: partial when any host's was (the reasons of all of
+/// them), each host's coverage in `hosts` (by host name), none of the epoch's own.
+fn with_hosts(e: &mut EpochReport, mut hosts: Vec<HostEpoch>) {
+    hosts.sort_by(|a, b| a.host.cmp(&b.host));
+    for h in &hosts {
+        e.partial |= h.partial;
+        e.partial_reasons.extend(&h.partial_reasons);
+    }
+    e.partial_reasons.sort();
+    e.partial_reasons.dedup();
+    e.coverage = None;
+    e.hosts = hosts;
 }
 
 /// The merged fast-path part of an epoch as the answer thread takes it (`None` when no host had a

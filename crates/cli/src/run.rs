@@ -921,6 +921,23 @@ fn print_epoch_line(out: &mut Out, e: &EpochReport) -> Result<()> {
     Ok(())
 }
 
+/// Why an epoch is partial, for the table: `started mid-epoch, interrupted`.
+fn reasons(r: &[measure::report::PartialReason]) -> String {
+    let names: Vec<&str> = r.iter().map(|r| r.name()).collect();
+    names.join(", ")
+}
+
+/// A covered span for the table: capture time in seconds, and its length.
+fn covered(c: &measure::report::Coverage) -> String {
+    let s = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    format!(
+        "{} to {} s ({:.3} s)",
+        s(c.start_ns),
+        s(c.end_ns),
+        c.end_ns.saturating_sub(c.start_ns) as f64 / 1e9
+    )
+}
+
 fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), StdoutError> {
     writeln!(
         out,
@@ -931,12 +948,31 @@ fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), Stdou
         match e.flows {
             Some(f) => format!("{f} flows ({key})"),
             None => "no ground truth".into(),
-        } + if e.partial {
-            " (partial: interrupted)"
+        } + &if e.partial {
+            format!(" (partial: {})", reasons(&e.partial_reasons))
         } else {
-            ""
+            String::new()
         }
     )?;
+    if let Some(c) = &e.coverage {
+        writeln!(out, "  covered: {}", covered(c))?;
+    }
+    for h in &e.hosts {
+        writeln!(
+            out,
+            "  host {}: {} packets{}, covered {}",
+            h.host,
+            h.packets,
+            if h.idle {
+                " (idle)".to_string()
+            } else if h.partial {
+                format!(" (partial: {})", reasons(&h.partial_reasons))
+            } else {
+                String::new()
+            },
+            covered(&h.coverage)
+        )?;
+    }
     if let Some(c) = &e.capture {
         writeln!(
             out,

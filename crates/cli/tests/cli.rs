@@ -1498,6 +1498,15 @@ fn a_signal_closes_the_open_epoch_as_partial() {
         assert_eq!(epochs[0]["partial"], false);
         assert_eq!(epochs[1]["partial"], true);
         assert_eq!(epochs[1]["packets"], 4_000);
+        // Why, and the span it covered: its packets' (packet epochs).
+        assert!(epochs[0].get("partial_reasons").is_none());
+        assert_eq!(
+            epochs[1]["partial_reasons"],
+            serde_json::json!(["interrupted"])
+        );
+        let c = &epochs[1]["coverage"];
+        assert!(c["start_ns"].as_u64() <= c["end_ns"].as_u64(), "{c}");
+        assert!(c["start_ns"].as_u64() > Some(0), "{c}");
     }
 }
 

@@ -175,7 +175,15 @@ fn merged_host_snapshots_equal_one_run_on_the_whole_capture() {
             .arg(&whole)
             .output()
             .unwrap());
-        let (a, b) = (epochs(&one), epochs(&merged));
+        let (a, mut b) = (epochs(&one), epochs(&merged));
+        // A merge lists each host's part (whole here); the rest is the run's.
+        let hosts = b[0].as_object_mut().unwrap().remove("hosts").unwrap();
+        assert_eq!(hosts.as_array().unwrap().len(), 3, "{hosts}");
+        assert!(hosts
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["partial"] == false));
         assert_eq!(a.as_array().unwrap().len(), 1);
         let tasks = a[0]["tasks"].as_array().unwrap();
         assert_eq!(tasks.len(), if weight == "packets" { 16 } else { 15 });
@@ -450,4 +458,157 @@ fn a_skipped_time_epoch_gets_an_idle_snapshot_that_merges_as_nothing() {
     assert_eq!(merged[1]["packets"], alone[1]["packets"]);
     assert_eq!(merged[1]["tasks"], alone[1]["tasks"]);
     assert_ne!(merged[0]["packets"], alone[0]["packets"]);
+}
+
+/// Issue 33, point 9: a host whose snapshot is partial (a restarted agent's first epoch on the
+/// Unix-time grid: started mid-epoch, 406 packets where the others had about 1,400) makes the
+/// merged epoch partial, in the JSON and in the table, with that host named and each host's
+/// coverage listed; a merge of whole snapshots is whole.
+#[test]
+fn a_partial_host_makes_the_merged_epoch_partial_and_is_named() {
+    let d = dir("partial");
+    let (_, hosts) = split(&d, 2);
+    let snaps = d.join("snaps");
+    for (i, h) in hosts.iter().enumerate() {
+        ok(&netsift()
+            .arg("run")
+            .arg(h)
+            .args(["--task", "heavy_hitters,cardinality", "--truth", "off"])
+            .args(["--epoch-packets", "1000000", "--seed", "5", "--json"])
+            .arg("--host")
+            .arg(format!("h{i}"))
+            .arg("--snapshots")
+            .arg(&snaps)
+            .output()
+            .unwrap());
+    }
+    let files: Vec<PathBuf> = (0..2)
+        .map(|i| snaps.join(format!("h{i}-epoch000000.nss")))
+        .collect();
+    let merge = |json: bool| {
+        let mut c = netsift();
+        c.arg("merge").args(&files);
+        if json {
+            c.arg("--json");
+        }
+        ok(&c.output().unwrap())
+    };
+    // Whole snapshots: a whole epoch, both hosts listed whole with their packets' span.
+    let whole: serde_json::Value = serde_json::from_str(&merge(true)).unwrap();
+    let e = &whole["epochs"][0];
+    assert_eq!(e["partial"], false, "{e}");
+    assert!(e.get("partial_reasons").is_none(), "{e}");
+    let listed = e["hosts"].as_array().unwrap();
+    assert_eq!(listed.len(), 2);
+    for (i, h) in listed.iter().enumerate() {
+        let s = snapshot::read(&files[i]).unwrap();
+        assert_eq!(h["host"], format!("h{i}"));
+        assert_eq!(h["partial"], false);
+        assert_eq!(h["packets"], s.epoch.packets);
+        assert_eq!(h["coverage"]["start_ns"], s.epoch.first_ns);
+        assert_eq!(h["coverage"]["end_ns"], s.epoch.last_ns);
+    }
+    // Host h1's snapshot as a restarted agent's: its capture began 60% into the epoch.
+    let mut s = snapshot::read(&files[1]).unwrap();
+    let span = s.epoch.last_ns - s.epoch.first_ns;
+    let from = s.epoch.first_ns + span * 6 / 10;
+    s.epoch.partial = true;
+    s.epoch.started_mid = true;
+    s.epoch.covered_from_ns = from;
+    snapshot::write(&snaps, &s).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&merge(true)).unwrap();
+    let e = &v["epochs"][0];
+    assert_eq!(e["partial"], true, "{e}");
+    assert_eq!(
+        e["partial_reasons"],
+        serde_json::json!(["started_mid_epoch"])
+    );
+    let listed = e["hosts"].as_array().unwrap();
+    assert_eq!(listed[0]["partial"], false);
+    assert_eq!(listed[1]["host"], "h1");
+    assert_eq!(listed[1]["partial"], true);
+    assert_eq!(
+        listed[1]["partial_reasons"],
+        serde_json::json!(["started_mid_epoch"])
+    );
+    assert_eq!(listed[1]["coverage"]["start_ns"], from);
+    // The answers are the same: only the flags differ.
+    assert_eq!(e["tasks"], whole["epochs"][0]["tasks"]);
+    // The controller's report embeds the same (`merge --json`'s report of the epoch).
+    let cur: Vec<(PathBuf, snapshot::Snapshot)> = files
+        .iter()
+        .map(|f| (f.clone(), snapshot::read(f).unwrap()))
+        .collect();
+    let c = netsift::controller::epoch_report(0, &[], &cur, visor::Method::default()).unwrap();
+    let ce = &c["epochs"][0];
+    assert_eq!(ce["partial"], true, "{ce}");
+    assert_eq!(ce["partial_reasons"], e["partial_reasons"]);
+    assert_eq!(ce["hosts"], e["hosts"]);
+    let table = merge(false);
+    assert!(table.contains("(partial: started mid-epoch)"), "{table}");
+    let h1 = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("host h1:"))
+        .unwrap_or_else(|| panic!("no host line: {table}"));
+    assert!(h1.contains("(partial: started mid-epoch)"), "{h1}");
+    let h0 = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("host h0:"))
+        .unwrap_or_else(|| panic!("no host line: {table}"));
+    assert!(!h0.contains("partial"), "{h0}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Issue 33, point 12: `merge` of a 1 GiB file that is not a snapshot is refused from its
+/// 32-byte header: run under a 512 MiB address-space limit (`ulimit -v`; reading the file whole
+/// needs 1 GiB and aborted there), it names the file and the magic at once.
+#[test]
+fn merge_refuses_a_large_non_snapshot_from_its_header() {
+    use std::io::{Seek, SeekFrom, Write};
+    use std::time::{Duration, Instant};
+    let d = dir("large");
+    let big = d.join("big.nss");
+    let mut f = std::fs::File::create(&big).unwrap();
+    f.write_all(b"NOTASNAP").unwrap();
+    f.seek(SeekFrom::Start((1 << 30) - 1)).unwrap();
+    f.write_all(&[0]).unwrap();
+    drop(f);
+    let t = Instant::now();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 524288 && exec \"$0\" merge \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_netsift"))
+        .arg(&big)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("merge did not end within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let took = t.elapsed();
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&d);
+    assert_eq!(status.code(), Some(1), "{status}: {err}");
+    assert!(
+        err.contains("big.nss: not a netsift snapshot (magic"),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
 }

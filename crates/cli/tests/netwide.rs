@@ -974,6 +974,7 @@ fn sigterm_mid_trace_closes_the_epoch_and_drains() {
     assert!(!snaps[0].epoch.partial);
     assert_eq!(snaps[1].epoch.index, 1);
     assert!(snaps[1].epoch.partial);
+    assert!(snaps[1].epoch.interrupted && !snaps[1].epoch.started_mid);
     assert!(snaps[1].epoch.packets < 10_000);
     // The controller's report says so (b missing after the deadline).
     let (mut got, err) = reports(net.controller(&["--epochs", "2"]));

@@ -43,8 +43,9 @@ pub(crate) struct Job {
     pub(crate) states: States,
     /// Per key kind (with workers: totals only; the flows arrive with the hand-overs).
     pub(crate) truth: Vec<EpochTruth>,
-    /// The epoch was cut short (a signal).
-    pub(crate) partial: bool,
+    /// How much of the epoch the capture saw (partial: it started after the epoch's start,
+    /// or a signal cut it short).
+    pub(crate) cover: crate::report::EpochCover,
     /// Without ground truth, the spreader tasks' base: the distinct (source, destination)
     /// addresses the packet path saw (with workers, their parts come with their hand-overs).
     pub(crate) peers: Option<Peers>,
@@ -345,7 +346,7 @@ impl Answerer {
         let Job {
             states,
             mut truth,
-            partial,
+            cover,
             mut peers,
             fast,
             retune,
@@ -375,7 +376,7 @@ impl Answerer {
             &self.measures,
             &states,
             &truth,
-            partial,
+            &cover,
             fast_parts(&self.kinds, fast.as_ref()),
         )
         .map_err(|message| WorkerFailure {
@@ -475,7 +476,10 @@ impl Answerer {
             flows: cfg
                 .truth
                 .then(|| kind0.map_or(t0.flows.len(), |i| truth[i].flows.len()) as u64),
-            partial,
+            partial: cover.partial(),
+            coverage: cover.partial().then_some(cover.span),
+            partial_reasons: cover.reasons,
+            hosts: vec![],
             paths: fast.as_ref().map(|p| paths(cfg, &self.kinds, p)),
             capture: None,
             tasks,

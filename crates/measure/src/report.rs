@@ -80,8 +80,21 @@ pub struct EpochReport {
     pub bytes: u64,
     /// Distinct flows of the run's key kind (ground truth; `None` without it).
     pub flows: Option<u64>,
-    /// Closed early by a signal (`Runner::interrupt`): its packets are those read until then.
+    /// Holds less than its whole span: the capture started after its start (time epochs on a
+    /// grid: a live agent's Unix-time epochs) or a signal ended it before its end
+    /// (`Runner::interrupt`: its packets are those read until then). In a merge: any host's
+    /// part was partial (`hosts` names which).
     pub partial: bool,
+    /// Why it is partial (empty when it is not).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_reasons: Vec<PartialReason>,
+    /// A partial epoch of a run: the span of it the capture covered (absent when whole, and
+    /// in a merge, where each host's is in `hosts`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Coverage>,
+    /// A merge (`netsift merge`, the controller): each host's part of the epoch, in host order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<HostEpoch>,
     /// With a fast path (SketchVisor, `--fast-path`): packets and bytes per path, and per key
     /// kind what the fast path tracked (the paper's Figure 13).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -108,6 +121,62 @@ impl EpochReport {
             ..self.clone()
         }
     }
+}
+
+/// Why an epoch holds less than its whole span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartialReason {
+    /// The capture started after the epoch's start (its first epoch, when epochs lie on a time
+    /// grid that does not start with the capture: a live agent's Unix-time epochs).
+    StartedMidEpoch,
+    /// A signal ended the capture before the epoch's end.
+    Interrupted,
+}
+
+impl PartialReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            PartialReason::StartedMidEpoch => "started mid-epoch",
+            PartialReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The span of an epoch a capture covered (capture time, ns): a time epoch's bounds `[start,
+/// end)`, from the capture's start and to its end where they fall within; a packet epoch's
+/// first and last packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// How much of its epoch a capture saw: why it is partial (empty: all of it) and the span.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EpochCover {
+    pub reasons: Vec<PartialReason>,
+    pub span: Coverage,
+}
+
+impl EpochCover {
+    pub fn partial(&self) -> bool {
+        !self.reasons.is_empty()
+    }
+}
+
+/// One host's part of a merged epoch, from its snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostEpoch {
+    pub host: String,
+    pub packets: u64,
+    /// Its snapshot was idle (the host was up, no packet: `Snapshot::is_idle`).
+    pub idle: bool,
+    pub partial: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub partial_reasons: Vec<PartialReason>,
+    /// The span of the epoch its capture covered.
+    pub coverage: Coverage,
 }
 
 /// One algorithm instance's cost in one epoch.

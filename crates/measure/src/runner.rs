@@ -20,7 +20,9 @@ use truth::{Clock, EpochTruth, Ewma};
 
 use crate::answer::{Answers, Job, Shape, Spent, States};
 use crate::config::{ConfigError, MeasureSpec, RunConfig};
-use crate::report::{AccelCost, Cost, EpochReport, Report, Totals, Warning};
+use crate::report::{
+    AccelCost, Cost, Coverage, EpochCover, EpochReport, PartialReason, Report, Totals, Warning,
+};
 use crate::workers::{Pool, WorkerFailure, ANSWERS};
 
 pub(crate) struct Instance {
@@ -352,6 +354,13 @@ pub struct Runner {
     peers: Option<Peers>,
     /// The open epoch is cut short (`interrupt`): the next epoch end marks it partial.
     interrupted: bool,
+    /// The capture's start by the first [`Runner::advance_to`] (`netsift live`; a trace's run
+    /// starts at its first packet): the first epoch of a time grid that began before it is
+    /// partial ([`PartialReason::StartedMidEpoch`]).
+    started_ns: Option<u64>,
+    /// The latest [`Runner::advance_to`]: where an interrupted capture ended, if after its last
+    /// packet.
+    seen_ns: u64,
     /// With snapshots: the first epoch this run was in (its first packet's, or its first
     /// [`Runner::advance_to`]'s). Time epochs from it on that pass without a packet get an
     /// idle snapshot ([`crate::snap::write_idle`]); the ones before (the Unix-time grid's
@@ -887,6 +896,8 @@ impl Runner {
             failure: None,
             peers,
             interrupted: false,
+            started_ns: None,
+            seen_ns: 0,
             idle_from: None,
             batch_keys: vec![Vec::with_capacity(cfg.batch); n],
             batch_u32: vec![Vec::with_capacity(cfg.batch); n],
@@ -1229,6 +1240,8 @@ impl Runner {
         if self.truth[0].packets == 0 || self.failure.is_some() {
             return;
         }
+        // Before the epoch's truth is handed on.
+        let cover = self.cover(epoch);
         let states = match &mut self.pool {
             Some(pool) => match pool.end_epoch({
                 // The answer thread's reset states, one per worker and instance, for the
@@ -1364,7 +1377,7 @@ impl Runner {
         let job = Job {
             states,
             truth,
-            partial: self.interrupted,
+            cover,
             peers,
             retune: self.retuned.take(),
             fast: match replayed_fast {
@@ -1455,6 +1468,8 @@ impl Runner {
     /// packet, starts the epoch axis at `now_ns`. Returns the open epoch's index; packet epochs
     /// are left as they are.
     pub fn advance_to(&mut self, now_ns: u64) -> u64 {
+        self.started_ns.get_or_insert(now_ns);
+        self.seen_ns = self.seen_ns.max(now_ns);
         if let Some(index) = self.clock.advance(now_ns) {
             let closed = self.truth[0].index;
             self.end_epoch();
@@ -1497,10 +1512,53 @@ impl Runner {
             .flatten()
     }
 
+    /// How much of epoch `index` (the open one, or an idle one before it) the capture saw: a
+    /// time epoch's bounds, from the capture's start when this run's first epoch began before
+    /// it (a time grid: [`Runner::align_epochs`]), to the capture's end when a signal cut it
+    /// short ([`Runner::interrupt`]); a packet epoch's first and last packet.
+    fn cover(&self, index: u64) -> EpochCover {
+        let t = &self.truth[0];
+        let open = t.index == index && t.packets > 0;
+        let (first, last) = if open {
+            (t.first_ns, t.last_ns)
+        } else {
+            (0, 0)
+        };
+        let mut reasons = vec![];
+        let mut span = match self.clock.bounds(index) {
+            Some((start, end)) => {
+                let mut span = Coverage {
+                    start_ns: start,
+                    end_ns: end,
+                };
+                // This run's first epoch: it started at its first advance or packet.
+                let packet = open.then_some(first);
+                let began = match (self.started_ns, packet) {
+                    (Some(a), Some(p)) => Some(a.min(p)),
+                    (a, p) => a.or(p),
+                };
+                if let Some(began) = began.filter(|&b| self.idle_from == Some(index) && b > start) {
+                    reasons.push(PartialReason::StartedMidEpoch);
+                    span.start_ns = began.min(end);
+                }
+                span
+            }
+            None => Coverage {
+                start_ns: first,
+                end_ns: last,
+            },
+        };
+        if self.interrupted {
+            reasons.push(PartialReason::Interrupted);
+            let ended = self.seen_ns.max(last).max(span.start_ns);
+            span.end_ns = span.end_ns.min(ended);
+        }
+        EpochCover { reasons, span }
+    }
+
     fn write_idle(&mut self, index: u64) {
-        if let Err(message) =
-            crate::snap::write_idle(&self.cfg, &self.kinds, index, self.interrupted)
-        {
+        let cover = self.cover(index);
+        if let Err(message) = crate::snap::write_idle(&self.cfg, &self.kinds, index, &cover) {
             fail(
                 &mut self.failure,
                 WorkerFailure {

@@ -8,6 +8,7 @@ use snapshot::{EpochSpan, FastPart, InstanceState, Snapshot};
 use truth::EpochTruth;
 
 use crate::config::RunConfig;
+use crate::report::{EpochCover, PartialReason};
 use crate::runner::Measure;
 
 /// Fields of a run configuration that are this host's business and may differ between the
@@ -76,7 +77,7 @@ pub(crate) fn snapshot_of(
     measures: &[Measure],
     states: &[Box<dyn Algorithm>],
     truth: &[EpochTruth],
-    partial: bool,
+    cover: &EpochCover,
     fast: Vec<FastPart>,
 ) -> Result<Snapshot, String> {
     let params = merge_params(cfg)?;
@@ -102,7 +103,11 @@ pub(crate) fn snapshot_of(
     Ok(Snapshot {
         host: host.to_string(),
         epoch: EpochSpan {
-            partial,
+            partial: cover.partial(),
+            started_mid: cover.reasons.contains(&PartialReason::StartedMidEpoch),
+            interrupted: cover.reasons.contains(&PartialReason::Interrupted),
+            covered_from_ns: cover.span.start_ns,
+            covered_to_ns: cover.span.end_ns,
             ..span_of(truth.first())
         },
         seed: cfg.seed,
@@ -124,7 +129,7 @@ fn span_of(t: Option<&EpochTruth>) -> EpochSpan {
         last_ns: t.last_ns,
         packets: t.packets,
         bytes: t.bytes,
-        partial: false,
+        ..EpochSpan::default()
     })
 }
 
@@ -137,14 +142,14 @@ pub(crate) fn write_epoch(
     measures: &[Measure],
     states: &[Box<dyn Algorithm>],
     truth: &[EpochTruth],
-    partial: bool,
+    cover: &EpochCover,
     fast: Vec<FastPart>,
 ) -> Result<Option<std::path::PathBuf>, String> {
     let Some(dir) = &cfg.snapshots else {
         return Ok(None);
     };
     let host = cfg.host.as_deref().unwrap_or("local");
-    let s = snapshot_of(cfg, host, kinds, measures, states, truth, partial, fast)?;
+    let s = snapshot_of(cfg, host, kinds, measures, states, truth, cover, fast)?;
     store(cfg, dir, &s)
 }
 
@@ -156,7 +161,16 @@ pub(crate) fn reference(
     kinds: &[KeyKind],
     host: &str,
 ) -> Result<Snapshot, String> {
-    snapshot_of(cfg, host, kinds, &[], &[], &[], false, vec![])
+    snapshot_of(
+        cfg,
+        host,
+        kinds,
+        &[],
+        &[],
+        &[],
+        &EpochCover::default(),
+        vec![],
+    )
 }
 
 /// Write an idle time epoch's snapshot (`Snapshot::is_idle`: no packet, no instance) when the
@@ -166,13 +180,13 @@ pub(crate) fn write_idle(
     cfg: &RunConfig,
     kinds: &[KeyKind],
     index: u64,
-    partial: bool,
+    cover: &EpochCover,
 ) -> Result<(), String> {
     let Some(dir) = &cfg.snapshots else {
         return Ok(());
     };
     let host = cfg.host.as_deref().unwrap_or("local");
-    let mut s = snapshot_of(cfg, host, kinds, &[], &[], &[], partial, vec![])?;
+    let mut s = snapshot_of(cfg, host, kinds, &[], &[], &[], cover, vec![])?;
     s.epoch.index = index;
     store(cfg, dir, &s).map(|_| ())
 }

@@ -5,6 +5,7 @@
 //! [`Monitor::finish`] at the end. It reads only the report (`measure::report`).
 
 mod alerts;
+pub mod http;
 mod metrics;
 mod sinks;
 

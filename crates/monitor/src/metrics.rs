@@ -1,14 +1,12 @@
 //! The metrics: a `prometheus-client` registry updated after each epoch and served as
-//! OpenMetrics text by a small HTTP server (`tiny_http`) on a thread of its own. Label
+//! OpenMetrics text by a small HTTP server (`crate::http`) on a thread of its own. Label
 //! cardinality is bounded: per task answer at most `top` keys are labels, and the per-task
 //! families are rebuilt every epoch, so keys of past epochs do not accumulate.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use key::KeyKind;
 use measure::report::{Cost, Paths, TaskResult};
@@ -23,9 +21,6 @@ type Labels = Vec<(String, String)>;
 type G = Gauge<f64, AtomicU64>;
 type GF = Family<Labels, G>;
 type CF = Family<Labels, Counter>;
-
-/// How long the server thread waits for a request before it looks at its stop flag.
-const POLL: Duration = Duration::from_millis(100);
 
 /// Families registered only once the report has them (a file has no kernel counts, a run
 /// without fast path no paths): absent rather than zero.
@@ -417,62 +412,37 @@ fn render(registry: &Mutex<Registry>) -> String {
 }
 
 /// The HTTP endpoint: `GET /metrics` (and `/`) answers the registry's text; stops when dropped.
+/// Served by [`crate::http`]: one thread, bounded connections, idle ones timed out.
 pub struct Server {
     pub addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _http: crate::http::Http,
 }
 
 impl Server {
     pub fn start(addr: SocketAddr, m: &Metrics) -> Result<Server, String> {
-        let server = tiny_http::Server::http(addr).map_err(|e| e.to_string())?;
-        let bound = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| "not an IP listener".to_string())?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (registry, flag) = (m.registry.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    let Ok(Some(req)) = server.recv_timeout(POLL) else {
-                        continue;
-                    };
-                    let path = req.url().split('?').next().unwrap_or("");
-                    let resp = if path == "/metrics" || path == "/" {
-                        let ct = tiny_http::Header::from_bytes(
-                            "Content-Type",
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )
-                        .ok();
-                        let mut r = tiny_http::Response::from_string(render(&registry));
-                        if let Some(h) = ct {
-                            r.add_header(h);
-                        }
-                        r
-                    } else {
-                        tiny_http::Response::from_string("not found: try /metrics\n")
-                            .with_status_code(404)
-                    };
-                    // A client that went away is its own business.
-                    let _ = req.respond(resp);
+        use crate::http::{Http, Response};
+        let registry = m.registry.clone();
+        let http = Http::start(
+            addr,
+            Box::new(move |path| {
+                if path == "/metrics" || path == "/" {
+                    Response {
+                        status: 200,
+                        content_type: "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        body: render(&registry),
+                    }
+                } else {
+                    Response {
+                        status: 404,
+                        content_type: "text/plain; charset=utf-8",
+                        body: "not found: try /metrics\n".into(),
+                    }
                 }
-            })
-            .map_err(|e| e.to_string())?;
+            }),
+        )?;
         Ok(Server {
-            addr: bound,
-            stop,
-            thread: Some(thread),
+            addr: http.addr,
+            _http: http,
         })
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }

@@ -29,6 +29,9 @@ fn epoch(index: u64, capture: Option<CaptureStats>) -> EpochReport {
         bytes: 5_000_000,
         flows: Some(1234),
         partial: false,
+        partial_reasons: vec![],
+        coverage: None,
+        hosts: vec![],
         paths: None,
         capture,
         tasks: vec![

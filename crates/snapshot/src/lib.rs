@@ -39,8 +39,11 @@ pub const MAGIC: [u8; 8] = *b"NSIFTSNP";
 /// heap; version 1 files are refused naming their version.
 /// 3: instameasure's and rcc's table slots hold capture times (first/last packet, ns) and a
 /// 16-bit hash tag; version 2 files are refused naming their version.
-pub const VERSION: u16 = 3;
-/// Bytes before the body (versions 1 to 3).
+/// 4: the epoch span says why it is partial (`started_mid`, `interrupted`) and the part of the
+/// epoch this host's capture covered (`covered_from_ns`, `covered_to_ns`); version 3 files are
+/// refused naming their version.
+pub const VERSION: u16 = 4;
+/// Bytes before the body (versions 1 to 4).
 pub const HEADER_LEN: usize = 32;
 /// File name extension of a snapshot.
 pub const EXT: &str = "nss";
@@ -90,8 +93,18 @@ pub struct EpochSpan {
     pub last_ns: u64,
     pub packets: u64,
     pub bytes: u64,
-    /// Cut short by a signal.
+    /// This host's capture did not cover the whole epoch: `started_mid` or `interrupted`.
     pub partial: bool,
+    /// The capture started after the epoch's start (epochs on a time grid: a live agent's
+    /// Unix-time epochs, a restarted agent's first).
+    pub started_mid: bool,
+    /// A signal ended the capture before the epoch's end.
+    pub interrupted: bool,
+    /// The part of the epoch this host's capture covered (capture time, ns): a time epoch's
+    /// bounds `[start, end)`, from the capture's start and to its end where they fall within;
+    /// a packet epoch's first and last packet.
+    pub covered_from_ns: u64,
+    pub covered_to_ns: u64,
 }
 
 /// One instance's normal-path state.
@@ -274,13 +287,60 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, FormatError> {
     Ok(s)
 }
 
-/// Read and decode the snapshot file `path`.
+/// Read and decode the snapshot file `path`. The 32-byte header is read and checked first
+/// (magic, version, header length, reserved bytes), and the body length it announces against
+/// the file's size and a bound of 1 GiB, before any of the body is read: a file that is not a
+/// snapshot, or announces more than it holds, costs 32 bytes of memory, not its size.
 pub fn read(path: &Path) -> Result<Snapshot, FileError> {
+    use std::io::Read;
+    /// The largest body read: a snapshot of the default task set is a few MB.
+    const MAX_BODY: u64 = 1 << 30;
     let err = |reason: String| FileError {
         file: path.to_path_buf(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+    let file = std::fs::File::open(path).map_err(|e| err(e.to_string()))?;
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let mut head = Vec::with_capacity(HEADER_LEN);
+    (&file)
+        .take(HEADER_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| err(e.to_string()))?;
+    // The header alone: every check before the body's (a good header with a body announced
+    // is "truncated" with nothing after it).
+    let len = match decode(&head) {
+        Err(FormatError::Truncated { expected, .. }) => expected,
+        Err(e) => return Err(err(e.to_string())),
+        Ok(s) => return Ok(s),
+    };
+    if let Some(found) = size.map(|s| s.saturating_sub(HEADER_LEN as u64)) {
+        if found < len {
+            return Err(err(FormatError::Truncated {
+                expected: len,
+                found,
+            }
+            .to_string()));
+        }
+        if found > len {
+            return Err(err(FormatError::Trailing(found - len).to_string()));
+        }
+    }
+    if len > MAX_BODY {
+        return Err(err(format!(
+            "the header announces {len} body bytes, more than the {MAX_BODY} this netsift reads"
+        )));
+    }
+    let mut bytes = head;
+    bytes.reserve_exact(len as usize);
+    // One byte more than announced: a file that grew is trailing bytes, not a silent cut.
+    (&file)
+        .take(len + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| err(e.to_string()))?;
     decode(&bytes).map_err(|e| err(e.to_string()))
 }
 

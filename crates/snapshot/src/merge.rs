@@ -12,8 +12,9 @@ use crate::{restore_instance, EpochSpan, FastPart, Snapshot};
 
 /// One epoch, merged over its hosts.
 pub struct Merged {
-    /// Index, packets and bytes summed, first/last capture time over the hosts; partial if any
-    /// host's was.
+    /// Index, packets and bytes summed, first/last capture time over the hosts; partial (and
+    /// started mid-epoch, interrupted) if any host's was; covered: the span every host with
+    /// packets covered (the latest start, the earliest end).
     pub span: EpochSpan,
     /// One state per instance, in the snapshots' order.
     pub states: Vec<Box<dyn Algorithm>>,
@@ -48,6 +49,7 @@ pub fn merge_epoch(
     let mut span = EpochSpan {
         index: first.epoch.index,
         first_ns: u64::MAX,
+        covered_to_ns: u64::MAX,
         ..EpochSpan::default()
     };
     for (f, s) in files.iter().zip(&parts) {
@@ -69,9 +71,16 @@ pub fn merge_epoch(
         span.packets += s.epoch.packets;
         span.bytes += s.epoch.bytes;
         span.partial |= s.epoch.partial;
+        span.started_mid |= s.epoch.started_mid;
+        span.interrupted |= s.epoch.interrupted;
+        span.covered_from_ns = span.covered_from_ns.max(s.epoch.covered_from_ns);
+        span.covered_to_ns = span.covered_to_ns.min(s.epoch.covered_to_ns);
     }
     if span.first_ns == u64::MAX {
         span.first_ns = 0;
+    }
+    if span.covered_to_ns == u64::MAX {
+        span.covered_to_ns = 0;
     }
     // Per kind: the summaries of the hosts that had a fast path, merged; path counts summed.
     let mut fast: Vec<FastPart> = vec![];

@@ -137,7 +137,7 @@ fn small(host: &str, seed: u64, width: usize) -> Snapshot {
             last_ns: 2_000,
             packets: 1000,
             bytes: 64_000,
-            partial: false,
+            ..EpochSpan::default()
         },
         seed,
         kinds: vec!["src".into()],
@@ -210,7 +210,7 @@ fn another_version_is_refused_naming_it() {
     assert_eq!(e, FormatError::Version { found: 1 });
     assert_eq!(
         e.to_string(),
-        "snapshot format version 1, this netsift reads version 3"
+        format!("snapshot format version 1, this netsift reads version {VERSION}")
     );
 }
 
@@ -347,14 +347,14 @@ fn host_ids_are_checked() {
     assert_eq!(file_name("h1", 3), "h1-epoch000003.nss");
 }
 
-/// The committed version-3 file: a 2 x 64 Count-Min (4 candidates) over 1000 Zipf keys, seed 1.
+/// The committed version-4 file: a 2 x 64 Count-Min (4 candidates) over 1000 Zipf keys, seed 1.
 /// Its bytes pin the format (header, postcard body) and Count-Min's serde form: a change that
 /// breaks it needs a new format version (docs/snapshot-format.md). `NETSIFT_BLESS=1` rewrites
 /// it (only with a version bump).
 #[test]
 fn golden_file_decodes_and_is_what_this_build_writes() {
     let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/count_min_v3.nss");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/count_min_v4.nss");
     let want = encode(&small("golden-1", 1, 64));
     if std::env::var_os("NETSIFT_BLESS").is_some() {
         std::fs::write(&path, &want).unwrap();

@@ -131,6 +131,17 @@ impl Clock {
         self.index
     }
 
+    /// Time epochs: epoch `index`'s span `[start, end)` in capture time (ns), once the origin is
+    /// set (the first tick or advance); `None` for packet epochs and before.
+    pub fn bounds(&self, index: u64) -> Option<(u64, u64)> {
+        let EpochSpec::Millis(ms) = self.spec else {
+            return None;
+        };
+        let len = ms.saturating_mul(1_000_000);
+        let start = self.origin_ns?.saturating_add(index.saturating_mul(len));
+        Some((start, start.saturating_add(len)))
+    }
+
     /// After a [`Clock::tick`]: how many more packets of the same timestamp the epoch takes
     /// before the next one starts (packet epochs; a time epoch never ends without a later
     /// timestamp). What a block of timestampless records may take at once.
