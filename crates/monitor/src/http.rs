@@ -1,29 +1,46 @@
-//! The metrics endpoint's HTTP server: one thread for every connection, non-blocking sockets
-//! under poll(2), each answered once and closed (HTTP/1.1 `Connection: close`).
+//! The metrics endpoint's HTTP server: hyper's HTTP/1 on a current-thread tokio runtime that
+//! runs on one thread of its own, whatever the number of connections; each connection is
+//! answered once and closed (HTTP/1.1 `Connection: close`).
 //!
 //! Bounded in every way a client can push (issue 33: `tiny_http` started a thread per
-//! connection, 675 threads for 1,000 idle ones): at most [`MAX_CONNECTIONS`] open at once (past
-//! that the oldest connection still sending its request is closed for the new one, so a scraper
-//! always gets in and idle ones cannot hold the server), [`IDLE_TIMEOUT`] from accept to the
-//! response's last byte, and a request head of at most [`MAX_REQUEST`] bytes (431 past it).
+//! connection, 675 threads for 1,000 idle ones):
+//! - at most [`MAX_CONNECTIONS`] open at once (a semaphore's permits). Past that the oldest
+//!   connection whose request head has not arrived is closed for the new one, so a scraper
+//!   always gets in and idle ones cannot hold the server; with every one of them being answered,
+//!   the new one is answered 503 and closed. (Waiting for a permit, the library-natural way,
+//!   would leave a scrape queued in the listen backlog behind every idle connection, 5 s for
+//!   each 64 of them.)
+//! - [`IDLE_TIMEOUT`] from accept to the response's last byte (`tokio::time::timeout` over the
+//!   whole connection, and hyper's `header_read_timeout` for the head);
+//! - a request head of at most [`MAX_REQUEST`] bytes (hyper's `max_buf_size`, whose minimum
+//!   this is; 431 past it).
+//!
 //! Only `GET` and `HEAD` are answered (405 otherwise); the body of a request is never read.
+//! Dropping the server ends its runtime, which drops every connection, and joins its thread.
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::{oneshot, Semaphore};
 
 /// Connections open at once.
 pub const MAX_CONNECTIONS: usize = 64;
 /// From a connection's accept to its response's last byte written.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest request head (request line and headers) read.
+/// The longest request head (request line and headers) read: hyper's smallest `max_buf_size`.
 pub const MAX_REQUEST: usize = 8192;
-/// The longest the thread sleeps in poll(2) before it looks at its stop flag.
-const POLL: Duration = Duration::from_millis(100);
+/// Connections the kernel holds for the server before it takes them (tokio's own default).
+const BACKLOG: u32 = 1024;
 
 /// A response: status, content type, body.
 pub struct Response {
@@ -38,24 +55,34 @@ pub type Handler = Box<dyn Fn(&str) -> Response + Send>;
 /// A running server; stops when dropped.
 pub struct Http {
     pub addr: SocketAddr,
-    stop: Arc<AtomicBool>,
+    /// Dropped to stop the server.
+    stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Http {
     pub fn start(addr: SocketAddr, handler: Handler) -> Result<Http, String> {
-        let listener = TcpListener::bind(addr).map_err(|e| e.to_string())?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let listener = {
+            let _in = rt.enter();
+            listen(addr).map_err(|e| e.to_string())?
+        };
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
+        let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("metrics".into())
-            .spawn(move || serve(listener, handler, &flag))
+            .spawn(move || {
+                rt.block_on(serve(listener, Arc::new(Mutex::new(handler)), stopped));
+                // Dropping the runtime here drops every connection still open.
+            })
             .map_err(|e| e.to_string())?;
         Ok(Http {
             addr: bound,
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         })
     }
@@ -63,216 +90,143 @@ impl Http {
 
 impl Drop for Http {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// One open connection: reading its request head, then writing its response.
-struct Conn {
-    stream: TcpStream,
-    since: Instant,
-    head: Vec<u8>,
-    /// The response and how much of it is written.
-    out: Option<(Vec<u8>, usize)>,
+/// Bound with a backlog of [`BACKLOG`] (std's `TcpListener::bind` asks for 128: 1,000 clients
+/// connecting at once overflowed it before the thread took them, and each dropped SYN cost its
+/// client a second).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
-enum Step {
-    Keep,
-    Close,
+/// The connections whose request head has not arrived, by accept order (oldest first), each
+/// with the sender that closes it.
+type Waiting = Arc<Mutex<BTreeMap<u64, oneshot::Sender<()>>>>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A handler that panicked poisons nothing the server relies on.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn serve(listener: TcpListener, handler: Handler, stop: &AtomicBool) {
-    let mut conns: Vec<Conn> = Vec::with_capacity(MAX_CONNECTIONS);
-    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CONNECTIONS + 1);
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        // Past their time: closed.
-        conns.retain(|c| now.duration_since(c.since) < IDLE_TIMEOUT);
-        let wait = conns
-            .iter()
-            .map(|c| (c.since + IDLE_TIMEOUT).saturating_duration_since(now))
-            .fold(POLL, Duration::min);
-        fds.clear();
-        fds.push(libc::pollfd {
-            fd: listener.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        fds.extend(conns.iter().map(|c| libc::pollfd {
-            fd: c.stream.as_raw_fd(),
-            events: if c.out.is_some() {
-                libc::POLLOUT
-            } else {
-                libc::POLLIN
-            },
-            revents: 0,
-        }));
-        let ms = wait.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-        // SAFETY: `fds` is a live array of `fds.len()` pollfd structs for the call's duration.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        if n <= 0 {
-            // Timeout, or EINTR: look at the flag and the deadlines again.
-            continue;
-        }
-        // Connections first (the indexes of `fds` are theirs), then new ones.
-        let mut closed = vec![];
-        for (i, (c, fd)) in conns.iter_mut().zip(&fds[1..]).enumerate() {
-            if fd.revents == 0 {
-                continue;
-            }
-            if let Step::Close = step(c, &handler) {
-                closed.push(i);
-            }
-        }
-        for i in closed.into_iter().rev() {
-            conns.swap_remove(i);
-        }
-        if fds[0].revents != 0 {
-            accept(&listener, &mut conns);
-        }
-    }
-}
-
-/// Take every waiting connection; past [`MAX_CONNECTIONS`] the oldest one still sending its
-/// request makes room (one writing its answer is kept; with none to close, the new one is
-/// answered 503 and closed).
-fn accept(listener: &TcpListener, conns: &mut Vec<Conn>) {
+async fn serve(
+    listener: TcpListener,
+    handler: Arc<Mutex<Handler>>,
+    mut stopped: oneshot::Receiver<()>,
+) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let waiting: Waiting = Arc::default();
+    let mut id = 0u64;
     loop {
-        let stream = match listener.accept() {
-            Ok((s, _)) => s,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            // A connection reset before it was taken: the next one.
-            Err(e) if e.kind() == ErrorKind::ConnectionAborted => continue,
-            // Out of descriptors (the listener stays readable): pause rather than spin.
-            Err(_) => {
-                std::thread::sleep(Duration::from_millis(10));
-                return;
-            }
-        };
-        if stream.set_nonblocking(true).is_err() {
-            continue;
-        }
-        if conns.len() >= MAX_CONNECTIONS {
-            let oldest = conns
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.out.is_none())
-                .min_by_key(|(_, c)| c.since)
-                .map(|(i, _)| i);
-            match oldest {
-                Some(i) => {
-                    conns.swap_remove(i);
-                }
-                None => {
-                    let mut s = stream;
-                    let _ = s.write(&response(&Response {
-                        status: 503,
-                        content_type: "text/plain",
-                        body: "busy\n".into(),
-                    }));
+        let stream = tokio::select! {
+            _ = &mut stopped => return,
+            r = listener.accept() => match r {
+                Ok((s, _)) => s,
+                // A connection reset before it was taken: the next one.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionAborted => continue,
+                // Out of descriptors (the listener stays readable): pause rather than spin.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 }
-            }
-        }
-        conns.push(Conn {
-            stream,
-            since: Instant::now(),
-            head: Vec::new(),
-            out: None,
-        });
-    }
-}
-
-/// Read what the connection sent or write what it is owed.
-fn step(c: &mut Conn, handler: &Handler) -> Step {
-    if let Some((out, at)) = &mut c.out {
-        return match c.stream.write(&out[*at..]) {
-            Ok(n) => {
-                *at += n;
-                if *at == out.len() {
-                    let _ = c.stream.shutdown(std::net::Shutdown::Write);
-                    Step::Close
-                } else {
-                    Step::Keep
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-                Step::Keep
-            }
-            Err(_) => Step::Close,
+            },
         };
-    }
-    let mut buf = [0u8; 2048];
-    loop {
-        match c.stream.read(&mut buf) {
-            Ok(0) => return Step::Close,
-            Ok(n) => {
-                c.head.extend_from_slice(&buf[..n]);
-                if let Some(r) = answer(&c.head, handler) {
-                    c.out = Some((r, 0));
-                    // Try at once: most answers fit the socket's buffer.
-                    return step(c, handler);
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                let oldest = lock(&waiting).pop_first();
+                let Some((_, close)) = oldest else {
+                    busy(&stream);
+                    continue;
+                };
+                // Its task drops its permit as soon as it runs (this thread, next).
+                let _ = close.send(());
+                match permits.clone().acquire_owned().await {
+                    Ok(p) => p,
+                    Err(_) => return,
                 }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Keep,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => return Step::Close,
-        }
+        };
+        id += 1;
+        let (close, closed) = oneshot::channel();
+        lock(&waiting).insert(id, close);
+        tokio::spawn(connection(
+            stream,
+            id,
+            handler.clone(),
+            waiting.clone(),
+            closed,
+            permit,
+        ));
     }
 }
 
-/// The response to a complete request head, `None` while it is incomplete and within
-/// [`MAX_REQUEST`].
-fn answer(head: &[u8], handler: &Handler) -> Option<Vec<u8>> {
-    let end = head.windows(4).position(|w| w == b"\r\n\r\n");
-    let plain = |status, body: &str| Response {
-        status,
-        content_type: "text/plain; charset=utf-8",
-        body: body.into(),
-    };
-    let Some(end) = end.filter(|&e| e + 4 <= MAX_REQUEST) else {
-        return (head.len() > MAX_REQUEST)
-            .then(|| response(&plain(431, "request header too large\n")));
-    };
-    let line = head[..end].split(|&b| b == b'\r').next().unwrap_or(&[]);
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split(' ');
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let mut r = match method {
-        "GET" | "HEAD" => handler(path),
-        _ => plain(405, "only GET\n"),
-    };
-    if method == "HEAD" {
-        let len = r.body.len();
-        let mut bytes = response(&r);
-        // The head only, with the body's length.
-        r.body.clear();
-        bytes.truncate(bytes.len() - len);
-        return Some(bytes);
-    }
-    Some(response(&r))
+/// Every connection is busy being answered: 503, written if the socket takes it at once.
+fn busy(stream: &TcpStream) {
+    let _ = stream.try_write(
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\
+          Content-Length: 5\r\nConnection: close\r\n\r\nbusy\n",
+    );
 }
 
-fn response(r: &Response) -> Vec<u8> {
-    let reason = match r.status {
-        200 => "OK",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "",
+async fn connection(
+    stream: TcpStream,
+    id: u64,
+    handler: Arc<Mutex<Handler>>,
+    waiting: Waiting,
+    mut closed: oneshot::Receiver<()>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let w = waiting.clone();
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        // The head is in: no longer one to close for a newcomer.
+        lock(&w).remove(&id);
+        let r = answer(&req, &handler);
+        async move { Ok::<_, Infallible>(r) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(IDLE_TIMEOUT)
+        .max_buf_size(MAX_REQUEST)
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        // Served, failed or past its time: closed either way.
+        _ = tokio::time::timeout(IDLE_TIMEOUT, conn) => {}
+        // Closed for a newcomer (an `Err` is the sender dropped once the head arrived).
+        Ok(()) = &mut closed => {}
+    }
+    lock(&waiting).remove(&id);
+}
+
+fn answer(req: &Request<Incoming>, handler: &Mutex<Handler>) -> hyper::Response<Full<Bytes>> {
+    let r = match *req.method() {
+        Method::GET | Method::HEAD => lock(handler)(req.uri().path()),
+        _ => Response {
+            status: 405,
+            content_type: "text/plain; charset=utf-8",
+            body: "only GET and HEAD\n".into(),
+        },
     };
-    let mut out = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        r.status,
-        r.content_type,
-        r.body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(r.body.as_bytes());
+    // hyper writes a HEAD answer's head only, with the body's length.
+    let mut out = hyper::Response::new(Full::new(Bytes::from(r.body)));
+    *out.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    out.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(r.content_type));
+    if r.status == 405 {
+        out.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+    }
     out
 }

@@ -47,7 +47,7 @@ fn idle_connections_are_bounded_and_a_scrape_still_answers() {
         idle.push(TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect"));
     }
     eprintln!("1000 connections opened in {:?}", t.elapsed());
-    // Give the server time to take them all (it accepts every 100 ms at the latest).
+    // Give the server time to take them all.
     std::thread::sleep(Duration::from_millis(500));
     let during = threads();
     eprintln!("threads: {before} before the server, {during} with 1000 idle connections");
@@ -98,14 +98,25 @@ fn idle_connections_are_bounded_and_a_scrape_still_answers() {
     let (status, _) = get(addr, &big);
     assert!(status.starts_with("HTTP/1.1 431"), "{status}");
     // Other methods and paths.
-    let (status, _) = get(addr, b"POST /metrics HTTP/1.1\r\n\r\n");
-    assert!(status.starts_with("HTTP/1.1 405"), "{status}");
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"POST /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("answered");
+    assert!(text.starts_with("HTTP/1.1 405"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("allow: get, head"),
+        "{text}"
+    );
     let (status, body) = get(addr, b"GET /nothing HTTP/1.1\r\n\r\n");
     assert!(
         status.starts_with("HTTP/1.1 404") && body.contains("/metrics"),
         "{status}"
     );
+    // hyper answers an HTTP/1.0 request in HTTP/1.0.
     let (status, body) = get(addr, b"HEAD /metrics HTTP/1.0\r\n\r\n");
+    assert_eq!((status.as_str(), body.as_str()), ("HTTP/1.0 200 OK", ""));
+    let (status, body) = get(addr, b"HEAD /metrics HTTP/1.1\r\n\r\n");
     assert_eq!((status.as_str(), body.as_str()), ("HTTP/1.1 200 OK", ""));
     // MAX_CONNECTIONS clients that each send their request after the others connected are all
     // answered (the bound closes idle connections for new ones, not ones that speak).
@@ -121,6 +132,16 @@ fn idle_connections_are_bounded_and_a_scrape_still_answers() {
         s.read_to_string(&mut text).expect("answered");
         assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
     }
+    // Stopping the server closes the connections it still holds.
+    let mut idle = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    idle.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
     drop(monitor);
     assert!(threads() <= before, "the server's thread ended with it");
+    let r = idle.read(&mut buf);
+    let closed = match &r {
+        Ok(n) => *n == 0,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(closed, "a connection outlived the server: {r:?}");
 }
