@@ -373,7 +373,8 @@ impl Wsaf {
             victim = best_any.1;
         }
         let gone = self.slots[victim].packets;
-        self.evictions += 1;
+        // Saturating: a loaded table's count may start anywhere.
+        self.evictions = self.evictions.saturating_add(1);
         self.max_evicted = self.max_evicted.max(gone);
         self.slots[victim] = self.fresh(tag, &add);
         self.set_key(victim, key);

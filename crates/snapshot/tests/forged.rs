@@ -169,7 +169,12 @@ fn run_sample(exe: &std::path::Path, s: usize, label: &str, state: &[u8], t: &mu
         let status = child.wait().expect("wait for the child");
         let stderr = errs.join().unwrap_or_default();
         match failure {
-            None if status.success() => return,
+            None if status.success() => {
+                if std::env::var_os("FORGE_VERBOSE").is_some() {
+                    eprintln!("{label}: {} cases, {next} reached", cases.len());
+                }
+                return;
+            }
             None => panic!("{label}: the child ended {status}: {stderr}"),
             Some(f) => {
                 if next >= cases.len() {
