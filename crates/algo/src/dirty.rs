@@ -63,7 +63,7 @@ impl Dirty {
                 blocks.div_ceil(64)
             ));
         }
-        if blocks % 64 != 0 {
+        if !blocks.is_multiple_of(64) {
             if let Some(&last) = self.bits.last() {
                 if last >> (blocks % 64) != 0 {
                     return Err("dirty map marks blocks past its array".into());

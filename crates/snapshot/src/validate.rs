@@ -130,7 +130,8 @@ pub fn validate(s: &Snapshot, max_memory: Option<u64>) -> Result<(), String> {
                 .ok()
                 .is_some_and(|mut b| b.merge(a.as_ref()).is_ok())
         };
-        if !fits(&plan.params) && !(plan.narrowed != plan.params && fits(&plan.narrowed)) {
+        let built_so = fits(&plan.params) || (plan.narrowed != plan.params && fits(&plan.narrowed));
+        if !built_so {
             return Err(name(
                 "state",
                 "its configuration, sizes or seeds are not those its params build".into(),

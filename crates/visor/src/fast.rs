@@ -185,7 +185,7 @@ impl Summary {
             ));
         }
         let lows = self.flows.iter().try_fold(0u64, |a, t| a.checked_add(t.lo));
-        if !lows.is_some_and(|l| l <= self.v) {
+        if lows.is_none_or(|l| l > self.v) {
             return Err(format!("v: {} below the tracked flows' counts", self.v));
         }
         Ok(())
