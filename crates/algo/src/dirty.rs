@@ -45,6 +45,34 @@ impl Dirty {
         }
     }
 
+    /// `Ok` when this map is what [`Dirty::new`]`(len, elem_bytes)` makes, marks aside: a loaded
+    /// state's map (`algo::CheckState`), whose shift, length and bitmap a forger could make
+    /// disagree (a shift past 63 overflows, a short bitmap loses marks, a mark past the array
+    /// yields items beyond it).
+    pub fn check(&self, len: usize, elem_bytes: usize) -> Result<(), String> {
+        let want = Dirty::new(0, elem_bytes);
+        let blocks = len.div_ceil(1 << want.shift);
+        if self.shift != want.shift || self.len != len || self.bits.len() != blocks.div_ceil(64) {
+            return Err(format!(
+                "dirty map of {} elements (shift {}, {} words), the array has {len} (shift {}, {} \
+                 words)",
+                self.len,
+                self.shift,
+                self.bits.len(),
+                want.shift,
+                blocks.div_ceil(64)
+            ));
+        }
+        if !blocks.is_multiple_of(64) {
+            if let Some(&last) = self.bits.last() {
+                if last >> (blocks % 64) != 0 {
+                    return Err("dirty map marks blocks past its array".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes of the bitmap itself, for `memory_bytes`.
     pub fn memory_bytes(&self) -> usize {
         self.bits.len() * 8

@@ -152,18 +152,79 @@ where
     }))
 }
 
-/// A `T` from postcard bytes (the body of every [`Entry::load`]): every byte must be read, and
-/// the type's own checks (`serde(try_from)`) run.
+/// A `T` from postcard bytes (the body of every [`Entry::load`]): every byte must be read, the
+/// type's own checks (`serde(try_from)`) run, then [`CheckState::check_state`]; a conversion
+/// that allocates beyond its bytes does so within the [load limit](with_load_limit).
+///
+/// A state may be forged (issue 33: the snapshot's checksum guards against bit rot, not an
+/// adversary), so nothing decoded is trusted: deserializing allocates only what the bytes hold
+/// (serde caps a sequence's preallocation and postcard fails at the end of the input), every
+/// allocation a conversion makes beyond that (a table rebuilt at its capacity) is checked first
+/// ([`check_load_alloc`]), and `check_state` refuses any size, index or count that the verbs
+/// would trust (a loop bound, an allocation in a query) unless it agrees with the configuration
+/// and the other fields.
 pub fn load_state<T>(algo: &'static str, bytes: &[u8]) -> Result<Box<dyn Algorithm>, StateError>
 where
-    T: Algorithm + serde::de::DeserializeOwned,
+    T: Algorithm + CheckState + serde::de::DeserializeOwned,
 {
     let err = |reason: String| StateError { algo, reason };
     let (t, rest) = postcard::take_from_bytes::<T>(bytes).map_err(|e| err(e.to_string()))?;
     if !rest.is_empty() {
         return Err(err(format!("{} bytes after the state", rest.len())));
     }
+    t.check_state().map_err(err)?;
     Ok(Box::new(t))
+}
+
+/// What every type an [`Entry`] loads checks of itself once deserialized ([`load_state`]).
+pub trait CheckState {
+    /// `Ok` when the state is one that building and updating could have made, as far as the
+    /// verbs rely on it: the configuration valid, every array as long as the configuration
+    /// says, every stored index in range, every count that bounds a loop consistent with the
+    /// data. The error is one line naming the field.
+    fn check_state(&self) -> Result<(), String>;
+}
+
+thread_local! {
+    /// Bytes a state loaded on this thread may take ([`with_load_limit`]).
+    static LOAD_LIMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(u64::MAX) };
+}
+
+/// Run `f` with every state loaded on this thread ([`load_state`]) limited to `bytes` bytes of
+/// memory beyond what its input holds: a conversion that would allocate more (a table rebuilt at
+/// a forged capacity) refuses before allocating ([`check_load_alloc`]). What a state's bytes
+/// hold is bounded by their length (a decoded element takes at least one byte; a structure
+/// that grows with its keys may legitimately hold more than its parameters' figure). The
+/// previous limit is
+/// restored afterwards (also on a panic). Limits nest: inside another, the smaller applies.
+/// Without a limit a load takes what its state says (a run's own states).
+pub fn with_load_limit<R>(bytes: u64, f: impl FnOnce() -> R) -> R {
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LOAD_LIMIT.with(|l| l.set(self.0));
+        }
+    }
+    let _restore = Restore(LOAD_LIMIT.with(|l| l.replace(l.get().min(bytes))));
+    f()
+}
+
+/// The current [`with_load_limit`] (`u64::MAX` when none is set).
+pub fn load_limit() -> u64 {
+    LOAD_LIMIT.with(|l| l.get())
+}
+
+/// Before a state's conversion allocates `bytes` that its input does not hold (a table rebuilt
+/// at its configured capacity from a list of its entries): an error past the load limit, so a
+/// forged capacity is refused instead of aborting the process.
+pub fn check_load_alloc(what: &str, bytes: u64) -> Result<(), String> {
+    let limit = load_limit();
+    if bytes > limit {
+        return Err(format!(
+            "{what} would take {bytes} bytes, more than the {limit} the load allows"
+        ));
+    }
+    Ok(())
 }
 
 impl Entry {

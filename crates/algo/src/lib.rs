@@ -18,8 +18,8 @@ mod instant;
 
 pub use dirty::Dirty;
 pub use entry::{
-    build_with, defaults_of, load_state, save_state, BuildFn, Entry, KeyFit, LoadFn, SaveFn,
-    StateError, UpdateCost,
+    build_with, check_load_alloc, defaults_of, load_limit, load_state, save_state, with_load_limit,
+    BuildFn, CheckState, Entry, KeyFit, LoadFn, SaveFn, StateError, UpdateCost,
 };
 pub use instant::Crossing;
 
@@ -399,18 +399,24 @@ pub enum MergeError {
     Mismatch(&'static str),
 }
 
-/// Exact number of flows in `sizes` whose size is `s`, as a distribution vector (index = size).
+/// Flow sizes at or above this are counted at this index of a dense flow-size distribution
+/// ([`size_histogram`], MRAC's): the vector is allocated up to the largest size, so a count of
+/// 2^31 (a forged snapshot's, issue 33) would allocate 16 GiB; 2^24 packets in one epoch is
+/// eight default epochs' worth.
+pub const MAX_FSD_SIZE: usize = 1 << 24;
+
+/// Exact number of flows in `sizes` whose size is `s`, as a distribution vector (index = size;
+/// sizes from [`MAX_FSD_SIZE`] on at that index).
 /// Shared by every algorithm that reports a flow-size distribution from per-flow counts.
 pub fn size_histogram(sizes: impl IntoIterator<Item = u64>) -> Vec<f64> {
-    let mut fsd: Vec<f64> = vec![0.0];
+    let sizes: Vec<usize> = sizes
+        .into_iter()
+        .filter(|&s| s > 0)
+        .map(|s| usize::try_from(s).unwrap_or(MAX_FSD_SIZE).min(MAX_FSD_SIZE))
+        .collect();
+    // Allocated zeroed at its final length (untouched pages stay unmapped) rather than grown.
+    let mut fsd: Vec<f64> = vec![0.0; sizes.iter().max().map_or(1, |&m| m + 1)];
     for s in sizes {
-        let s = s as usize;
-        if s == 0 {
-            continue;
-        }
-        if fsd.len() <= s {
-            fsd.resize(s + 1, 0.0);
-        }
         fsd[s] += 1.0;
     }
     fsd

@@ -38,6 +38,12 @@ pub struct MergeArgs {
     /// with `run`'s reader and keying, in the order given); without them, answers only.
     #[arg(long, value_name = "TRACE", num_args = 1..)]
     truth: Vec<String>,
+    /// Largest memory one snapshot's states may take (`800M`, `8G`): a snapshot whose
+    /// parameters need more, or whose states claim more than its parameters build, is rejected
+    /// before its states are allocated (`snapshot::validate`). Default: 3/4 of physical memory,
+    /// as `run`'s.
+    #[arg(long, value_parser = crate::flags::bytes)]
+    max_memory: Option<u64>,
 }
 
 /// `--host`: an id that can go into a file name (`snapshot::check_host`).
@@ -46,14 +52,46 @@ pub fn host_id(s: &str) -> Result<String, String> {
 }
 
 pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
-    let files = a.snapshots;
-    let snaps: Vec<Snapshot> = files
-        .iter()
-        .map(|f| snapshot::read(f))
-        .collect::<Result<_, _>>()?;
-    snapshot::check_agree(&files, &snaps).map_err(anyhow::Error::msg)?;
-    let (report, read_error) =
+    // Each snapshot is read and validated (issue 33: a well-framed snapshot may carry forged
+    // states); a bad one is rejected with a warning and the others are merged and answered,
+    // then the command fails naming what it left out.
+    let max_memory = a.max_memory.or_else(crate::flags::default_memory_budget);
+    let (mut files, mut snaps, mut rejected) = (vec![], vec![], vec![]);
+    for f in a.snapshots {
+        let checked = snapshot::read(&f)
+            .map_err(|e| e.reason)
+            .and_then(|s| snapshot::validate(&s, max_memory).map(|_| s));
+        match checked {
+            Ok(s) => {
+                files.push(f);
+                snaps.push(s);
+            }
+            Err(reason) => {
+                crate::say!(
+                    "netsift: warning: snapshot {} rejected: {reason}",
+                    f.display()
+                );
+                rejected.push(format!("{}: {reason}", f.display()));
+            }
+        }
+    }
+    if snaps.is_empty() {
+        bail!("no snapshot to merge: {}", rejected.join("; "));
+    }
+    if rejected.is_empty() {
+        snapshot::check_agree(&files, &snaps).map_err(anyhow::Error::msg)?;
+    } else {
+        // A rejected host's epoch is missing, so the hosts' epoch sets may differ: the
+        // pairwise agreement only.
+        for (f, s) in files.iter().zip(&snaps).skip(1) {
+            snapshot::check_compatible(&files[0], &snaps[0], f, s).map_err(anyhow::Error::msg)?;
+        }
+    }
+    let (mut report, read_error) =
         merged_report(files, snaps, visor::Method::from(a.recover), &a.truth, true)?;
+    report
+        .notes
+        .extend(rejected.iter().map(|r| format!("rejected snapshot {r}")));
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
@@ -61,6 +99,13 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
     }
     if let Some(e) = read_error {
         bail!("{e}");
+    }
+    if !rejected.is_empty() {
+        bail!(
+            "{} snapshot(s) rejected, the report answers the others: {}",
+            rejected.len(),
+            rejected.join("; ")
+        );
     }
     Ok(true)
 }

@@ -167,6 +167,14 @@ struct BloomSpreaderState {
     dropped: u64,
 }
 
+impl algo::CheckState for BloomSpreader {
+    /// Nothing left to check: the state's own conversion (`TryFrom<BloomSpreaderState>`, through
+    /// `serde(try_from)`) checked every decoded size against its configuration.
+    fn check_state(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 impl TryFrom<BloomSpreaderState> for BloomSpreader {
     type Error = String;
     fn try_from(s: BloomSpreaderState) -> Result<Self, String> {

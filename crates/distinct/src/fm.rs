@@ -98,6 +98,14 @@ struct FmState {
     bitmaps: Vec<u32>,
 }
 
+impl algo::CheckState for Fm {
+    /// Nothing left to check: the state's own conversion (`TryFrom<FmState>`, through
+    /// `serde(try_from)`) checked every decoded size against its configuration.
+    fn check_state(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 impl TryFrom<FmState> for Fm {
     type Error = String;
     fn try_from(s: FmState) -> Result<Self, String> {

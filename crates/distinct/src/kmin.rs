@@ -82,6 +82,14 @@ struct KMinState {
     mins: Vec<u64>,
 }
 
+impl algo::CheckState for KMin {
+    /// Nothing left to check: the state's own conversion (`TryFrom<KMinState>`, through
+    /// `serde(try_from)`) checked every decoded size against its configuration.
+    fn check_state(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 impl TryFrom<KMinState> for KMin {
     type Error = String;
     fn try_from(s: KMinState) -> Result<Self, String> {

@@ -202,6 +202,35 @@ pub struct InstaMeasure {
     instant: Option<Detector>,
 }
 
+impl algo::CheckState for InstaMeasure {
+    /// The configuration valid, a key length a key has, every regulator (one per merged
+    /// worker, at most the shards a slot can name) of the configured shape and kind, and a
+    /// table of the configured shape whose slots name existing shards.
+    fn check_state(&self) -> Result<(), String> {
+        let Some(first) = self.shards.first() else {
+            return Err("no regulator".into());
+        };
+        let two = first.two_layers();
+        self.cfg.validate(name_of(two)).map_err(|e| e.to_string())?;
+        if self.key_len == 0 || self.key_len > key::MAX_KEY_LEN {
+            return Err(format!("key length {}", self.key_len));
+        }
+        if self.shards.len() > wsaf::MAX_SHARDS {
+            return Err(format!("{} regulators", self.shards.len()));
+        }
+        for (i, r) in self.shards.iter().enumerate() {
+            r.check(self.cfg.words, two)
+                .map_err(|e| format!("shard {i}: {e}"))?;
+        }
+        self.wsaf.check(
+            self.cfg.wsaf_entries,
+            self.cfg.probe_limit,
+            self.key_len,
+            self.shards.len(),
+        )
+    }
+}
+
 impl InstaMeasure {
     /// `instameasure` (`two_layers`) or `rcc`, for keys of up to `ctx.key_len` bytes.
     pub fn new(
@@ -772,9 +801,10 @@ impl Algorithm for InstaMeasure {
                 },
             );
         }
-        self.updates += o.updates;
+        // Saturating, as the weight: a loaded peer's counts are not bounded by anything else.
+        self.updates = self.updates.saturating_add(o.updates);
         self.weight = self.weight.saturating_add(o.weight);
-        self.emits += o.emits;
+        self.emits = self.emits.saturating_add(o.emits);
         Ok(())
     }
 }

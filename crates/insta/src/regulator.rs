@@ -47,6 +47,21 @@ impl Regulator {
         }
     }
 
+    /// `Ok` when a loaded regulator has the shape `new(words, two_layers)` makes.
+    pub fn check(&self, words: usize, two_layers: bool) -> Result<(), String> {
+        let lanes = Self::lanes(two_layers);
+        if self.words != words || self.lanes != lanes || self.cells.len() != words * lanes {
+            return Err(format!(
+                "regulator of {} words x {} lanes in {} cells, the configuration has {words} x \
+                 {lanes}",
+                self.words,
+                self.lanes,
+                self.cells.len()
+            ));
+        }
+        Ok(())
+    }
+
     pub fn lanes(two_layers: bool) -> usize {
         if two_layers {
             1 + CLASSES

@@ -160,6 +160,57 @@ impl Wsaf {
         }
     }
 
+    /// `Ok` when a loaded table is one `new(entries, probe_limit, key_len)` and its verbs could
+    /// have made: its mask, probe limit and key stride those, whole slot and key arrays, `len`
+    /// the occupied slots, each occupied slot's key length within the stride and its shard
+    /// below `shards` (a forged stride or mask made the probes slice past the arrays).
+    pub fn check(
+        &self,
+        entries: usize,
+        probe_limit: usize,
+        key_len: usize,
+        shards: usize,
+    ) -> Result<(), String> {
+        let stride = key_len + 1;
+        if self.mask != entries - 1
+            || self.probe_limit != probe_limit.min(entries)
+            || self.key_stride != stride
+            || self.slots.len() != entries
+            || self.keys.len() != entries * stride
+        {
+            return Err(format!(
+                "table of {} slots and {} key bytes (mask {}, probe limit {}, key stride {}), the \
+                 configuration has {entries} slots of {stride} key bytes",
+                self.slots.len(),
+                self.keys.len(),
+                self.mask,
+                self.probe_limit,
+                self.key_stride
+            ));
+        }
+        let mut used = 0;
+        for (p, s) in self.slots.iter().enumerate() {
+            if s.packets == 0 {
+                continue;
+            }
+            used += 1;
+            if usize::from(self.keys[p * stride]) > key_len || usize::from(s.shard()) >= shards {
+                return Err(format!(
+                    "slot {p} holds a key of {} bytes or shard {}",
+                    self.keys[p * stride],
+                    s.shard()
+                ));
+            }
+        }
+        if used != self.len {
+            return Err(format!(
+                "{used} occupied slots, the table counts {}",
+                self.len
+            ));
+        }
+        Ok(())
+    }
+
     /// Bytes of a table of `entries` slots for keys of up to `key_len` bytes.
     pub fn bytes_for(entries: usize, key_len: usize) -> usize {
         entries * (SLOT_BYTES + key_len + 1)
@@ -222,7 +273,13 @@ impl Wsaf {
     pub fn times(&self, s: &Slot) -> Option<(u64, u64)> {
         let (f, l) = s.offsets();
         let base = self.base?;
-        (f != 0).then(|| (base + f - 1, base + l - 1))
+        // Saturating: a loaded table's base may be anything (the offsets are 48 bits).
+        (f != 0).then(|| {
+            (
+                base.saturating_add(f - 1),
+                base.saturating_add(l.saturating_sub(1)),
+            )
+        })
     }
 
     /// The stored offset of time `t` (setting the base at the first).
@@ -316,7 +373,8 @@ impl Wsaf {
             victim = best_any.1;
         }
         let gone = self.slots[victim].packets;
-        self.evictions += 1;
+        // Saturating: a loaded table's count may start anywhere.
+        self.evictions = self.evictions.saturating_add(1);
         self.max_evicted = self.max_evicted.max(gone);
         self.slots[victim] = self.fresh(tag, &add);
         self.set_key(victim, key);

@@ -114,6 +114,27 @@ fn bit_adds<'a>(key: &FlowKey, w: u32, out: &'a mut [u32; 8 * MAX_KEY_LEN]) -> &
     &out[..n]
 }
 
+impl algo::CheckState for Deltoid {
+    /// The configuration valid for its key length, the group stride that length makes, the hash
+    /// its seed's, and `rows * groups * stride` counters with their dirty map.
+    fn check_state(&self) -> Result<(), String> {
+        self.cfg.validate(self.key_len).map_err(|e| e.to_string())?;
+        let stride = 1 + 8 * self.key_len;
+        let n = self.cfg.rows * self.cfg.groups * stride;
+        if self.stride != stride || self.counters.len() != n {
+            return Err(format!(
+                "{} counters in groups of {}, the configuration has {n} in groups of {stride}",
+                self.counters.len(),
+                self.stride
+            ));
+        }
+        if self.hash != HashFn::new(self.seed) {
+            return Err("a hash other than its seed's".into());
+        }
+        self.dirty.check(n, 4)
+    }
+}
+
 impl Deltoid {
     pub fn new(cfg: DeltoidConfig, ctx: &BuildCtx) -> Result<Self, ConfigError> {
         cfg.validate(ctx.key_len)?;

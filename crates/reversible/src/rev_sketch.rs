@@ -154,6 +154,40 @@ pub struct RevSketch {
 /// Keys handled per step of the batch path (indices of a step stay on the stack).
 const STEP: usize = 16;
 
+impl algo::CheckState for RevSketch {
+    /// The configuration valid for its key length, the modular hash the one its seed, key
+    /// length and shape make (rebuilt and compared: a few hundred KB at most once the shape is
+    /// valid), both counter arrays and their dirty maps of the configured sizes. A forged
+    /// `rows` of 2^36 made the heavy-hitter query allocate 64 GiB and abort.
+    fn check_state(&self) -> Result<(), String> {
+        let c = &self.cfg;
+        c.validate(self.key_len).map_err(|e| e.to_string())?;
+        if self.misses != c.misses(self.key_len) {
+            return Err(format!(
+                "row misses {}, the configuration's are {}",
+                self.misses,
+                c.misses(self.key_len)
+            ));
+        }
+        let (n, v) = (c.rows * c.width, c.verify_rows * c.verify_width);
+        if self.counters.len() != n || self.verify.len() != v {
+            return Err(format!(
+                "{} counters and {} verification counters, the configuration has {n} and {v}",
+                self.counters.len(),
+                self.verify.len()
+            ));
+        }
+        self.dirty.check(n, 4)?;
+        self.verify_dirty.check(v, 4)?;
+        let hash = ModularHash::new(self.seed, self.key_len, c.rows, c.width)
+            .map_err(|e| e.to_string())?;
+        if hash != self.hash || self.verify_hash != HashFn::new(sub_seed(self.seed, 0x5645_5249)) {
+            return Err("hashes other than its seed's".into());
+        }
+        Ok(())
+    }
+}
+
 impl RevSketch {
     pub fn new(cfg: RevSketchConfig, ctx: &BuildCtx) -> Result<Self, ConfigError> {
         cfg.validate(ctx.key_len)?;

@@ -193,6 +193,47 @@ struct Slots {
     bit: [u32; MAX_BITMAPS],
 }
 
+impl algo::CheckState for TwoLevel {
+    /// The configuration valid for its key length, the host hash the one its seed makes
+    /// (rebuilt and compared), the words per bitmap its bits make, both bucket arrays and
+    /// their dirty maps of the configured sizes. (The host memo is rebuilt from its saved set,
+    /// capped: `crate::memo`.)
+    fn check_state(&self) -> Result<(), String> {
+        let c = &self.cfg;
+        c.validate(self.key_len).map_err(|e| e.to_string())?;
+        let words = c.bitmap_bits.div_ceil(64);
+        let bw = c.bitmaps * words;
+        let (ncm, nrev) = (c.cm_rows * c.cm_width * bw, c.rev_rows * c.rev_width * bw);
+        if self.words != words || self.cm.len() != ncm || self.rev.len() != nrev {
+            return Err(format!(
+                "{} and {} bucket words of {} a bitmap, the configuration has {ncm} and {nrev} of \
+                 {words}",
+                self.cm.len(),
+                self.rev.len(),
+                self.words
+            ));
+        }
+        if self.misses != c.misses() {
+            return Err(format!(
+                "row misses {}, the configuration's are {}",
+                self.misses,
+                c.misses()
+            ));
+        }
+        self.cm_dirty.check(ncm, 8)?;
+        self.rev_dirty.check(nrev, 8)?;
+        let host =
+            ModularHash::new(self.seed, 4, c.rev_rows, c.rev_width).map_err(|e| e.to_string())?;
+        if host != self.host_hash
+            || self.cm_hash != HashFn::new(sub_seed(self.seed, 0x434d))
+            || self.peer_hash != HashFn::new(sub_seed(self.seed, 0x5045_4552))
+        {
+            return Err("hashes other than its seed's".into());
+        }
+        Ok(())
+    }
+}
+
 impl TwoLevel {
     pub fn new(cfg: TwoLevelConfig, ctx: &BuildCtx) -> Result<Self, ConfigError> {
         cfg.validate(ctx.key_len)?;

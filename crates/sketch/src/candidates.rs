@@ -377,6 +377,62 @@ impl Candidates {
         }
     }
 
+    /// `Ok` when a loaded set is one `new(cap, _)` and its verbs could have made
+    /// (`algo::CheckState`): its probe table of the size `cap` makes, fewer than `2 * cap`
+    /// members (a compaction follows the insertion that reaches it), each member's value
+    /// `code(key)` and its tag found by probing, and no other slot taken. A forged table with no
+    /// empty slot would make `find` probe forever.
+    pub fn check(&self, cap: usize, code: impl Fn(&FlowKey) -> u64) -> Result<(), String> {
+        let slots = (4 * cap.max(1)).next_power_of_two();
+        if self.cap != cap || self.table.len() != slots {
+            return Err(format!(
+                "candidate set of capacity {} with {} slots, the configuration has {cap} ({slots} \
+                 slots)",
+                self.cap,
+                self.table.len()
+            ));
+        }
+        let members = self.keys.len();
+        if self.hashes.len() != members || (members > 0 && members >= 2 * cap) {
+            return Err(format!(
+                "{members} candidate keys and {} values for a capacity of {cap}",
+                self.hashes.len()
+            ));
+        }
+        if cap == 0 && self.init_theta != u64::MAX || self.init_theta == 0 {
+            return Err(format!(
+                "candidate threshold {} for capacity {cap}",
+                self.init_theta
+            ));
+        }
+        if self.table.iter().filter(|&&t| t != 0).count() != members {
+            return Err("the candidates' probe table holds other tags than its members".into());
+        }
+        let mask = slots - 1;
+        for (k, &h) in self.keys.iter().zip(&self.hashes) {
+            if code(k) != h {
+                return Err(format!("candidate {k} is stored with another value"));
+            }
+            // Bounded: at most one pass over the table.
+            let mut s = self.slot0(h);
+            let mut found = false;
+            for _ in 0..slots {
+                match self.table[s] {
+                    t if t == tag(h) => {
+                        found = true;
+                        break;
+                    }
+                    0 => break,
+                    _ => s = (s + 1) & mask,
+                }
+            }
+            if !found {
+                return Err(format!("candidate {k} is not in the probe table"));
+            }
+        }
+        Ok(())
+    }
+
     /// Union with `other` (same sketch shape and seeds). The merged threshold is
     /// `theta_a + theta_b`: a key with merged size `f >= theta_a + theta_b` has `f_a >= theta_a`
     /// or `f_b >= theta_b`, so it was a member of one side and is kept.

@@ -47,6 +47,13 @@ pub struct CountArray {
     st: CmState,
 }
 
+impl algo::CheckState for CountArray {
+    fn check_state(&self) -> Result<(), String> {
+        self.cfg.validate().map_err(|e| e.to_string())?;
+        self.st.check(1, self.cfg.width, self.cfg.candidates)
+    }
+}
+
 impl CountArray {
     pub fn new(cfg: CountArrayConfig, seed: u64) -> Result<CountArray, ConfigError> {
         cfg.validate()?;

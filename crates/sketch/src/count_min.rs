@@ -683,6 +683,33 @@ impl MemberHint {
 }
 
 impl CmState {
+    /// `Ok` when a loaded state has the shape `new(rows, width, candidates, _)` makes, its hash
+    /// aside (`algo::CheckState`): the row maps those of its hash, `rows * width` counters, a
+    /// total at least every counter (the batch kernels skip the saturation check below it), and
+    /// a consistent candidate set.
+    pub(crate) fn check(&self, rows: usize, width: usize, candidates: usize) -> Result<(), String> {
+        let m = &self.m;
+        if m.rows != rows || m.width != width || m.counters.len() != rows * width {
+            return Err(format!(
+                "{} x {} matrix of {} counters, the configuration has {rows} x {width}",
+                m.rows,
+                m.width,
+                m.counters.len()
+            ));
+        }
+        let shift = (width.is_power_of_two() && width > 1).then(|| 64 - width.trailing_zeros());
+        let maps_ok =
+            m.maps.len() == rows && m.maps.iter().zip(0..).all(|(a, r)| *a == m.hash.affine(r));
+        if m.shift != shift || !maps_ok {
+            return Err("row maps or column shift other than the hash's".into());
+        }
+        let top = m.counters.iter().copied().max().unwrap_or(0);
+        if m.total < u64::from(top) {
+            return Err(format!("total {} below a counter of {top}", m.total));
+        }
+        self.cand.check(candidates, |k| m.code(k))
+    }
+
     pub(crate) fn new(rows: usize, width: usize, candidates: usize, hash: HashFn) -> CmState {
         CmState {
             m: CounterMatrix::new(rows, width, hash),
@@ -1079,6 +1106,14 @@ impl CountMin {
     /// Returns false (and changes nothing) when `t` is not `rows * width` long.
     pub fn set_counters(&mut self, t: &[f64]) -> bool {
         self.st.m.set_counters(t)
+    }
+}
+
+impl algo::CheckState for CountMin {
+    fn check_state(&self) -> Result<(), String> {
+        self.cfg.validate().map_err(|e| e.to_string())?;
+        self.st
+            .check(self.cfg.rows, self.cfg.width, self.cfg.candidates)
     }
 }
 

@@ -78,6 +78,23 @@ impl SignedMatrix {
         }
     }
 
+    /// `Ok` when a loaded matrix has the shape `new(rows, width, _)` makes: `rows * width`
+    /// counters, indexed as that shape is.
+    pub(crate) fn check(&self, rows: usize, width: usize) -> Result<(), String> {
+        if self.rows != rows || self.width != width || self.counters.len() != rows * width {
+            return Err(format!(
+                "{} x {} matrix of {} counters, the configuration has {rows} x {width}",
+                self.rows,
+                self.width,
+                self.counters.len()
+            ));
+        }
+        if self.index != RowIndex::new(rows, width) {
+            return Err("row index other than the shape's".into());
+        }
+        Ok(())
+    }
+
     pub fn rows(&self) -> usize {
         self.rows
     }
@@ -186,6 +203,16 @@ pub struct CountSketch {
     cfg: CountSketchConfig,
     m: SignedMatrix,
     cand: Candidates,
+}
+
+impl algo::CheckState for CountSketch {
+    /// The configuration valid, `rows * width` counters indexed as `new` indexes them, and a
+    /// consistent candidate set (values are the keys' hashes).
+    fn check_state(&self) -> Result<(), String> {
+        self.cfg.validate().map_err(|e| e.to_string())?;
+        self.m.check(self.cfg.rows, self.cfg.width)?;
+        self.cand.check(self.cfg.candidates, |k| self.m.hash(k))
+    }
 }
 
 impl CountSketch {

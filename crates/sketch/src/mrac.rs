@@ -42,8 +42,8 @@ use crate::BATCH;
 const MRAC_SALT: u64 = 0x6d72_6163_0000_0000; // "mrac"
 
 /// Flow sizes at or above this are reported at this index of the dense distribution (keeps
-/// the output allocation bounded whatever the counters hold).
-pub const MAX_FSD_SIZE: usize = 1 << 24;
+/// the output allocation bounded whatever the counters hold): `algo::MAX_FSD_SIZE`.
+pub const MAX_FSD_SIZE: usize = algo::MAX_FSD_SIZE;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -461,6 +461,23 @@ pub struct Mrac {
     cache: OnceCell<MracEstimate>,
 }
 
+impl algo::CheckState for Mrac {
+    /// The configuration valid (`em_iterations` bounds the EM: a forged count of 2^63 ran it for
+    /// ever) and `arrays * width` counters.
+    fn check_state(&self) -> Result<(), String> {
+        self.cfg.validate().map_err(|e| e.to_string())?;
+        if self.counters.len() != self.cfg.arrays * self.cfg.width {
+            return Err(format!(
+                "{} counters, the configuration has {} x {}",
+                self.counters.len(),
+                self.cfg.arrays,
+                self.cfg.width
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Mrac {
     pub fn new(cfg: MracConfig, seed: u64) -> Result<Mrac, ConfigError> {
         cfg.validate()?;
@@ -572,21 +589,26 @@ impl Mrac {
         let (used, _) = self.arrays_used();
         let p: f64 = used.iter().map(|&a| self.sampling_probability(a)).sum();
         let scale = if p > 0.0 { 1.0 / p } else { 1.0 };
-        let mut fsd: Vec<f64> = vec![0.0];
-        let mut flows = 0.0;
+        let mut ests: Vec<(usize, f64)> = vec![];
         for &a in &used {
             let mut em = Em::new(self.array(a));
             for _ in 0..self.cfg.em_iterations {
                 em.step();
             }
-            for &(s, c) in em.estimates() {
-                let s = (s as usize).min(MAX_FSD_SIZE);
-                if fsd.len() <= s {
-                    fsd.resize(s + 1, 0.0);
-                }
-                fsd[s] += c * scale;
-                flows += c * scale;
-            }
+            ests.extend(em.estimates().iter().map(|&(s, c)| {
+                (
+                    usize::try_from(s).unwrap_or(MAX_FSD_SIZE).min(MAX_FSD_SIZE),
+                    c,
+                )
+            }));
+        }
+        // Allocated zeroed at its final length (the pages between sizes stay untouched), not
+        // grown: one counter near 2^32 made every estimate write 128 MB.
+        let mut fsd: Vec<f64> = vec![0.0; ests.iter().map(|e| e.0).max().map_or(1, |m| m + 1)];
+        let mut flows = 0.0;
+        for (s, c) in ests {
+            fsd[s] += c * scale;
+            flows += c * scale;
         }
         MracEstimate { fsd, flows }
     }

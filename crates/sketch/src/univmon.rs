@@ -96,7 +96,7 @@ impl UnivMonConfig {
                 ),
             ));
         }
-        if self.heap == 0 || self.heap > (1 << 24) {
+        if self.heap == 0 || self.heap > MAX_HEAP {
             return Err(inv(
                 "heap",
                 format!("must be in 1..=16777216, got {}", self.heap),
@@ -105,6 +105,9 @@ impl UnivMonConfig {
         Ok(())
     }
 }
+
+/// Largest heap (`heap`).
+const MAX_HEAP: usize = 1 << 24;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct HeapEntry {
@@ -129,7 +132,7 @@ struct HeapRepr {
 /// insert. Exact: a tag match is confirmed on the entry's key, so keys whose hashes collide
 /// are told apart as before, and the heap moves are the same.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(from = "HeapRepr", into = "HeapRepr")]
+#[serde(try_from = "HeapRepr", into = "HeapRepr")]
 struct TopHeap {
     cap: usize,
     entries: Vec<HeapEntry>,
@@ -155,13 +158,29 @@ fn tag_of(h: u64) -> u32 {
     (h >> 32) as u32
 }
 
-impl From<HeapRepr> for TopHeap {
-    fn from(r: HeapRepr) -> TopHeap {
+impl TryFrom<HeapRepr> for TopHeap {
+    type Error = String;
+    /// The heap rebuilt from its entries. Its index is allocated at the saved capacity, which
+    /// the bytes do not hold: the capacity is checked against the configuration's range and the
+    /// load limit before (`algo::check_load_alloc`; a forged capacity of 2^62 aborted the
+    /// process), and the owner checks it against its configuration.
+    fn try_from(r: HeapRepr) -> Result<TopHeap, String> {
+        if r.cap == 0 || r.cap > MAX_HEAP {
+            return Err(format!("heap capacity {} outside 1..={MAX_HEAP}", r.cap));
+        }
+        if r.entries.len() > r.cap {
+            return Err(format!(
+                "{} heap entries for a capacity of {}",
+                r.entries.len(),
+                r.cap
+            ));
+        }
+        algo::check_load_alloc("the heap", TopHeap::bytes_for(r.cap))?;
         let mut t = TopHeap::new(r.cap);
         for e in r.entries {
             t.offer(e.key, e.h, e.est);
         }
-        t
+        Ok(t)
     }
 }
 
@@ -367,6 +386,32 @@ pub struct UnivMon {
     sample_salt: u64,
     levels: Vec<Level>,
     total: u64,
+}
+
+impl algo::CheckState for UnivMon {
+    /// The configuration valid, one level per width, each with the matrix and heap its width
+    /// and `heap` make (a forged level count or width made the queries index past the levels).
+    fn check_state(&self) -> Result<(), String> {
+        self.cfg.validate().map_err(|e| e.to_string())?;
+        if self.levels.len() != self.cfg.widths.len() {
+            return Err(format!(
+                "{} levels, the configuration has {}",
+                self.levels.len(),
+                self.cfg.widths.len()
+            ));
+        }
+        for (j, (l, &w)) in self.levels.iter().zip(&self.cfg.widths).enumerate() {
+            l.cs.check(self.cfg.rows, w)
+                .map_err(|e| format!("level {j}: {e}"))?;
+            if l.heap.cap != self.cfg.heap {
+                return Err(format!(
+                    "level {j}: heap of {} entries, the configuration has {}",
+                    l.heap.cap, self.cfg.heap
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl UnivMon {

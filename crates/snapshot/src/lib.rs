@@ -29,8 +29,11 @@ use algo::Algorithm;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
+pub mod forge;
 mod merge;
+mod validate;
 pub use merge::{merge_epoch, Merged};
+pub use validate::validate;
 
 /// First 8 bytes of every snapshot file.
 pub const MAGIC: [u8; 8] = *b"NSIFTSNP";
@@ -416,10 +419,14 @@ pub fn save_instance(a: &dyn Algorithm) -> Result<Vec<u8>, String> {
     }
 }
 
-/// An instance restored through its catalog entry (`algo::Entry::load`).
+/// An instance restored through its catalog entry (`algo::Entry::load`), within the memory its
+/// `params` give it (`algo::with_load_limit`: the most the entry computes for them, as built or
+/// narrowed for flow size alone, at either key length of its kind): a forged state that claims
+/// more is refused before it allocates ([`validate`] checks the figure exactly).
 pub fn restore_instance(i: &InstanceState) -> Result<Box<dyn Algorithm>, String> {
     let entry = catalog::lookup(&i.algorithm).map_err(|e| e.to_string())?;
-    let a = (entry.load)(&i.state).map_err(|e| e.to_string())?;
+    let limit = params_memory(entry, i)?;
+    let a = algo::with_load_limit(limit, || (entry.load)(&i.state)).map_err(|e| e.to_string())?;
     if a.name() != i.algorithm {
         return Err(format!(
             "an instance named {} holds a {} state",
@@ -428,6 +435,50 @@ pub fn restore_instance(i: &InstanceState) -> Result<Box<dyn Algorithm>, String>
         ));
     }
     Ok(a)
+}
+
+/// The most memory instance `i`'s `params` let its entry allocate: at both key lengths of its
+/// kind (IPv4 and IPv6 sizing), as built and as narrowed for flow size alone.
+fn params_memory(entry: &algo::Entry, i: &InstanceState) -> Result<u64, String> {
+    use std::str::FromStr;
+    let kind = key::KeyKind::from_str(&i.kind).map_err(|e| e.to_string())?;
+    let side = if i.side == "dst" {
+        algo::Side::Dst
+    } else {
+        algo::Side::Src
+    };
+    let params: toml::Table = i
+        .params
+        .parse()
+        .map_err(|e: toml::de::Error| format!("params: {}", e.message().trim_end()))?;
+    let mut narrowed = params.clone();
+    for (k, v) in entry.flow_size_only_params() {
+        narrowed.entry(k).or_insert(v);
+    }
+    let mut most = None;
+    for v6 in [false, true] {
+        let ctx = algo::BuildCtx {
+            key_len: kind.len(v6),
+            side,
+            ..algo::BuildCtx::default()
+        };
+        for p in [&params, &narrowed] {
+            if let Ok(m) = entry.memory(p, &ctx) {
+                most = Some(most.unwrap_or(0).max(m));
+            }
+        }
+    }
+    most.ok_or_else(|| {
+        let ctx = algo::BuildCtx {
+            key_len: kind.len(false),
+            side,
+            ..algo::BuildCtx::default()
+        };
+        match entry.memory(&params, &ctx) {
+            Err(e) => format!("params: {e}"),
+            Ok(_) => "params: no memory figure".into(),
+        }
+    })
 }
 
 /// The dotted paths where two TOML values differ (`seed`, `measure[1].params.width`).

@@ -68,8 +68,8 @@ pub fn merge_epoch(
         }
         span.first_ns = span.first_ns.min(s.epoch.first_ns);
         span.last_ns = span.last_ns.max(s.epoch.last_ns);
-        span.packets += s.epoch.packets;
-        span.bytes += s.epoch.bytes;
+        span.packets = span.packets.saturating_add(s.epoch.packets);
+        span.bytes = span.bytes.saturating_add(s.epoch.bytes);
         span.partial |= s.epoch.partial;
         span.started_mid |= s.epoch.started_mid;
         span.interrupted |= s.epoch.interrupted;
@@ -89,10 +89,11 @@ pub fn merge_epoch(
         let mut sums: Vec<&Summary> = vec![];
         for s in &parts {
             if let Some(p) = s.fast.get(k) {
-                paths.normal_packets += p.paths.normal_packets;
-                paths.normal_bytes += p.paths.normal_bytes;
-                paths.fast_packets += p.paths.fast_packets;
-                paths.fast_bytes += p.paths.fast_bytes;
+                // Saturating: a forged count must not panic a controller (issue 33).
+                paths.normal_packets = paths.normal_packets.saturating_add(p.paths.normal_packets);
+                paths.normal_bytes = paths.normal_bytes.saturating_add(p.paths.normal_bytes);
+                paths.fast_packets = paths.fast_packets.saturating_add(p.paths.fast_packets);
+                paths.fast_bytes = paths.fast_bytes.saturating_add(p.paths.fast_bytes);
                 sums.extend(p.summary.as_ref());
             }
         }

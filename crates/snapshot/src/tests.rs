@@ -466,3 +466,118 @@ fn stored_keys_are_checked() {
     dirty[last] = 1;
     assert!(postcard::from_bytes::<FlowKey>(&dirty).is_err());
 }
+
+/// A snapshot of `forge::Sample` `s`'s state (one instance, no fast path).
+fn one_instance(s: &forge::Sample, state: Vec<u8>) -> Snapshot {
+    let mut snap = small("v", 7, 64);
+    snap.instances = vec![s.instance(state)];
+    snap.kinds = vec![snap.instances[0].kind.clone()];
+    snap.fast.clear();
+    snap
+}
+
+/// `validate` accepts every entry's real state (built with the parameters it names, its
+/// memory their figure), at default and other sizes, and the golden snapshot.
+#[test]
+fn validate_accepts_real_states() {
+    for s in forge::samples().unwrap() {
+        let snap = one_instance(&s, s.state.clone());
+        validate(&snap, None).unwrap_or_else(|e| panic!("{}: {e}", s.label));
+        validate(&snap, Some(1 << 40)).unwrap_or_else(|e| panic!("{}: {e}", s.label));
+        // The same state under the entry's defaults (another size) is not built with them.
+        let mut other = snap.clone();
+        other.instances[0].params = String::new();
+        if (s.entry.defaults)() != s.params {
+            let e = validate(&other, None).unwrap_err();
+            assert!(
+                e.starts_with(&format!("instance 0 ({}, ", s.entry.name)),
+                "{}: {e}",
+                s.label
+            );
+        }
+    }
+    for e in catalog::ALL {
+        let ctx = ctx_for(e);
+        let mut a = e.build(&toml::Table::new(), &ctx).unwrap();
+        let keys = stream(&ctx, 2000, 3);
+        a.update_batch(&keys, &vec![1; keys.len()]);
+        let mut snap = small("d", 7, 64);
+        snap.seed = 7;
+        snap.instances = vec![InstanceState {
+            algorithm: e.name.into(),
+            kind: if ctx.key_len == 8 { "pair" } else { "src" }.into(),
+            side: "src".into(),
+            params: String::new(),
+            state: save_instance(a.as_ref()).unwrap(),
+        }];
+        snap.kinds = vec![snap.instances[0].kind.clone()];
+        snap.fast.clear();
+        validate(&snap, None).unwrap_or_else(|m| panic!("{} defaults: {m}", e.name));
+    }
+    let golden = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/count_min_v3.nss"),
+    );
+    if let Ok(g) = golden {
+        validate(&decode(&g).unwrap(), None).unwrap();
+    }
+}
+
+/// The reported cases: a RevSketch state claiming 2^34 rows (64 GiB) and an MRAC state asking
+/// for 2^62 EM iterations are refused naming instance and field; a snapshot past the memory
+/// limit is refused before its states are restored, naming the instance.
+#[test]
+fn validate_refuses_forged_sizes_and_budgets() {
+    let samples = forge::samples().unwrap();
+    let pick = |n: &str| samples.iter().find(|s| s.label == n).unwrap();
+    let nth = |state: &[u8], n: usize| forge::varint_positions(state)[n];
+    let rev = pick("rev_sketch");
+    let forged = forge::substitute(&rev.state, nth(&rev.state, 0), 1 << 34).unwrap();
+    let e = validate(&one_instance(rev, forged), None).unwrap_err();
+    assert!(
+        e.starts_with("instance 0 (rev_sketch, src) state:") && e.contains("rows"),
+        "{e}"
+    );
+    let mrac = pick("mrac");
+    let forged = forge::substitute(&mrac.state, nth(&mrac.state, 2), 1 << 62).unwrap();
+    let e = validate(&one_instance(mrac, forged), None).unwrap_err();
+    assert!(
+        e.starts_with("instance 0 (mrac, src) state:") && e.contains("em_iterations"),
+        "{e}"
+    );
+    // The memory limit: rev_sketch's parameters need more than 1 KB.
+    let e = validate(&one_instance(rev, rev.state.clone()), Some(1024)).unwrap_err();
+    assert!(
+        e.starts_with("instance 0 (rev_sketch, src) params:") && e.contains("memory limit"),
+        "{e}"
+    );
+    // A summary whose bounds are crossed.
+    let mut s = small("f", 1, 64);
+    s.fast[0].summary = Some(visor::Summary {
+        flows: vec![visor::Tracked {
+            key: FlowKey::from_u32(1),
+            lo: 5,
+            hi: 4,
+        }],
+        v: 10,
+        e: 0,
+    });
+    let e = validate(&s, None).unwrap_err();
+    assert!(e.starts_with("fast[0] (src) summary: flows:"), "{e}");
+}
+
+/// A state claiming more than its parameters allocate is refused by `restore_instance` itself
+/// (the load limit), before a conversion allocates it: Space-Saving's summary rebuilt at a
+/// forged capacity of 2^24 slots.
+#[test]
+fn restore_refuses_a_capacity_past_its_params() {
+    let samples = forge::samples().unwrap();
+    let ss = samples.iter().find(|s| s.label == "space_saving").unwrap();
+    // The saved form is (cap, entries): the capacity is the state's first varint.
+    let at = forge::varint_positions(&ss.state)[0];
+    assert_eq!(forge::read_varint(&ss.state, at).unwrap().0, 16);
+    let forged = forge::substitute(&ss.state, at, 1 << 24).unwrap();
+    // (postcard reports a conversion's error as a generic deserialization error.)
+    assert!(restore_instance(&ss.instance(forged.clone())).is_err());
+    // Without a limit (a run's own state) the same bytes load.
+    assert!((ss.entry.load)(&forged).is_ok());
+}

@@ -63,6 +63,36 @@ impl<X: Copy> CountHeap<X> {
         self.cap
     }
 
+    /// `Ok` when a loaded heap is one the verbs could have made: a capacity in `1..=max_cap`,
+    /// at most that many entries in heap order (smallest count first), each key indexed at its
+    /// position and nothing else indexed. A forged index sent `add` and `replace_min` past the
+    /// entries; a forged capacity sized the entries' allocation on the next insert.
+    pub fn check_loaded(&self, max_cap: usize) -> Result<(), String> {
+        if self.cap == 0 || self.cap > max_cap || self.heap.len() > self.cap {
+            return Err(format!(
+                "{} entries for a capacity of {} (1..={max_cap})",
+                self.heap.len(),
+                self.cap
+            ));
+        }
+        if self.index.len() != self.heap.len() {
+            return Err(format!(
+                "{} indexed keys for {} entries",
+                self.index.len(),
+                self.heap.len()
+            ));
+        }
+        for (i, e) in self.heap.iter().enumerate() {
+            if self.index.get(&e.key) != Some(&(i as u32)) {
+                return Err(format!("key {} is indexed elsewhere", e.key));
+            }
+            if i > 0 && self.heap[(i - 1) / 2].count > e.count {
+                return Err(format!("entry {i} is out of heap order"));
+            }
+        }
+        Ok(())
+    }
+
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.heap.len()

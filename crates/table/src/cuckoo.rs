@@ -128,6 +128,35 @@ pub struct Cuckoo {
     used: Filled,
 }
 
+impl algo::CheckState for Cuckoo {
+    /// The shape valid (capacity, `max_kicks`: the kick-out chain's bound), the bucket size its
+    /// kind's, whole entries and the filled ones counted (a forged stride or bucket count made
+    /// the probes slice past the table, a forged `max_kicks` walk for ever).
+    fn check_state(&self) -> Result<(), String> {
+        let cfg = CuckooConfig {
+            capacity: self.buckets.saturating_mul(self.b),
+            max_kicks: self.max_kicks,
+        };
+        if self.b != self.slots.get() {
+            return Err(format!(
+                "buckets of {} entries in {}",
+                self.b,
+                self.slots.name()
+            ));
+        }
+        cfg.validate(self.slots).map_err(|e| e.to_string())?;
+        if self.table.len() != cfg.capacity.saturating_mul(self.stride) || self.len > cfg.capacity {
+            return Err(format!(
+                "{} words for {} entries of {}",
+                self.table.len(),
+                cfg.capacity,
+                self.stride
+            ));
+        }
+        packed::check_entries(&self.table, self.stride, self.kw, self.len)
+    }
+}
+
 impl Cuckoo {
     /// Validate `cfg` for `ctx` and return (buckets, u64 words per entry).
     fn shape(

@@ -75,6 +75,27 @@ pub struct EwmaChange {
     epochs: u64,
 }
 
+impl algo::CheckState for EwmaChange {
+    /// Its parameters valid, and every prediction a finite non-negative number (an EWMA of
+    /// counts).
+    fn check_state(&self) -> Result<(), String> {
+        EwmaChangeConfig {
+            alpha: self.alpha,
+            forget_below: self.forget_below,
+        }
+        .validate()
+        .map_err(|e| e.to_string())?;
+        if let Some((k, f)) = self
+            .flows
+            .iter()
+            .find(|(_, f)| !(f.predicted >= 0.0 && f.predicted.is_finite()))
+        {
+            return Err(format!("prediction {} of {k}", f.predicted));
+        }
+        Ok(())
+    }
+}
+
 impl EwmaChange {
     pub fn new(cfg: EwmaChangeConfig) -> Result<EwmaChange, ConfigError> {
         cfg.validate()?;

@@ -169,6 +169,38 @@ pub struct FlowRadar {
     cache: NotState<OnceCell<Decoded>>,
 }
 
+impl algo::CheckState for FlowRadar {
+    /// The shape valid (the configuration it implies, a filter of whole words, a key's words
+    /// and the cell stride they make), both arrays and their dirty maps of that shape. The peel
+    /// itself is bounded whatever the cells hold (a cell's count only falls, so it becomes pure
+    /// once at most).
+    fn check_state(&self) -> Result<(), String> {
+        let cfg = FlowRadarConfig {
+            cells: self.sub_len.saturating_mul(self.cell_hashes),
+            cell_hashes: self.cell_hashes,
+            bf_bits: Some(self.bf_bits),
+            bf_hashes: self.bf_hashes,
+        };
+        cfg.validate().map_err(|e| e.to_string())?;
+        if self.kw == 0 || self.kw > packed::MAX_WORDS || self.stride != self.kw + 2 {
+            return Err(format!(
+                "cells of {} words with keys of {}",
+                self.stride, self.kw
+            ));
+        }
+        let (words, cells) = (self.bf_bits / 64, cfg.cells * self.stride);
+        if self.bf_bits % 64 != 0 || self.bf.len() != words || self.table.len() != cells {
+            return Err(format!(
+                "a filter of {} words and {} cell words, the shape has {words} and {cells}",
+                self.bf.len(),
+                self.table.len()
+            ));
+        }
+        self.bf_dirty.check(words, 8)?;
+        self.table_dirty.check(cells, 8)
+    }
+}
+
 impl FlowRadar {
     /// Validate `cfg` for `ctx` and return (u64 words per cell, filter bits).
     fn shape(cfg: &FlowRadarConfig, ctx: &BuildCtx) -> Result<(usize, usize), ConfigError> {

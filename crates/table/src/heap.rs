@@ -40,7 +40,7 @@ impl Default for HeapConfig {
 
 impl HeapConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.k == 0 || self.k > 1 << 24 {
+        if self.k == 0 || self.k > MAX_K {
             return Err(crate::invalid(NAME, "k", "must be in 1..=2^24"));
         }
         Ok(())
@@ -53,6 +53,15 @@ pub struct Heap {
     /// Total weight seen (N).
     total: u64,
 }
+
+impl algo::CheckState for Heap {
+    fn check_state(&self) -> Result<(), String> {
+        self.heap.check_loaded(MAX_K)
+    }
+}
+
+/// Largest `k`.
+const MAX_K: usize = 1 << 24;
 
 impl Heap {
     pub fn new(cfg: HeapConfig) -> Result<Heap, ConfigError> {

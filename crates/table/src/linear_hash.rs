@@ -74,6 +74,32 @@ pub struct LinearHash {
     used: Filled,
 }
 
+impl algo::CheckState for LinearHash {
+    /// The capacity valid, `capacity` whole entries, the fill limit within it and the filled
+    /// entries counted, so that a probe (bounded by the capacity) and the scans stay in the
+    /// table (a forged stride or capacity made them slice past it).
+    fn check_state(&self) -> Result<(), String> {
+        if self.capacity == 0 || self.capacity > 1 << 32 {
+            return Err(format!("capacity {} outside 1..=2^32", self.capacity));
+        }
+        if self.limit == 0 || self.limit > self.capacity || self.len > self.limit {
+            return Err(format!(
+                "{} flows with a limit of {} in a capacity of {}",
+                self.len, self.limit, self.capacity
+            ));
+        }
+        if self.slots.len() != self.capacity.saturating_mul(self.stride) {
+            return Err(format!(
+                "{} words for {} entries of {}",
+                self.slots.len(),
+                self.capacity,
+                self.stride
+            ));
+        }
+        packed::check_entries(&self.slots, self.stride, self.kw, self.len)
+    }
+}
+
 impl LinearHash {
     /// Validate `cfg` for `ctx` and return the u64 words per slot (count + packed key).
     fn stride(cfg: &LinearHashConfig, ctx: &BuildCtx) -> Result<usize, ConfigError> {

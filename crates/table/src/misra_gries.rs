@@ -58,6 +58,24 @@ pub struct MisraGries {
     total: u64,
 }
 
+impl algo::CheckState for MisraGries {
+    /// A whole heap, and every stored count (`c + base`) at least the base: the answers
+    /// subtract it.
+    fn check_state(&self) -> Result<(), String> {
+        self.heap.check_loaded(MAX_K)?;
+        if let Some(e) = self.heap.entries().iter().find(|e| e.count < self.base) {
+            return Err(format!(
+                "count {} of {} below the base {}",
+                e.count, e.key, self.base
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Largest `k`.
+const MAX_K: usize = 1 << 24;
+
 impl MisraGries {
     pub fn new(cfg: MisraGriesConfig) -> Result<MisraGries, ConfigError> {
         cfg.validate()?;

@@ -10,6 +10,38 @@ use key::{FlowKey, MAX_KEY_LEN};
 /// Words of the longest key (37 bytes + the length byte).
 pub(crate) const MAX_WORDS: usize = (MAX_KEY_LEN + 1).div_ceil(8);
 
+/// `Ok` when a loaded table of `stride`-word entries (a count, then a key in `kw` words) is
+/// whole: `kw` a key's words (1 to [`MAX_WORDS`]), whole entries, `len` of them filled (a
+/// non-zero count), each filled one's key unpacking to a key of at most `kw` words. The tables
+/// size their scans and bound their probes by these (`algo::CheckState`).
+pub(crate) fn check_entries(
+    slots: &[u64],
+    stride: usize,
+    kw: usize,
+    len: usize,
+) -> Result<(), String> {
+    if kw == 0 || kw > MAX_WORDS || stride != kw + 1 || slots.len() % stride != 0 {
+        return Err(format!(
+            "{} words in entries of {stride} with keys of {kw} words",
+            slots.len()
+        ));
+    }
+    let mut filled = 0usize;
+    for e in slots.chunks_exact(stride) {
+        if e[0] == 0 {
+            continue;
+        }
+        filled += 1;
+        if !unpack(&e[1..]).is_some_and(|k| fits(&k, kw)) {
+            return Err(format!("entry {} holds no key", filled - 1));
+        }
+    }
+    if filled != len {
+        return Err(format!("{filled} filled entries, the table counts {len}"));
+    }
+    Ok(())
+}
+
 /// Words needed for keys of up to `key_len` bytes.
 pub(crate) fn words(key_len: usize) -> usize {
     (key_len.min(MAX_KEY_LEN) + 1).div_ceil(8)

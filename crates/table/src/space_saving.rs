@@ -60,6 +60,19 @@ pub struct SpaceSaving {
     total: u64,
 }
 
+impl algo::CheckState for SpaceSaving {
+    /// The summary checked itself as it was rebuilt from its saved slots (capacity, distinct
+    /// keys, ε within each count: `summary.rs`; the Stream-Summary's links are never loaded,
+    /// so a snapshot cannot carry broken ones); what is left is the capacity's range.
+    fn check_state(&self) -> Result<(), String> {
+        let k = self.summary.cap();
+        if k == 0 || k > MAX_CAP {
+            return Err(format!("capacity {k} outside 1..={MAX_CAP}"));
+        }
+        Ok(())
+    }
+}
+
 impl SpaceSaving {
     pub fn new(cfg: SpaceSavingConfig) -> Result<SpaceSaving, ConfigError> {
         Self::with_structure(Structure::for_cap(cfg.k), cfg)

@@ -109,11 +109,11 @@ impl TryFrom<Saved> for Summary {
         if let Some(e) = s.entries.iter().find(|e| e.2 > e.1) {
             return Err(format!("{}: ε {} above its count {}", e.0, e.2, e.1));
         }
-        Ok(Summary::from_entries(
-            Structure::for_cap(s.cap),
-            s.cap,
-            s.entries,
-        ))
+        // The structure is allocated at its capacity, which the bytes do not hold: checked
+        // against the load's limit first (a capacity of 2^24 slots is about a GiB).
+        let structure = Structure::for_cap(s.cap);
+        algo::check_load_alloc("the summary", structure.bytes_for(s.cap))?;
+        Ok(Summary::from_entries(structure, s.cap, s.entries))
     }
 }
 

@@ -93,7 +93,9 @@ pub struct Tracked {
 impl Tracked {
     /// The midpoint of the bounds: the estimate whose worst-case error is smallest.
     pub fn estimate(&self) -> u64 {
-        self.lo + (self.hi - self.lo) / 2
+        // lo <= hi in every summary a fast path makes (`Summary::check` refuses others; this
+        // stays defined for them).
+        self.lo + self.hi.saturating_sub(self.lo) / 2
     }
 }
 
@@ -117,13 +119,15 @@ impl Summary {
     pub fn merge<'a>(parts: impl IntoIterator<Item = &'a Summary>) -> Summary {
         let mut m: KeyMap<(u64, u64)> = KeyMap::default();
         let (mut v, mut e) = (0u64, 0u64);
+        // Saturating: the parts may come from snapshots not yet checked (`Summary::check`), and
+        // a sum past u64 is no less wrong clamped than wrapped, but does not panic.
         for p in parts {
-            v += p.v;
-            e += p.e;
+            v = v.saturating_add(p.v);
+            e = e.saturating_add(p.e);
             for t in &p.flows {
                 let s = m.entry(t.key).or_insert((0, 0));
-                s.0 += t.lo;
-                s.1 += t.hi;
+                s.0 = s.0.saturating_add(t.lo);
+                s.1 = s.1.saturating_add(t.hi);
             }
         }
         let mut flows: Vec<Tracked> = m
@@ -163,7 +167,28 @@ impl Summary {
 
     /// `sum lo <= V` always (what is counted was seen); a check for decoded snapshots.
     pub fn lows(&self) -> u64 {
-        self.flows.iter().map(|t| t.lo).sum()
+        self.flows.iter().fold(0u64, |a, t| a.saturating_add(t.lo))
+    }
+
+    /// `Ok` when a decoded summary is one a fast path (or a merge of several) could have made:
+    /// keys sorted without repeats (lookups search them), each flow's bounds ordered
+    /// (`lo <= hi`: the estimate halves the gap) and what they counted within `V`
+    /// (`sum lo <= V`). One line naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(w) = self.flows.windows(2).find(|w| w[0].key >= w[1].key) {
+            return Err(format!("flows: key {} out of order or repeated", w[1].key));
+        }
+        if let Some(t) = self.flows.iter().find(|t| t.lo > t.hi) {
+            return Err(format!(
+                "flows: {} has lo {} above hi {}",
+                t.key, t.lo, t.hi
+            ));
+        }
+        let lows = self.flows.iter().try_fold(0u64, |a, t| a.checked_add(t.lo));
+        if lows.is_none_or(|l| l > self.v) {
+            return Err(format!("v: {} below the tracked flows' counts", self.v));
+        }
+        Ok(())
     }
 }
 
