@@ -424,7 +424,7 @@ pub fn body_sample() -> Result<BodySample, String> {
                 last_ns: 2_000,
                 packets: 5_000,
                 bytes: 300_000,
-                partial: false,
+                ..Default::default()
             },
             seed: 7,
             kinds: vec!["src".into()],

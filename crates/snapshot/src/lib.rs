@@ -673,22 +673,5 @@ pub fn check_agree(files: &[PathBuf], snaps: &[Snapshot]) -> Result<(), String> 
     Ok(())
 }
 
-/// Check that every instance state of `s` restores, and that their memory fits `max_memory`.
-pub fn validate(s: &Snapshot, max_memory: Option<u64>) -> Result<(), String> {
-    let mut total: u64 = 0;
-    for i in &s.instances {
-        let a = restore_instance(i).map_err(|e| format!("{} ({}): {e}", i.algorithm, i.kind))?;
-        total = total.saturating_add(a.memory_bytes() as u64);
-    }
-    if let Some(m) = max_memory {
-        if total > m {
-            return Err(format!(
-                "its instances take {total} bytes, more than the budget {m}"
-            ));
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests;
