@@ -610,18 +610,29 @@ pub fn check_compatible(f0: &Path, s0: &Snapshot, f: &Path, s: &Snapshot) -> Res
             s0.kinds
         ));
     }
-    let shape = |s: &Snapshot| -> Vec<(String, String, String)> {
+    // Each instance's own parameters too: they follow from `params` on every honest host, and
+    // `validate` sizes a restored state by them, so a forged snapshot that keeps `params` but
+    // claims larger instances is refused here.
+    let shape = |s: &Snapshot| -> Vec<String> {
         s.instances
             .iter()
-            .map(|i| (i.algorithm.clone(), i.kind.clone(), i.side.clone()))
+            .map(|i| {
+                let params = i.params.trim().replace('\n', ", ");
+                format!("{} {} {} {{{params}}}", i.algorithm, i.kind, i.side)
+            })
             .collect()
     };
     // An idle epoch's snapshot holds no instance: nothing to compare.
-    if !s.is_idle() && !s0.is_idle() && shape(s) != shape(s0) {
+    let (a, b) = (shape(s), shape(s0));
+    if !s.is_idle() && !s0.is_idle() && a != b {
+        let at = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let none = String::from("none");
         return Err(format!(
-            "{} holds other instances than {}",
+            "{} holds other instances than {} (instance {at}: {} vs {})",
             name(f),
-            name(f0)
+            name(f0),
+            a.get(at).unwrap_or(&none),
+            b.get(at).unwrap_or(&none)
         ));
     }
     Ok(())

@@ -248,6 +248,19 @@ fn other_parameters_or_seeds_are_refused_naming_what_differs() {
     );
     assert_ne!(x, y);
     assert!(x.starts_with("...") && x.ends_with("ab\""), "{x}");
+    // Same `params`, but an instance claiming other parameters of its own (a forgery that
+    // would size its restored state by them): refused, the instance named.
+    let mut forged = small("h2", 1, 64);
+    forged.instances[0].params = forged.instances[0].params.replace("64", "1048576");
+    assert_ne!(
+        forged.instances[0].params,
+        small("h1", 1, 64).instances[0].params
+    );
+    let e = check_agree(&files, &[small("h1", 1, 64), forged]).unwrap_err();
+    assert!(
+        e.contains("other instances") && e.contains("instance 0"),
+        "{e}"
+    );
     // The same host twice in one epoch.
     let e = check_agree(&files, &[small("h1", 1, 64), small("h1", 1, 64)]).unwrap_err();
     assert!(e.contains("host h1 epoch 0 twice"), "{e}");
