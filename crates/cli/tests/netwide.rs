@@ -1340,3 +1340,42 @@ fn a_forged_state_is_refused_and_the_rest_of_the_epoch_answered() {
     corrected_with_b(&net, &rx);
     drop(kid);
 }
+
+#[test]
+fn one_configuration_file_for_agents_and_controller() {
+    let Some(net) = Net::start("config") else {
+        return;
+    };
+    // The README's deployment: every agent measures with deploy.toml, the controller expects
+    // it (its defaults and measures resolved as an agent's run resolves them).
+    let cfg = net.dir.join("deploy.toml");
+    std::fs::write(
+        &cfg,
+        "epoch_packets = 10000\nseed = 11\n\n[[measure]]\ntask = \"heavy_hitters\"\nalgo = \
+         \"count_min\"\n\n[[measure]]\ntask = \"cardinality\"\nalgo = \"hyperloglog\"\n",
+    )
+    .unwrap();
+    for h in HOSTS {
+        let o = Command::new(BIN)
+            .arg("agent")
+            .arg(net.trace(h))
+            .arg("--config")
+            .arg(&cfg)
+            .args(["--truth", "off", "--drain-timeout-ms", "5000"])
+            .args(["--nats", &net.url(), "--host", h])
+            .arg("--creds")
+            .arg(net.creds(&format!("agent-{h}")))
+            .arg("--spool")
+            .arg(net.dir.join(format!("spool-{h}")))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let (got, err) = reports(net.controller_expecting(&cfg, &["--epochs", "2"]));
+    assert_eq!(got.len(), 2, "{err}");
+    assert!(err.contains("\"rejected_incompatible\":0"), "{err}");
+    for r in &got {
+        assert_eq!(r["hosts"], serde_json::json!(["a", "b"]), "{r}");
+    }
+}
