@@ -73,18 +73,8 @@ fn live_refuses_a_5000_term_filter_with_one_line() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn netsift");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("netsift live did not refuse the filter within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = testkit::wait_or_kill(&mut child, Duration::from_secs(10))
+        .expect("netsift live did not refuse the filter within 10 s");
     let took = t.elapsed();
     let mut err = String::new();
     use std::io::Read;

@@ -44,18 +44,8 @@ fn read_in_child(path: &Path) -> (String, Duration, u64) {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn the child");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the child did not finish reading within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = testkit::wait_or_kill(&mut child, Duration::from_secs(60))
+        .expect("the child did not finish reading within 60 s");
     let took = t.elapsed();
     assert!(status.success(), "the child failed: {status}");
     let mut out = String::new();
