@@ -287,6 +287,26 @@ pub fn trace(name: &str) -> Option<PathBuf> {
     traces_dir().map(|d| d.join(name))
 }
 
+/// Wait for `child` at most `limit`: its exit status, or `None` after killing (and reaping) it
+/// when it ran past the limit. Polls every 5 ms.
+pub fn wait_or_kill(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,25 +361,5 @@ mod tests {
         let s: std::collections::HashSet<u32> = (0..100_000).map(rank_u32).collect();
         assert_eq!(s.len(), 100_000);
         assert_ne!(rank_u32(0), 0);
-    }
-}
-
-/// Wait for `child` at most `limit`: its exit status, or `None` after killing (and reaping) it
-/// when it ran past the limit. Polls every 5 ms.
-pub fn wait_or_kill(
-    child: &mut std::process::Child,
-    limit: std::time::Duration,
-) -> Option<std::process::ExitStatus> {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
