@@ -614,7 +614,7 @@ pub fn change_caveat(
     size: usize,
     scale: NoiseScale,
     mut noise: impl FnMut(u64) -> f64,
-    answer_above: impl FnOnce(u64) -> Option<Vec<Estimate>>,
+    mut answer_above: impl FnMut(u64) -> Option<Vec<Estimate>>,
 ) -> Vec<Caveat> {
     if threshold == 0 {
         return Vec::new();
@@ -651,7 +651,13 @@ pub fn change_caveat(
     let Some(near) = answer_above(below) else {
         return Vec::new();
     };
-    let reported = near.iter().filter(|e| e.1 >= threshold).count();
+    // What the answer itself reports at the threshold: a decoding sketch's answer at a lower
+    // threshold is no superset of it (Deltoid decodes other groups), and counting those of
+    // `near` at or above the threshold said "50 reported" beside a table of 43 (issue 34).
+    let reported = answer_above(threshold).map_or_else(
+        || near.iter().filter(|e| e.1 >= threshold).count(),
+        |v| v.len(),
+    );
     let ambiguous = near.iter().filter(|e| (e.1 as f64 - t).abs() < b).count();
     if ambiguous * 5 <= reported.max(1) {
         return Vec::new();

@@ -3,7 +3,7 @@
 //! A preset sets the parameters of the algorithms its paper used; parameters a measure gives
 //! itself are applied after it, so they win.
 
-use algo::UpdateCost;
+use algo::{Task, UpdateCost};
 
 use crate::CatalogError;
 
@@ -88,6 +88,74 @@ pub static PRESETS: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
 ];
+
+/// The measurements each paper ran, per task the algorithms it gave it: a run with a preset
+/// and no `--algo` (nor `[[measure]]` tables) measures these, limited to the tasks named by
+/// `--task` when given (a named task the paper did not measure keeps its default algorithm).
+pub static MEASURES: &[(&str, &[(Task, &[&str])])] = &[
+    (
+        // Agg-Evict section 5: the nine algorithms it accelerates, each on the task it answers
+        // in the paper's evaluation (source IPs, section 4.1).
+        "agg-evict",
+        &[
+            (Task::HeavyHitters, &["count_min", "space_saving"]),
+            (Task::HeavyChangers, &["rev_sketch"]),
+            (Task::Superspreaders, &["two_level"]),
+            (Task::Cardinality, &["fm", "linear_counting"]),
+            (Task::FlowSizeDistribution, &["mrac"]),
+            (Task::Entropy, &["univmon"]),
+            (Task::TopK, &["space_saving"]),
+            (Task::FlowSize, &["flow_radar"]),
+        ],
+    ),
+    (
+        // SketchVisor Table 1: the tasks and the sketches that answer each.
+        "sketchvisor",
+        &[
+            (
+                Task::HeavyHitters,
+                &["flow_radar", "rev_sketch", "univmon", "deltoid"],
+            ),
+            (
+                Task::HeavyChangers,
+                &["flow_radar", "rev_sketch", "univmon", "deltoid"],
+            ),
+            (Task::Ddos, &["two_level"]),
+            (Task::Superspreaders, &["two_level"]),
+            (Task::Cardinality, &["fm", "kmin", "linear_counting"]),
+            (Task::FlowSizeDistribution, &["flow_radar", "mrac"]),
+            (Task::Entropy, &["flow_radar", "univmon"]),
+        ],
+    ),
+    (
+        // Re-evaluating sections 3-5: heavy hitters with the count array against Count-Min,
+        // per-flow counts in the exact tables, top-k with the heap, superspreaders with the
+        // per-source Bloom filters, changes against an EWMA prediction.
+        "reeval",
+        &[
+            (Task::HeavyHitters, &["count_array", "count_min"]),
+            (Task::FlowSize, &["linear_hash", "cuckoo1", "cuckoo4"]),
+            (Task::TopK, &["heap"]),
+            (Task::Superspreaders, &["bloom_spreader"]),
+            (Task::HeavyChangers, &["ewma_change"]),
+        ],
+    ),
+    (
+        // InstaMeasure sections IV-V: heavy hitters and per-flow packet counts from the
+        // regulator and its table, against one-layer RCC.
+        "instameasure",
+        &[
+            (Task::HeavyHitters, &["instameasure", "rcc"]),
+            (Task::FlowSize, &["instameasure", "rcc"]),
+            (Task::TopK, &["instameasure"]),
+        ],
+    ),
+];
+
+/// The measurements preset `name` selects (`MEASURES`; empty for an unknown name).
+pub fn measures(name: &str) -> &'static [(Task, &'static [&'static str])] {
+    MEASURES.iter().find(|p| p.0 == name).map_or(&[], |p| p.1)
+}
 
 /// What one update costs in a preset's configuration (`algo::UpdateCost`: ns on the u32 and the
 /// `FlowKey` path), for every algorithm the preset configures (their entries' `cost` is measured

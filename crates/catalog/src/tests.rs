@@ -516,6 +516,30 @@ fn presets_build_and_yield_to_explicit_parameters() {
     assert!(err.contains("agg-evict, sketchvisor, reeval"), "{err}");
 }
 
+/// Every preset selects measurements (issue 34: `--preset instameasure` and `reeval` changed
+/// nothing on the default tasks), each of a known algorithm that answers its task, and every
+/// preset with measurements has parameters (and the other way round).
+#[test]
+fn every_preset_selects_its_papers_measurements() {
+    for name in crate::presets::names() {
+        let ms = crate::presets::measures(name);
+        assert!(!ms.is_empty(), "{name}: no measurements");
+        for (task, algos) in ms {
+            assert!(!algos.is_empty(), "{name} {}", task.name());
+            for a in *algos {
+                assert!(
+                    crate::check(a, *task).is_ok(),
+                    "{name}: {a} cannot answer {}",
+                    task.name()
+                );
+            }
+        }
+    }
+    let with_measures: Vec<&str> = crate::presets::MEASURES.iter().map(|p| p.0).collect();
+    assert_eq!(with_measures, crate::presets::names());
+    assert!(crate::presets::measures("nope").is_empty());
+}
+
 /// The `agg-evict` preset sizes the structures whose cells are wider than the artifact's at the
 /// artifact's memory (issue 14), so speed is compared at equal memory: FlowRadar 4 MiB (262,144
 /// cells of 12 B and a one-third filter), RevSketch 4 x 65536 u32 counters with 4 updates a

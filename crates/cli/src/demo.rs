@@ -336,7 +336,7 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
         "\nnetwork-wide answers of {} hosts, scored against the whole trace:",
         a.hosts
     )?;
-    crate::run::print_report(&report, false, out)?;
+    crate::table::print_report(&report, false, crate::table::DEFAULT_TOP, out)?;
     drop(server);
     if let Some(e) = err {
         bail!("{e}");

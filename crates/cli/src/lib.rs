@@ -17,6 +17,7 @@ pub mod run;
 pub mod signals;
 pub mod source;
 pub mod stats;
+pub mod table;
 
 use anyhow::{Context, Result};
 use trace::{Capture, Format};

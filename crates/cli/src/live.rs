@@ -64,6 +64,16 @@ pub struct LiveArgs {
 /// Default epoch of a live run when neither `--epoch-ms`, `--epoch-packets` nor the config
 /// gives one: one second of capture time (a packet count may never be reached on a quiet link).
 const DEFAULT_EPOCH_MS: u64 = 1000;
+/// Live's heavy-hitter and heavy-changer threshold when neither `--threshold` nor the config
+/// gives one: 1% of the epoch's weight (of its total change for changers), so at most 100
+/// flows qualify, what an operator calls heavy. `run`'s default (0.05%, the papers') is for
+/// measuring the algorithms: on a quiet link it resolves to a few packets and flags hundreds
+/// of flows (issue 34: 273 at 5 packets).
+const LIVE_HEAVY: f64 = 0.01;
+/// Live's superspreader and DDoS-victim threshold by default: 100 distinct peers in an epoch
+/// (a second by default), an absolute count: a fraction of the addresses seen resolves to 2
+/// on a link with a few hundred (issue 34: 56 "victims" at 2 sources).
+const LIVE_SPREAD: f64 = 100.0;
 /// Packets a capture thread hands over at once (one channel message).
 const BATCH: usize = 256;
 /// Longest a packet waits in a capture thread's batch, in capture time.
@@ -300,6 +310,13 @@ fn live_config(a: &LiveArgs) -> Result<RunConfig> {
     let mut cfg = crate::run::config(&a.run, None, None)?;
     if cfg.epoch_packets.is_none() && cfg.epoch_ms.is_none() {
         cfg.epoch_ms = Some(DEFAULT_EPOCH_MS);
+    }
+    for m in cfg.measures.iter_mut().filter(|m| m.threshold.is_none()) {
+        m.threshold = match m.task {
+            algo::Task::HeavyHitters | algo::Task::HeavyChangers => Some(LIVE_HEAVY),
+            algo::Task::Superspreaders | algo::Task::Ddos => Some(LIVE_SPREAD),
+            _ => None,
+        };
     }
     if !a.run.truth_given() {
         cfg.truth = false;

@@ -95,7 +95,7 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {
-        crate::run::print_report(&report, false, out)?;
+        crate::table::print_report(&report, false, crate::table::DEFAULT_TOP, out)?;
     }
     if let Some(e) = read_error {
         bail!("{e}");

@@ -15,7 +15,7 @@ use truth::Weight;
 use wire::Class;
 
 use crate::flags;
-use crate::out::{self, Out, StdoutError};
+use crate::out::{self, Out};
 use crate::source::{each_packet, Packet};
 
 /// `netsift run`: the trace and its format, then the measurement options `live` shares.
@@ -64,6 +64,11 @@ pub struct RunArgs {
     /// k of top-k (at least 1).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=u64::MAX))]
     k: Option<usize>,
+    /// Flows the table lists per task, largest first, with their exact size and error (0..=1000;
+    /// default 5); JSON lists at least as many (`answer.keys`, default 10).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = flags::whole::<usize>(0..=1000))]
+    top: Option<usize>,
     /// Seed of every hash function (unsigned 64-bit).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::seed)]
     seed: Option<u64>,
@@ -356,12 +361,13 @@ fn read_config(path: &str) -> Result<String> {
 /// `run`'s (`None` for `live`).
 pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Result<RunConfig> {
     let mut config_sets_workers = false;
+    let mut config_sets_key = false;
     let mut cfg = match &a.config {
         Some(path) => {
             let text = read_config(path)?;
-            config_sets_workers = text
-                .parse::<toml::Table>()
-                .is_ok_and(|t| t.contains_key("workers"));
+            let top = text.parse::<toml::Table>();
+            config_sets_workers = top.as_ref().is_ok_and(|t| t.contains_key("workers"));
+            config_sets_key = top.as_ref().is_ok_and(|t| t.contains_key("key"));
             let c = RunConfig::from_toml(&text).with_context(|| format!("in config {path}"))?;
             let lists_given = !a.task.is_empty() || !a.algo.is_empty();
             if lists_given && !c.measures.is_empty() {
@@ -478,6 +484,9 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
             m.k = a.k;
         }
     }
+    if let Some(n) = a.top {
+        cfg.listed = cfg.listed.max(n);
+    }
     if a.host.is_some() && a.snapshots.is_none() {
         bail!("--host names this host's snapshots: give --snapshots DIR too");
     }
@@ -485,6 +494,7 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
         (cfg.snapshots, cfg.host) = (a.snapshots.clone(), a.host.clone());
         cfg.unwritten = a.unwritten.clone();
     }
+    key_trace(&mut cfg, a.key.is_some() || config_sets_key)?;
     cfg.validate()?;
     // The aggregator's flags configure nothing without the aggregator: say so once.
     if matches!(cfg.accel, measure::Accel::None) {
@@ -506,6 +516,87 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
         }
     }
     Ok(cfg)
+}
+
+/// A key trace's format (`--format` or the config's, else the file's extension, as
+/// `trace::Capture::open` tells them); `None` for packet captures, streams of them, and the
+/// built-in trace.
+fn key_trace_format(cfg: &RunConfig) -> Option<Format> {
+    let given = cfg.format.as_deref().and_then(|f| f.parse::<Format>().ok());
+    let by_ext = || {
+        let path = std::path::Path::new(cfg.trace.as_deref()?);
+        Format::from_extension(path.extension()?.to_str()?)
+    };
+    given
+        .or_else(by_ext)
+        .filter(|f| f.key_record_len().is_some())
+}
+
+/// What a key trace can answer (issue 34): keys4 and keys13 records carry no time, so time
+/// epochs are refused; keys4 records are IPv4 source addresses alone (every other field 0), so
+/// the run keys by source (refused when another key is asked for) and leaves out the tasks of
+/// address pairs it was not asked for by name (refused when it was). `key_given`: `--key` or
+/// the config's `key`. The choices made are the report's notes.
+fn key_trace(cfg: &mut RunConfig, key_given: bool) -> Result<()> {
+    let Some(f) = key_trace_format(cfg) else {
+        return Ok(());
+    };
+    let trace = cfg.trace.clone().unwrap_or_default();
+    let fmt = f.name();
+    if matches!(f, Format::Keys4 | Format::Keys13) && cfg.epoch_ms.is_some() {
+        bail!(
+            "--epoch-ms (epoch_ms): {trace} is a {fmt} key trace, whose records carry no              timestamps; give --epoch-packets (keys21 and packet captures have time)"
+        );
+    }
+    if f != Format::Keys4 {
+        return Ok(());
+    }
+    if key_given && cfg.key != KeyKind::Src {
+        bail!(
+            "--key {} (key): {trace} is a keys4 trace, IPv4 source addresses alone (every other              field of its keys would be 0): give --key src",
+            cfg.key
+        );
+    }
+    if let Some(m) = cfg
+        .measures
+        .iter()
+        .find(|m| m.key.is_some_and(|k| k != KeyKind::Src))
+    {
+        bail!(
+            "[[measure]] {} by {}: key {}: {trace} is a keys4 trace, IPv4 source addresses alone",
+            m.task.name(),
+            m.algorithm,
+            m.key.map_or("", |k| k.name())
+        );
+    }
+    let pairs = |t: algo::Task| matches!(t, algo::Task::Superspreaders | algo::Task::Ddos);
+    if let Some(m) = cfg
+        .measures
+        .iter()
+        .find(|m| pairs(m.task) && !m.task_by_default)
+    {
+        bail!(
+            "--task {}: {trace} is a keys4 trace of source addresses alone, without the              destinations the task counts",
+            m.task.name()
+        );
+    }
+    let before = cfg.measures.len();
+    cfg.measures.retain(|m| !pairs(m.task));
+    let mut said = vec![];
+    if !key_given && cfg.key != KeyKind::Src {
+        cfg.key = KeyKind::Src;
+        said.push("keyed by source address");
+    }
+    if cfg.measures.len() < before {
+        said.push("superspreaders and ddos left out (they count destinations)");
+    }
+    if !said.is_empty() {
+        cfg.notes.push(format!(
+            "{trace}: a keys4 trace holds IPv4 source addresses alone: {}",
+            said.join("; ")
+        ));
+    }
+    Ok(())
 }
 
 fn progress(len: Option<u64>) -> ProgressBar {
@@ -572,6 +663,7 @@ pub fn run(
         Some(path) => {
             let cap = Capture::open(&path, format)?;
             let mut cfg = cfg;
+            default_epoch(&cap, &mut cfg);
             let auto = auto_ipv6(&cap, &cfg);
             let tunnel = cfg.tunnel;
             if auto.is_some() {
@@ -793,6 +885,128 @@ impl StreamHead {
     }
 }
 
+/// Records read to choose a capture file's epochs ([`default_epoch`]): all of a file that
+/// holds fewer, else the first ones, the rest extrapolated by the file's size.
+const SPAN_SAMPLE: usize = 1_000_000;
+/// About how many epochs a capture file is cut into by default, and the fewest packets an
+/// epoch then holds on average (fewer and every fractional threshold is a packet or two).
+const DEFAULT_EPOCHS: u64 = 10;
+const MIN_EPOCH_PACKETS: u64 = 1_000;
+/// A stream's epochs (standard input, a pipe), whose length cannot be known: one second of
+/// capture time, as `live`'s.
+const STREAM_EPOCH_MS: u64 = 1000;
+
+/// A capture file's packets and the capture time they span (first to last timestamp),
+/// from the records' headers alone (no frame is parsed).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Span {
+    pub packets: u64,
+    pub ns: u64,
+    /// Read to the end; else the first [`SPAN_SAMPLE`] records, extrapolated by size.
+    pub exact: bool,
+}
+
+fn capture_span(cap: &Capture) -> Option<Span> {
+    let bytes = cap.bytes();
+    let base = bytes.as_ptr() as usize;
+    let rec_len = cap.format().key_record_len().unwrap_or(0) as u64;
+    let (mut n, mut lo, mut hi, mut end) = (0u64, u64::MAX, 0u64, 0u64);
+    let mut exact = true;
+    for rec in cap.records() {
+        // A read error ends the sample; the run reads to it and reports it.
+        let Ok(rec) = rec else { break };
+        if n as usize == SPAN_SAMPLE {
+            exact = false;
+            break;
+        }
+        n += 1;
+        lo = lo.min(rec.ts_ns);
+        hi = hi.max(rec.ts_ns);
+        end = match rec.body {
+            trace::Body::Frame { data, .. } => {
+                (data.as_ptr() as usize).saturating_sub(base) as u64 + data.len() as u64
+            }
+            trace::Body::Tuple(_) => n * rec_len,
+        };
+    }
+    if n == 0 || hi <= lo {
+        return None;
+    }
+    let scale = if exact || end == 0 {
+        1.0
+    } else {
+        bytes.len() as f64 / end as f64
+    };
+    Some(Span {
+        packets: (n as f64 * scale) as u64,
+        ns: ((hi - lo) as f64 * scale) as u64,
+        exact,
+    })
+}
+
+/// The epoch length chosen for a capture of `span`: about [`DEFAULT_EPOCHS`] epochs of at least
+/// [`MIN_EPOCH_PACKETS`] and at most `truth::DEFAULT_EPOCH_PACKETS` packets on average, rounded
+/// to the nearest 1, 2 or 5 times a power of ten milliseconds (at least 1 ms); one epoch over the
+/// whole capture when it holds fewer than two epochs' worth. With about how many epochs it makes.
+pub(crate) fn epoch_for(span: Span) -> (u64, u64) {
+    let span_ms = span.ns as f64 / 1e6;
+    // The 1-2-5 steps from 1 ms on.
+    let steps = (0..20).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)));
+    let ms = if span.packets < 2 * MIN_EPOCH_PACKETS {
+        // The first step past the capture's span: one epoch.
+        steps.into_iter().find(|&m| m > span_ms).unwrap_or(1e19)
+    } else {
+        let per =
+            (span.packets / DEFAULT_EPOCHS).clamp(MIN_EPOCH_PACKETS, truth::DEFAULT_EPOCH_PACKETS);
+        let want = (span_ms * per as f64 / span.packets as f64).max(1.0);
+        // No nearer step that would hold more than the largest epoch on average.
+        let most = span_ms * truth::DEFAULT_EPOCH_PACKETS as f64 / span.packets as f64;
+        steps
+            .into_iter()
+            .filter(|&m| m == 1.0 || m <= most)
+            .min_by(|a, b| (a / want).ln().abs().total_cmp(&(b / want).ln().abs()))
+            .unwrap_or(1.0)
+    };
+    let ms = ms.min(u64::MAX as f64) as u64;
+    (ms, (span.ns / 1_000_000) / ms.max(1) + 1)
+}
+
+/// `run` on a capture with timestamps and no epoch given (flag or config): time epochs, their
+/// length chosen from the capture's duration and rate ([`epoch_for`]; a stream, whose length is
+/// unknown, gets [`STREAM_EPOCH_MS`]); said in the header and the notes. Key traces without
+/// time, captures whose records all carry one timestamp, and runs that write snapshots (every
+/// host of a network-wide merge must cut the same epochs) keep packet epochs.
+fn default_epoch(cap: &Capture, cfg: &mut RunConfig) {
+    if cfg.epoch_packets.is_some() || cfg.epoch_ms.is_some() || cfg.snapshots.is_some() {
+        return;
+    }
+    if matches!(cap.format(), Format::Keys4 | Format::Keys13) {
+        return;
+    }
+    let why = if cap.is_stream() {
+        cfg.epoch_ms = Some(STREAM_EPOCH_MS);
+        format!("a stream, whose length is unknown: epochs of {STREAM_EPOCH_MS} ms of capture time, as live's")
+    } else {
+        let Some(span) = capture_span(cap) else {
+            return;
+        };
+        let (ms, epochs) = epoch_for(span);
+        cfg.epoch_ms = Some(ms);
+        format!(
+            "chosen from the capture: {}{} packets over {:.3} s, about {epochs} {} of {ms} ms",
+            if span.exact { "" } else { "about " },
+            span.packets,
+            span.ns as f64 / 1e9,
+            if epochs == 1 { "epoch" } else { "epochs" },
+        )
+    };
+    cfg.notes.push(format!(
+        "epochs of {} ms ({why}); --epoch-ms or --epoch-packets to choose",
+        cfg.epoch_ms.unwrap_or(0)
+    ));
+    cfg.epoch_choice = Some(why);
+}
+
 /// Size the fixed-width structures for IPv6 keys when a capture file's first packets are mostly
 /// IPv6 and `--ipv6` was not given: without it, the structures that decode keys of one exact
 /// length (deltoid, rev_sketch, two_level, bloom_spreader) would skip every IPv6 key. Returns the
@@ -827,28 +1041,6 @@ fn print_notes(runner: &Runner) {
     }
 }
 
-fn fmt_opt(v: Option<f64>) -> String {
-    match v {
-        Some(x) if x.is_finite() => format!("{x:.4}"),
-        Some(_) => "nan".into(),
-        None => "-".into(),
-    }
-}
-
-fn print_header(
-    out: &mut Out,
-    trace: &str,
-    key: KeyKind,
-    weight: &str,
-    epoch: &str,
-    seed: u64,
-) -> Result<(), StdoutError> {
-    writeln!(
-        out,
-        "trace {trace}  key {key}  weight {weight}  epoch {epoch}  seed {seed}"
-    )
-}
-
 /// Say on stderr, once per epoch and task, why an answer may be wrong (`TaskResult::warnings`),
 /// for the epochs after `last` (the last epoch already warned about), and add them to `all`.
 fn warn(epochs: &[EpochReport], last: &mut Option<u64>, all: &mut Vec<measure::Warning>) {
@@ -868,21 +1060,6 @@ fn warn(epochs: &[EpochReport], last: &mut Option<u64>, all: &mut Vec<measure::W
         }
         *last = Some(e.index);
     }
-}
-
-/// Print the report: the header unless a live run printed it (`header`), the epochs it still
-/// holds (those a live run did not take), the costs.
-pub fn print_report(r: &Report, header: bool, out: &mut Out) -> Result<(), StdoutError> {
-    if !header {
-        print_header(out, &r.trace, r.key, r.weight.name(), &r.epoch, r.seed)?;
-    }
-    for e in &r.epochs {
-        print_epoch(out, e, r.key)?;
-    }
-    if let Some(i) = &r.instant {
-        write!(out, "{}", i.table())?;
-    }
-    print_costs(out, r)
 }
 
 /// `--instant`: each detection as a line, or a JSON line (`"type": "detection"`); with `--json`
@@ -921,239 +1098,6 @@ fn print_epoch_line(out: &mut Out, e: &EpochReport) -> Result<()> {
     Ok(())
 }
 
-/// Why an epoch is partial, for the table: `started mid-epoch, interrupted`.
-fn reasons(r: &[measure::report::PartialReason]) -> String {
-    let names: Vec<&str> = r.iter().map(|r| r.name()).collect();
-    names.join(", ")
-}
-
-/// A covered span for the table: capture time in seconds, and its length.
-fn covered(c: &measure::report::Coverage) -> String {
-    let s = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
-    format!(
-        "{} to {} s ({:.3} s)",
-        s(c.start_ns),
-        s(c.end_ns),
-        c.end_ns.saturating_sub(c.start_ns) as f64 / 1e9
-    )
-}
-
-fn print_epoch(out: &mut Out, e: &EpochReport, key: KeyKind) -> Result<(), StdoutError> {
-    writeln!(
-        out,
-        "\nepoch {}: {} packets, {} bytes, {}",
-        e.index,
-        e.packets,
-        e.bytes,
-        match e.flows {
-            Some(f) => format!("{f} flows ({key})"),
-            None => "no ground truth".into(),
-        } + &if e.partial {
-            format!(" (partial: {})", reasons(&e.partial_reasons))
-        } else {
-            String::new()
-        }
-    )?;
-    if let Some(c) = &e.coverage {
-        writeln!(out, "  covered: {}", covered(c))?;
-    }
-    for h in &e.hosts {
-        writeln!(
-            out,
-            "  host {}: {} packets{}, covered {}",
-            h.host,
-            h.packets,
-            if h.idle {
-                " (idle)".to_string()
-            } else if h.partial {
-                format!(" (partial: {})", reasons(&h.partial_reasons))
-            } else {
-                String::new()
-            },
-            covered(&h.coverage)
-        )?;
-    }
-    if let Some(c) = &e.capture {
-        writeln!(
-            out,
-            "  capture: kernel received {}, dropped {} (buffer full), {} by the interface",
-            c.received, c.dropped, c.if_dropped
-        )?;
-    }
-    if let Some(p) = &e.paths {
-        print_paths(out, e, p)?;
-    }
-    // A live capture's idle epoch answers nothing.
-    if e.tasks.is_empty() {
-        return Ok(());
-    }
-    writeln!(
-        out,
-        "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "task", "algorithm", "key", "answer", "precision", "recall", "f1", "rel.err", "ARE", "MRD"
-    )?;
-    for t in &e.tasks {
-        let answer = if let Some(n) = &t.note {
-            n.split(':').next().unwrap_or("").to_string()
-        } else if let Some(est) = t.answer.estimate {
-            match t.truth.value {
-                Some(v) => format!("{est:.1} (true {v:.1})"),
-                None => format!("{est:.1}"),
-            }
-        } else if let Some(rep) = t.answer.reported {
-            match t.truth.count {
-                Some(tc) => format!("{rep} reported / {tc} true"),
-                None => format!("{rep} flows"),
-            }
-        } else {
-            "-".into()
-        };
-        let a = &t.accuracy;
-        writeln!(
-            out,
-            "  {:<22} {:<15} {:<10} {:>24} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            t.task.name(),
-            t.algorithm,
-            t.key.name(),
-            answer,
-            fmt_opt(a.precision),
-            fmt_opt(a.recall),
-            fmt_opt(a.f1),
-            fmt_opt(a.relative_error),
-            fmt_opt(a.are),
-            fmt_opt(a.mrd)
-        )?;
-    }
-    Ok(())
-}
-
-/// SketchVisor's split of the epoch between the paths, what each kind's fast path held, and how
-/// the answers were recovered from both.
-fn print_paths(
-    out: &mut Out,
-    e: &EpochReport,
-    p: &measure::report::Paths,
-) -> Result<(), StdoutError> {
-    writeln!(
-        out,
-        "  paths: normal {} packets ({} bytes), fast ({}) {} packets ({} bytes): {:.1}% on the fast path",
-        p.normal_packets,
-        p.normal_bytes,
-        p.fast_path,
-        p.fast_packets,
-        p.fast_bytes,
-        100.0 * p.fast_share
-    )?;
-    for k in &p.kinds {
-        writeln!(
-            out,
-            "    fast path {:<10} {} flows tracked, V {}, E {}{}",
-            k.key.name(),
-            k.tracked,
-            k.v,
-            k.e,
-            k.kickouts
-                .map(|n| format!(", {n} kick-outs"))
-                .unwrap_or_default()
-        )?;
-    }
-    let mut methods: Vec<String> = vec![];
-    for t in &e.tasks {
-        if let Some(m) = t.recovery {
-            let s = format!("{} {m}", t.algorithm);
-            if !methods.contains(&s) {
-                methods.push(s);
-            }
-        }
-    }
-    if !methods.is_empty() {
-        writeln!(out, "    recovery: {}", methods.join(", "))?;
-    }
-    Ok(())
-}
-
-fn print_costs(out: &mut Out, r: &Report) -> Result<(), StdoutError> {
-    writeln!(
-        out,
-        "\ncost (update time measured per batch, query time per epoch's answers, same pass; \
-         ms per epoch: mean / largest; each epoch's in --json `costs`):"
-    )?;
-    writeln!(
-        out,
-        "  {:<15} {:<10} {:>12} {:>12} {:>10} {:>10} {:>17} {:>17}",
-        "algorithm",
-        "key",
-        "memory",
-        "updates",
-        "ns/packet",
-        "Mpps",
-        "update ms/epoch",
-        "query ms/epoch"
-    )?;
-    for c in &r.throughput {
-        writeln!(
-            out,
-            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1} {:>17} {:>17}{}",
-            c.algorithm,
-            c.key.name(),
-            measure::report::human_bytes(c.memory_bytes as u64),
-            c.updates,
-            c.ns_per_packet,
-            c.mpps,
-            format!(
-                "{:.2} / {:.2}",
-                c.update_ms_per_epoch, c.update_ms_max_epoch
-            ),
-            format!("{:.2} / {:.2}", c.query_ms_per_epoch, c.query_ms_max_epoch),
-            if c.skipped > 0 {
-                format!(
-                    "  ({} keys of the other address family skipped: see --ipv6)",
-                    c.skipped
-                )
-            } else {
-                String::new()
-            }
-        )?;
-    }
-    for a in &r.accelerators {
-        writeln!(
-        out,
-            "  {:<15} {:<10} {:>12} {:>12} {:>10.2} {:>10.1}  ({} kernel; {:.1}% of packets reach the algorithms; \
-             mode {}: {:.1}% of packets through the aggregator, {:.1} switches per epoch)",
-            a.accel,
-            a.key.name(),
-            measure::report::human_bytes(a.memory_bytes as u64),
-            a.packets,
-            a.ns_per_packet,
-            if a.ns_per_packet > 0.0 { 1e3 / a.ns_per_packet } else { 0.0 },
-            a.simd,
-            100.0 * a.evicted_share,
-            a.mode,
-            100.0 * a.through_share,
-            a.switches_per_epoch
-        )?;
-    }
-    let t = &r.totals;
-    let classes: Vec<String> = wire::Class::ALL
-        .iter()
-        .map(|&c| format!("{} {}", t.classes.get(c), c.name()))
-        .collect();
-    writeln!(
-        out,
-        "\n{} packets ({}), {} epochs, {:.2} s end to end ({:.2} Mpps incl. reading, parsing{})",
-        t.packets,
-        classes.join(", "),
-        t.epochs,
-        r.seconds,
-        r.mpps,
-        if r.truth {
-            " and ground truth"
-        } else {
-            "; no ground truth"
-        }
-    )
-}
-
 /// How the epochs reach standard output as they close: the table, one JSON line each
 /// (`--json-lines`), or kept for `--json`'s one document at the end. `run` and `live` print
 /// through it, so both write the same documents.
@@ -1170,6 +1114,8 @@ pub struct Printer {
     warnings: Vec<measure::Warning>,
     /// `--json`: the epochs printed at the end.
     kept: Vec<EpochReport>,
+    /// Flows listed per task in the table (`--top`).
+    top: usize,
     /// Metrics and alerts (`--metrics`, `[[alert]]` rules, `--alerts`, `--alert-exec`): each
     /// epoch goes to it as it closes, before it is printed.
     mon: Option<monitor::Monitor>,
@@ -1186,6 +1132,7 @@ impl Printer {
             warned: None,
             warnings: vec![],
             kept: vec![],
+            top: a.top.unwrap_or(crate::table::DEFAULT_TOP),
             mon: monitor(a, cfg)?,
         })
     }
@@ -1230,18 +1177,10 @@ impl Printer {
                 print_epoch_line(out, e)?;
             } else {
                 if !self.header {
-                    let cfg = runner.config();
-                    print_header(
-                        out,
-                        runner.trace_name(),
-                        key,
-                        cfg.weight.name(),
-                        &runner.epoch_label(),
-                        cfg.seed,
-                    )?;
+                    crate::table::Header::of_runner(runner).print(out)?;
                     self.header = true;
                 }
-                print_epoch(out, e, key)?;
+                crate::table::print_epoch(out, e, key, self.top)?;
             }
         }
         out.flush()?;
@@ -1286,7 +1225,7 @@ impl Printer {
             }
             writeln!(out, "{}", serde_json::to_string(&v)?)?;
         } else {
-            print_report(&report, self.header, out)?;
+            crate::table::print_report(&report, self.header, self.top, out)?;
         }
         out.flush()?;
         Ok(())
@@ -1359,4 +1298,40 @@ fn linger(out: &mut Out, m: &monitor::Monitor, secs: u64) -> Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(packets: u64, secs: f64) -> Span {
+        Span {
+            packets,
+            ns: (secs * 1e9) as u64,
+            exact: true,
+        }
+    }
+
+    /// About ten epochs of a long enough capture, at least 1,000 packets each on average, at most
+    /// 2 M; one epoch for a capture of fewer than 2,000 packets; lengths on the 1-2-5 steps.
+    #[test]
+    fn epochs_fit_the_capture() {
+        // 20,000 packets in 20 ms: 2,000 a 2 ms epoch.
+        assert_eq!(epoch_for(span(20_000, 0.02)), (2, 11));
+        // 3,074 packets in 60 s: 1,000 packets are 19.5 s, the nearest step 20 s.
+        assert_eq!(epoch_for(span(3_074, 60.0)), (20_000, 4));
+        // Fewer than two epochs' worth: one epoch past the span.
+        assert_eq!(epoch_for(span(1_000, 3.3)), (5_000, 1));
+        // 1e9 packets in an hour: 2 M packets are 7.2 s; 10 s is nearer on a log scale but
+        // would hold 2.8 M.
+        assert_eq!(epoch_for(span(1_000_000_000, 3600.0)).0, 5_000);
+        // A dense microsecond capture: at least 1 ms.
+        assert_eq!(epoch_for(span(10_000, 0.000_5)).0, 1);
+        for (p, s) in [(5_000u64, 1.0), (123_456, 77.0), (9_999_999, 12.5)] {
+            let (ms, n) = epoch_for(span(p, s));
+            let lead = ms / 10u64.pow(ms.ilog10());
+            assert!([1, 2, 5].contains(&lead), "{ms}");
+            assert!((4..=25).contains(&n), "{p} {s}: {n}");
+        }
+    }
 }

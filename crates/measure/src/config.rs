@@ -167,6 +167,14 @@ pub struct RunConfig {
     /// Alert rules (`[[alert]]` tables, `crate::rules`), watched by `crates/monitor`.
     #[serde(default, rename = "alert", skip_serializing_if = "Vec::is_empty")]
     pub alerts: Vec<crate::rules::AlertRule>,
+    /// What the caller chose for the user before the run (the key of a key trace, the epoch
+    /// length of a capture): the report's first notes (`Runner::notes`).
+    #[serde(skip)]
+    pub notes: Vec<String>,
+    /// How the epoch length was chosen when the user gave none (`netsift run` on a capture
+    /// file: from its duration and rate), for the table's header.
+    #[serde(skip)]
+    pub epoch_choice: Option<String>,
 }
 
 fn no_fast_path() -> visor::VisorConfig {
@@ -235,6 +243,8 @@ impl Default for RunConfig {
             host: None,
             unwritten: None,
             alerts: vec![],
+            notes: vec![],
+            epoch_choice: None,
         }
     }
 }
@@ -349,6 +359,52 @@ impl RunConfig {
             "{}: left out, it is measured in packets and the run counts bytes (--weight bytes)",
             Task::FlowSizeDistribution
         )]
+    }
+
+    /// `preset`'s measurements (`catalog::presets::measures`) in place of the defaults: when
+    /// every measure is a default's (no `--algo`, no `[[measure]]` tables), each task the paper
+    /// measured gets its algorithms, limited to the tasks named by `--task` when given (a named
+    /// task the paper did not measure keeps its default). Returns the note saying what was set.
+    pub fn select_preset_measures(&mut self, preset: &str) -> Option<String> {
+        let paper = catalog::presets::measures(preset);
+        if paper.is_empty()
+            || self.measures.is_empty()
+            || !self.measures.iter().all(|m| m.by_default)
+        {
+            return None;
+        }
+        let named = !self.measures.iter().any(|m| m.task_by_default);
+        let mut out: Vec<MeasureSpec> = vec![];
+        let mut said: Vec<String> = vec![];
+        for m in &self.measures {
+            match paper.iter().find(|(t, _)| *t == m.task) {
+                Some((t, algos)) => {
+                    said.push(format!("{} with {}", t.name(), algos.join(", ")));
+                    out.extend(algos.iter().map(|a| MeasureSpec {
+                        by_default: true,
+                        ..MeasureSpec {
+                            task_by_default: m.task_by_default,
+                            threshold: m.threshold,
+                            k: m.k,
+                            key: m.key,
+                            ..MeasureSpec::new(*t, a)
+                        }
+                    }));
+                }
+                // Every task (no `--task`): only the paper's. A named task it did not measure
+                // keeps its default algorithm.
+                None if named => out.push(m.clone()),
+                None => {}
+            }
+        }
+        if out.is_empty() {
+            return None;
+        }
+        self.measures = out;
+        Some(format!(
+            "preset {preset}: measures {} (its paper's; --algo or --task to choose)",
+            said.join("; ")
+        ))
     }
 
     /// The measurements of `--task` / `--algo` lists: every listed task with every listed

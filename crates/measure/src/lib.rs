@@ -18,7 +18,7 @@ mod workers;
 pub use config::{ConfigError, MeasureSpec, RunConfig};
 pub use evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 pub use front::{Accel, AggMode};
-pub use report::{EpochReport, Report, Totals, Warning};
+pub use report::{EpochReport, Report, ThresholdRule, Totals, Warning};
 pub use rules::AlertRule;
 pub use runner::Runner;
 pub use workers::{WorkerFailure, ANSWERS};

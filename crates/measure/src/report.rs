@@ -236,6 +236,9 @@ pub struct FastKindReport {
 pub struct Cost {
     pub algorithm: String,
     pub key: KeyKind,
+    /// The tasks this instance answers (two instances of one algorithm on one key kind differ
+    /// by what they serve: `two_level` for superspreaders and for DDoS victims).
+    pub tasks: Vec<Task>,
     /// The instance's memory, the largest seen at an epoch's end (a structure that grows with
     /// its flows is empty again after each reset).
     pub memory_bytes: usize,
@@ -358,6 +361,76 @@ pub struct Report {
     /// `--instant`: the detections against exact detection (`crate::instant`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instant: Option<crate::instant::InstantReport>,
+    /// The threshold rule of each measurement with one (heavy hitters, changers, spreaders,
+    /// top-k), as configured: what each epoch's `threshold` was resolved from.
+    pub thresholds: Vec<ThresholdRule>,
+}
+
+/// A measurement's threshold as configured: a fraction of a per-epoch base or an absolute
+/// value (`MeasureSpec::threshold`, or the task's default), or top-k's k.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThresholdRule {
+    pub task: Task,
+    pub algorithm: String,
+    /// The configured value: a fraction when `of` is given, else absolute (k for top-k).
+    pub value: f64,
+    /// What a fraction is of, in each epoch (`packets`, `bytes`, `total change`, `distinct
+    /// destinations`, `distinct sources`); `None` for an absolute value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<&'static str>,
+    /// The task's default, not given by the user.
+    pub default: bool,
+}
+
+impl ThresholdRule {
+    /// The rules of a run's measurements, one per task and value (two algorithms on one task
+    /// with the same rule are one line).
+    pub fn of_config(cfg: &crate::RunConfig) -> Vec<ThresholdRule> {
+        use crate::evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
+        let weight = match cfg.weight {
+            Weight::Packets => "packets",
+            Weight::Bytes => "bytes",
+        };
+        let mut v: Vec<ThresholdRule> = vec![];
+        for m in &cfg.measures {
+            let (default, of) = match m.task {
+                Task::HeavyHitters => (DEFAULT_HH, weight),
+                Task::HeavyChangers => (DEFAULT_HC, "total change"),
+                Task::Superspreaders => (DEFAULT_SPREAD, "distinct destinations"),
+                Task::Ddos => (DEFAULT_SPREAD, "distinct sources"),
+                Task::TopK => {
+                    v.push(ThresholdRule {
+                        task: m.task,
+                        algorithm: m.algorithm.clone(),
+                        value: m.k.unwrap_or(DEFAULT_K) as f64,
+                        of: None,
+                        default: m.k.is_none(),
+                    });
+                    continue;
+                }
+                _ => continue,
+            };
+            let value = m.threshold.unwrap_or(default);
+            v.push(ThresholdRule {
+                task: m.task,
+                algorithm: m.algorithm.clone(),
+                value,
+                of: (value < 1.0).then_some(of),
+                default: m.threshold.is_none(),
+            });
+        }
+        v
+    }
+
+    /// `heavy_hitters >= 0.05% of each epoch's packets`, `top_k k = 100`.
+    pub fn describe(&self) -> String {
+        let t = self.task.name();
+        match (self.task, self.of) {
+            (Task::TopK, _) => format!("{t} k = {}", self.value),
+            (_, Some(of)) => format!("{t} >= {}% of each epoch's {of}", self.value * 100.0),
+            (_, None) => format!("{t} >= {}", self.value),
+        }
+    }
 }
 
 /// A task answer's warning with where it was given.

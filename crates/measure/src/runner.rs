@@ -338,6 +338,8 @@ pub const MAX_IDLE_GAP: u64 = 1024;
 /// The running measurement: push packets, then `finish`.
 pub struct Runner {
     cfg: RunConfig,
+    /// Per instance, the tasks it answers (the cost table's `tasks`).
+    instance_tasks: Vec<Vec<Task>>,
     clock: Clock,
     kinds: Vec<KeyKind>,
     truth: Vec<EpochTruth>,
@@ -647,15 +649,33 @@ fn kind_of(m: &MeasureSpec, run_key: KeyKind) -> KeyKind {
 
 impl Runner {
     pub fn new(mut cfg: RunConfig, trace: &str) -> Result<Runner, ConfigError> {
-        let mut notes = cfg.drop_unmeasurable();
+        let mut notes = cfg.notes.clone();
+        notes.extend(cfg.drop_unmeasurable());
         cfg.validate()?;
         if let Some(p) = cfg.preset.take() {
+            if let Some(n) = cfg.select_preset_measures(&p) {
+                notes.push(n);
+            }
+            let mut set: Vec<String> = vec![];
             for m in &mut cfg.measures {
+                let paper = catalog::presets::params(&p, &m.algorithm)?;
+                if !paper.is_empty() {
+                    let kv: Vec<String> = paper.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    let s = format!("{} ({})", m.algorithm, kv.join(", "));
+                    if !set.contains(&s) {
+                        set.push(s);
+                    }
+                }
                 m.params = catalog::presets::apply(&p, &m.algorithm, &m.params)?;
             }
-            notes.push(format!(
-                "preset {p}: its paper's parameters, under any given ones"
-            ));
+            notes.push(if set.is_empty() {
+                format!("preset {p}: sets no parameter of the algorithms measured")
+            } else {
+                format!(
+                    "preset {p}: its paper's parameters, under any given ones: {}",
+                    set.join("; ")
+                )
+            });
             cfg.preset = Some(p);
         }
         notes.extend(fit_defaults(&mut cfg)?);
@@ -876,6 +896,12 @@ impl Runner {
             })
             .collect();
         let clock_ns = clock_overhead_ns();
+        let mut instance_tasks: Vec<Vec<Task>> = vec![vec![]; plane.instances.len()];
+        for m in &measures {
+            if let Some(t) = instance_tasks.get_mut(m.instance) {
+                t.push(m.spec.task);
+            }
+        }
         let answers = Answers::start(cfg.clone(), kinds.clone(), measures, shape, clock_ns);
         // With workers the reader keeps no truth of its own (they do, from the wire lengths
         // that go with the packets).
@@ -886,6 +912,7 @@ impl Runner {
                 None => cfg.accel == front::Accel::AggEvict && !cfg.truth,
             };
         Ok(Runner {
+            instance_tasks,
             visor,
             untimed: false,
             keys: Vec::with_capacity(n),
@@ -1772,6 +1799,7 @@ impl Runner {
                 Cost {
                     algorithm: i.name.clone(),
                     key: i.kind,
+                    tasks: self.instance_tasks.get(n).cloned().unwrap_or_default(),
                     // Each worker holds its own instance.
                     memory_bytes: peak.max(i.algo.memory_bytes()) * workers,
                     updates: i.updates,
@@ -1848,6 +1876,7 @@ impl Runner {
             notes: self.notes,
             warnings,
             instant,
+            thresholds: crate::report::ThresholdRule::of_config(&self.cfg),
         })
     }
 }
