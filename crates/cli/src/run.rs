@@ -545,7 +545,8 @@ fn key_trace(cfg: &mut RunConfig, key_given: bool) -> Result<()> {
     let fmt = f.name();
     if matches!(f, Format::Keys4 | Format::Keys13) && cfg.epoch_ms.is_some() {
         bail!(
-            "--epoch-ms (epoch_ms): {trace} is a {fmt} key trace, whose records carry no              timestamps; give --epoch-packets (keys21 and packet captures have time)"
+            "--epoch-ms (epoch_ms): {trace} is a {fmt} key trace, whose records carry no \
+             timestamps; give --epoch-packets (keys21 and packet captures have time)"
         );
     }
     if f != Format::Keys4 {
@@ -553,7 +554,8 @@ fn key_trace(cfg: &mut RunConfig, key_given: bool) -> Result<()> {
     }
     if key_given && cfg.key != KeyKind::Src {
         bail!(
-            "--key {} (key): {trace} is a keys4 trace, IPv4 source addresses alone (every other              field of its keys would be 0): give --key src",
+            "--key {} (key): {trace} is a keys4 trace, IPv4 source addresses alone (every other \
+             field of its keys would be 0): give --key src",
             cfg.key
         );
     }
@@ -576,7 +578,8 @@ fn key_trace(cfg: &mut RunConfig, key_given: bool) -> Result<()> {
         .find(|m| pairs(m.task) && !m.task_by_default)
     {
         bail!(
-            "--task {}: {trace} is a keys4 trace of source addresses alone, without the              destinations the task counts",
+            "--task {}: {trace} is a keys4 trace of source addresses alone, without the \
+             destinations the task counts",
             m.task.name()
         );
     }
