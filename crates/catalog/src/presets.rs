@@ -89,10 +89,13 @@ pub static PRESETS: &[(&str, &[(&str, &str)])] = &[
     ),
 ];
 
+/// A task and the algorithms a paper gave it.
+pub type Measured = (Task, &'static [&'static str]);
+
 /// The measurements each paper ran, per task the algorithms it gave it: a run with a preset
 /// and no `--algo` (nor `[[measure]]` tables) measures these, limited to the tasks named by
 /// `--task` when given (a named task the paper did not measure keeps its default algorithm).
-pub static MEASURES: &[(&str, &[(Task, &[&str])])] = &[
+pub static MEASURES: &[(&str, &[Measured])] = &[
     (
         // Agg-Evict section 5: the nine algorithms it accelerates, each on the task it answers
         // in the paper's evaluation (source IPs, section 4.1).
@@ -153,7 +156,7 @@ pub static MEASURES: &[(&str, &[(Task, &[&str])])] = &[
 ];
 
 /// The measurements preset `name` selects (`MEASURES`; empty for an unknown name).
-pub fn measures(name: &str) -> &'static [(Task, &'static [&'static str])] {
+pub fn measures(name: &str) -> &'static [Measured] {
     MEASURES.iter().find(|p| p.0 == name).map_or(&[], |p| p.1)
 }
 

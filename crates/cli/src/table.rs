@@ -54,10 +54,13 @@ impl Header {
             trace: r.trace.clone(),
             key: r.key,
             weight: r.weight.name(),
-            epoch: r.epoch.clone(),
+            epoch: match &r.epoch_choice {
+                Some(why) => format!("{} ({why})", r.epoch),
+                None => r.epoch.clone(),
+            },
             seed: r.seed,
             thresholds: r.thresholds.clone(),
-            capacity: None,
+            capacity: r.normal_capacity.map(|c| (c, r.workers.max(1))),
         }
     }
 

@@ -599,8 +599,26 @@ fn a_full_stdout_is_a_one_line_error() {
         &["stats", "--json", fs],
         &["bench", "parse", "--passes", "1", fs],
         &["algorithms"],
-        &["run", fs, "--task", "cardinality", "--algo", "hyperloglog"],
-        &["run", fs, "--json", "--task", "cardinality"],
+        // One packet epoch each: no note of the epochs chosen beside the one-line error.
+        &[
+            "run",
+            fs,
+            "--epoch-packets",
+            "5000",
+            "--task",
+            "cardinality",
+            "--algo",
+            "hyperloglog",
+        ],
+        &[
+            "run",
+            fs,
+            "--epoch-packets",
+            "5000",
+            "--json",
+            "--task",
+            "cardinality",
+        ],
         &["gen", "--packets", "1000", "--out", "-"],
     ] {
         let out = netsift()
@@ -795,6 +813,7 @@ fn aggregator_flags_without_the_aggregator_warn() {
     let run = |extra: &[&str]| {
         let out = netsift()
             .args(["run", "--task", "cardinality", "--algo", "hyperloglog"])
+            .args(["--epoch-packets", "2000"])
             .arg(&f)
             .args(extra)
             .output()
@@ -1049,7 +1068,7 @@ fn a_mostly_ipv6_capture_is_measured_with_ipv6_keys() {
     let out = netsift()
         .arg("run")
         .arg(&v6)
-        .arg("--json")
+        .args(["--json", "--epoch-packets", "1000000"])
         .output()
         .unwrap();
     assert_ok(&out);
@@ -1082,7 +1101,7 @@ fn a_mostly_ipv6_capture_is_measured_with_ipv6_keys() {
     let out = netsift()
         .arg("run")
         .arg(&v4)
-        .arg("--json")
+        .args(["--json", "--epoch-packets", "1000000"])
         .output()
         .unwrap();
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1373,6 +1392,7 @@ fn truth_defaults_by_input_and_workers_are_bounded() {
     let f = gen("truth.pcap", 20_000, 500, 9, &[]);
     let run = |args: &[&str], stdin: bool| {
         let mut c = netsift();
+        // One epoch, whether read from the file (time epochs by default) or piped (1 s).
         c.args([
             "run",
             "--task",
@@ -1380,6 +1400,8 @@ fn truth_defaults_by_input_and_workers_are_bounded() {
             "--algo",
             "hyperloglog",
             "--json",
+            "--epoch-packets",
+            "20000",
         ]);
         c.args(args);
         if stdin {

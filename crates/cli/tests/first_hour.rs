@@ -299,3 +299,22 @@ fn presets_select_their_papers_measurements() {
     );
     assert!(measured(&v).iter().all(|(_, a)| a == "count_min"));
 }
+
+/// `--normal-capacity` is per worker: the header says so, with the run's total (issue 34: 0%
+/// on the fast path at 0.7 Mpps with two workers surprised a user reading it as the run's).
+#[test]
+fn the_header_says_the_normal_capacity_is_per_worker() {
+    let f = gen("capacity.pcap", 20_000, 2_000, &[]);
+    let out = netsift()
+        .args(["run", "--workers", "2", "--normal-capacity", "0.35"])
+        .args(["--epoch-packets", "20000", "--task", "heavy_hitters"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let t = text(&out);
+    assert!(
+        t.contains("normal path: at most 0.35 Mpps per worker (2 workers: 0.7 Mpps in all)"),
+        "{t}"
+    );
+}

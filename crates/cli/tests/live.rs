@@ -392,6 +392,10 @@ fn live_on_veth_counts_what_run_counts() {
         "1",
         "--seed",
         "7",
+        // One threshold for both: live's defaults are an operator's (1%, 100 peers), run's the
+        // papers'.
+        "--threshold",
+        "0.01",
     ];
     let ns = Netns::new();
     let live = start_live(&ns, &opts);

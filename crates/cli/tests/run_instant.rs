@@ -227,6 +227,9 @@ fn top_k_lists_the_first_and_last_capture_times() {
             "--workers",
             workers,
             "--json",
+            // The whole capture as one epoch.
+            "--epoch-packets",
+            "400000",
         ]);
         assert!(
             out.status.success(),

@@ -361,6 +361,14 @@ pub struct Report {
     /// `--instant`: the detections against exact detection (`crate::instant`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instant: Option<crate::instant::InstantReport>,
+    /// Worker threads the run measured with.
+    pub workers: usize,
+    /// SketchVisor's `normal_capacity`, in Mpps per worker (the whole run's is `workers` times).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normal_capacity: Option<f64>,
+    /// How the epoch length was chosen when none was given (`RunConfig::epoch_choice`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch_choice: Option<String>,
     /// The threshold rule of each measurement with one (heavy hitters, changers, spreaders,
     /// top-k), as configured: what each epoch's `threshold` was resolved from.
     pub thresholds: Vec<ThresholdRule>,

@@ -1877,6 +1877,9 @@ impl Runner {
             warnings,
             instant,
             thresholds: crate::report::ThresholdRule::of_config(&self.cfg),
+            workers: self.cfg.workers,
+            normal_capacity: self.cfg.sketchvisor.normal_capacity,
+            epoch_choice: self.cfg.epoch_choice.clone(),
         })
     }
 }
