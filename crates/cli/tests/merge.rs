@@ -337,7 +337,8 @@ fn bad_snapshots_are_refused_naming_the_file() {
 }
 
 /// Several epochs: each merged in order, heavy changers answered against the previous merged
-/// epoch; a `--truth` trace with an epoch no snapshot has is refused naming it.
+/// epoch; a `--truth` trace whose epochs cannot be the hosts' (packet-count epochs: each host
+/// cut its own) is refused naming both counts.
 #[test]
 fn epochs_merge_in_order() {
     let d = dir("epochs");
@@ -386,7 +387,8 @@ fn epochs_merge_in_order() {
         "{}",
         hc(1)
     );
-    // The whole trace in 40 k-packet epochs has 5 epochs: 3 and 4 have no snapshot.
+    // The whole trace in 40 k-packet epochs: epoch 0 holds 40 k packets, the hosts' epoch 0
+    // twice that (each host cut its own 40 k).
     let out = netsift()
         .arg("merge")
         .args(&files)
@@ -395,7 +397,10 @@ fn epochs_merge_in_order() {
         .output()
         .unwrap();
     let err = refused(&out);
-    assert!(err.contains("epoch 3"), "{err}");
+    assert!(err.contains("in epoch 0"), "{err}");
+    assert!(err.contains("the truth has 40000 packets"), "{err}");
+    assert!(err.contains("the snapshots 80000 packets"), "{err}");
+    assert!(err.contains("packet-count epochs"), "{err}");
     // A host missing an epoch.
     let err = refused(&netsift().arg("merge").args(&files[1..]).output().unwrap());
     assert!(err.contains("host h0 has [1, 2]"), "{err}");
