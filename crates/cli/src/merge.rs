@@ -634,10 +634,16 @@ fn truth_mismatch(
         return None;
     }
     let why = match (spec, grid) {
-        (EpochSpec::Packets(n), _) if busy().count() > 1 => format!(
-            " (packet-count epochs: each host cut its own {n}-packet epochs, so the hosts' \
+        // A full epoch on either side: the hosts' captures span several epochs.
+        (EpochSpec::Packets(n), _)
+            if busy().count() > 1
+                && (seen.packets == n || busy().any(|s| s.epoch.packets == n)) =>
+        {
+            format!(
+                " (packet-count epochs: each host cut its own {n}-packet epochs, so the hosts' \
              epoch {e} is the truth's only when every host's capture is one epoch)"
-        ),
+            )
+        }
         (_, Grid::Differ { origins, .. }) => format!(
             " (the hosts' time epochs start at different times: {}; `run` starts them at each \
              host's first packet, which moves at most the truth's {} packets at this epoch's \
