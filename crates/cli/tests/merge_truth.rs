@@ -319,3 +319,84 @@ fn a_truth_that_cannot_be_the_snapshots_epochs_is_refused() {
     assert!(err.contains("k0.keys13"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Key traces without times, for packet-count epochs: read one after the other (an epoch's
+/// truth does not depend on the order within it) and checked against the hosts' counts; a pipe
+/// among several truths is refused (they are read side by side).
+#[test]
+fn untimed_truths_are_read_in_turn_for_packet_epochs_and_pipes_refused() {
+    let d = dir("untimed");
+    let snaps = d.join("snaps");
+    let keys: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let f = d.join(format!("k{i}.keys13"));
+            ok(&netsift()
+                .args([
+                    "gen",
+                    "--packets",
+                    "3000",
+                    "--flows",
+                    "300",
+                    "--format",
+                    "keys13",
+                ])
+                .args(["--seed", &(i + 1).to_string(), "--out"])
+                .arg(&f)
+                .output()
+                .unwrap());
+            ok(&netsift()
+                .arg("run")
+                .arg(&f)
+                .args(["--task", "heavy_hitters", "--algo", "count_min"])
+                .args(["--epoch-packets", "10000", "--truth", "off", "--json"])
+                .args(["--threshold", "0.01"])
+                .arg("--host")
+                .arg(format!("h{i}"))
+                .arg("--snapshots")
+                .arg(&snaps)
+                .output()
+                .unwrap());
+            f
+        })
+        .collect();
+    let files: Vec<PathBuf> = (0..2)
+        .map(|i| snaps.join(format!("h{i}-epoch000000.nss")))
+        .collect();
+    let out = ok(&netsift()
+        .arg("merge")
+        .args(&files)
+        .args(["--json", "--truth"])
+        .args(&keys)
+        .output()
+        .unwrap());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["epochs"][0]["packets"], 6000);
+    let hh = &v["epochs"][0]["tasks"][0];
+    assert_eq!(hh["accuracy"]["f1"], 1.0, "{hh}");
+    assert!(
+        v["notes"].to_string().contains("read one after the other"),
+        "{}",
+        v["notes"]
+    );
+    // The second truth from a pipe (a pcap header).
+    let mut child = netsift()
+        .arg("merge")
+        .args(&files)
+        .arg("--truth")
+        .arg(&keys[0])
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pcap = trace::write::PcapWriter::new(vec![], 1, 65535, trace::write::Endian::Little, false)
+        .unwrap()
+        .into_inner();
+    // A pipe closed early by the refusal is no failure of this test.
+    let _ = std::io::Write::write_all(&mut child.stdin.take().unwrap(), &pcap);
+    let err = refused(&child.wait_with_output().unwrap());
+    assert!(err.contains("--truth -: "), "{err}");
+    assert!(err.contains("write it to a file"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
