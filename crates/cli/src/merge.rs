@@ -3,7 +3,9 @@
 //! fast-path summaries (`snapshot::merge_epoch`, recovery by `--recover`), and answers the run's
 //! tasks for the whole network through `run`'s own runner (`measure::Runner::replay_from`: same
 //! answers, same scoring, same report), scored against the exact truth of the `--truth` traces
-//! read as `run` reads them.
+//! read as `run` reads them: several merged by capture time (`trace::merge_by_time`, as
+//! `mergecap`), cut on the hosts' time grid, each epoch checked against the hosts' packet and
+//! byte counts (issue 34: a truth read file after file scored the wrong epochs, silently).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,13 +15,15 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use measure::report::{Coverage, HostEpoch, PartialReason};
 use measure::{EpochReport, Report, RunConfig, Runner};
+use snapshot::EpochSpan;
 use snapshot::Snapshot;
 use trace::Capture;
+use truth::EpochSpec;
 use wire::Class;
 
 use crate::out::Out;
 use crate::run::RecoverArg;
-use crate::source::each_packet;
+use crate::source::{each_packet, each_packet_by_time};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -35,7 +39,9 @@ pub struct MergeArgs {
     #[arg(long)]
     json: bool,
     /// Captures or key traces whose exact truth the merged answers are scored against (read
-    /// with `run`'s reader and keying, in the order given); without them, answers only.
+    /// with `run`'s reader and keying; several are merged by capture time, as `mergecap`
+    /// does); without them, answers only. Each epoch of the truth must hold the packets and
+    /// bytes of the snapshots' epoch (every host's capture, and only theirs): otherwise refused.
     #[arg(long, value_name = "TRACE", num_args = 1..)]
     truth: Vec<String>,
     /// Largest memory one snapshot's states may take (`800M`, `8G`): a snapshot whose
@@ -158,7 +164,23 @@ pub fn merged_report(
     } else {
         truth.join(" + ")
     };
+    let spec = cfg.epoch()?;
+    // Opened before any work: an unreadable or unmergeable truth is refused first.
+    let (caps, concatenated) = open_truth(truth, spec)?;
+    let grid = Grid::of(&snaps, spec);
     let mut runner = Runner::new(cfg, &name)?;
+    if let Some(origin) = grid.origin().filter(|_| !truth.is_empty()) {
+        // Time epochs on the hosts' grid (a live agent's Unix-time grid, or the hosts' common
+        // first packet), so that the truth's epoch i is the hosts' epoch i.
+        runner.align_epochs(origin);
+    }
+    if concatenated {
+        runner.add_note(
+            "the --truth key traces carry no capture times: read one after the other (each \
+             packet-count epoch's truth is checked against the snapshots' packet counts)"
+                .into(),
+        );
+    }
     runner.add_note(format!(
         "merged {} snapshots of {} hosts ({}), epochs {:?}, recovery {}",
         files.len(),
@@ -241,14 +263,37 @@ pub fn merged_report(
         }
         m
     };
-    runner.replay_from(Box::new(move |epoch| {
+    // The first epoch where the truth is not the snapshots' (issue 34: scored silently against
+    // the wrong truth before); the command then fails with it instead of reporting.
+    let mismatch = Arc::new(Mutex::new(None::<String>));
+    let found = Arc::clone(&mismatch);
+    let check = (!truth.is_empty()).then(|| (name.clone(), spec, grid.clone()));
+    let listed: BTreeMap<u64, String> = by_epoch
+        .iter()
+        .map(|(&e, (f, s))| (e, hosts_list(f.iter().zip(s))))
+        .collect();
+    runner.replay_from(Box::new(move |got| {
+        let epoch = got.index;
+        let refuse = |m: String| {
+            if let Ok(mut f) = found.lock() {
+                f.get_or_insert(m.clone());
+            }
+            Err(m)
+        };
         let Some((files, parts)) = by_epoch.get(&epoch) else {
-            return Err(format!(
-                "the --truth traces have an epoch {epoch}, no snapshot has (snapshots of epochs \
-                 {:?})",
+            return refuse(format!(
+                "--truth {}: its epoch {epoch} ({} packets) is in no snapshot (snapshots of \
+                 epochs {:?})",
+                check.as_ref().map_or("", |c| c.0.as_str()),
+                got.packets,
                 by_epoch.keys().collect::<Vec<_>>()
             ));
         };
+        if let Some((name, spec, grid)) = &check {
+            if let Some(m) = truth_mismatch(name, got, files, parts, *spec, grid) {
+                return refuse(m);
+            }
+        }
         let files: Vec<&PathBuf> = files.iter().collect();
         let parts: Vec<&Snapshot> = parts.iter().collect();
         // A state that decoded but breaks its type's invariants (a crafted file with a valid
@@ -278,19 +323,35 @@ pub fn merged_report(
             runner.close_replayed(*e, s.packets, s.bytes, (first, s.last_ns));
         }
     } else {
-        for path in truth {
-            let cap = Capture::open(path, None)?;
-            let res = each_packet(&cap, tunnel, |p| match p.class {
-                Class::Ipv4 | Class::Ipv6 => runner.push(p.ts_ns, &p.tuple, p.wire_len),
-                c => runner.push_unkeyed(c, p.wire_len),
-            });
-            if let Err(e) = res {
-                read_error = Some(format!("{path}: {e}"));
-                break;
+        let edges = match &grid {
+            Grid::Differ { edges, .. } => Some(edges),
+            _ => None,
+        };
+        let mut push = |p: &crate::source::Packet| match p.class {
+            Class::Ipv4 | Class::Ipv6 => {
+                if let Some(edges) = edges {
+                    edges.note(p.ts_ns, p.wire_len);
+                }
+                runner.push(p.ts_ns, &p.tuple, p.wire_len)
             }
-        }
+            c => runner.push_unkeyed(c, p.wire_len),
+        };
+        let res = match &caps[..] {
+            [one] => each_packet(one, tunnel, push),
+            several if !concatenated => each_packet_by_time(several, tunnel, push),
+            several => several
+                .iter()
+                .try_for_each(|c| each_packet(c, tunnel, &mut push)),
+        };
+        // The error names its file and offset.
+        read_error = res.err().map(|e| e.to_string());
     }
-    let mut report = runner.try_finish()?;
+    let finished = runner.try_finish();
+    let refused = mismatch.lock().ok().and_then(|mut m| m.take());
+    if let Some(m) = refused {
+        bail!("{m}");
+    }
+    let mut report = finished?;
     for e in &mut report.epochs {
         if let Some(hosts) = parts_of.remove(&e.index) {
             with_hosts(e, hosts);
@@ -302,6 +363,20 @@ pub fn merged_report(
         .map(|s| s.0)
         .filter(|e| !answered.contains(e))
         .collect();
+    // A snapshot epoch with traffic that the truth (read to its end) has no packet in: nothing
+    // to score it against.
+    let unmatched = spans
+        .iter()
+        .filter(|_| read_error.is_none() && !truth.is_empty())
+        .find(|(e, s)| s.packets > 0 && missed.contains(e));
+    if let Some((e, s)) = unmatched {
+        bail!(
+            "--truth {name}: it has no packet in epoch {e}; the snapshots' epoch {e} has {} \
+             packets ({})",
+            s.packets,
+            listed.get(e).map_or("", String::as_str)
+        );
+    }
     if say_notes && !missed.is_empty() {
         crate::say!(
             "netsift: warning: the snapshots of epochs {missed:?} were not answered: the --truth \
@@ -366,4 +441,230 @@ fn fast_part(parts: &[snapshot::FastPart]) -> Option<visor::EpochPart> {
             })
             .collect(),
     })
+}
+
+/// Open the `--truth` traces and tell how several are read: merged by capture time, or (`true`)
+/// one after the other when some carry no capture times (`keys4`, `keys13`) and the epochs are
+/// packet counts, where an epoch's truth does not depend on the order within it and each is
+/// checked against the snapshots' counts. Refused: several traces without times and time
+/// epochs (no order can be made); several with one a stream (merging reads the others as it
+/// goes, so a pipe would be read into memory: give a file).
+fn open_truth(truth: &[String], spec: EpochSpec) -> Result<(Vec<Capture>, bool)> {
+    let caps = truth
+        .iter()
+        .map(|t| Capture::open(t, None))
+        .collect::<Result<Vec<_>, _>>()?;
+    if caps.len() < 2 {
+        return Ok((caps, false));
+    }
+    if let Some(c) = caps.iter().find(|c| c.is_stream()) {
+        bail!(
+            "--truth {}: several truth traces are merged by capture time, which reads them \
+             side by side; a pipe or stdin cannot be: write it to a file first",
+            c.name()
+        );
+    }
+    let untimed: Vec<&str> = caps
+        .iter()
+        .filter(|c| !c.format().timed())
+        .map(|c| c.name())
+        .collect();
+    if untimed.is_empty() {
+        return Ok((caps, false));
+    }
+    if let EpochSpec::Millis(ms) = spec {
+        bail!(
+            "--truth {}: {} carry no capture times, so the {} traces cannot be merged by time \
+             for the snapshots' {ms} ms epochs; give one trace of all hosts' packets",
+            truth.join(" + "),
+            untimed.join(", "),
+            caps.len()
+        );
+    }
+    Ok((caps, true))
+}
+
+/// The hosts' time-epoch grid, from their snapshots: epoch `i` spans `[origin + i * len, ...)`.
+#[derive(Clone, Debug)]
+enum Grid {
+    /// Packet-count epochs (no grid), or no snapshot tells its grid.
+    None,
+    /// Every host's epochs on one grid from this origin (ns): the truth is cut on it, exactly
+    /// the hosts' epochs.
+    Shared(u64),
+    /// Hosts on different grids (`run` starts time epochs at each host's first packet): host
+    /// and origin of each. The truth is cut on the latest origin's grid (so no host packet
+    /// falls past the hosts' last epoch), and a packet within the hosts' offsets of an epoch
+    /// bound may be in either epoch on a host: `edges` counts those.
+    Differ {
+        origins: Vec<(String, u64)>,
+        edges: Edges,
+    },
+}
+
+impl Grid {
+    /// A time epoch's snapshot records its bounds (`covered_from_ns`, the epoch's start unless
+    /// the capture started later), so its origin is `start - index * len`.
+    fn of(snaps: &[Snapshot], spec: EpochSpec) -> Grid {
+        let EpochSpec::Millis(ms) = spec else {
+            return Grid::None;
+        };
+        let len = ms.saturating_mul(1_000_000);
+        let mut origins: Vec<(String, u64)> = snaps
+            .iter()
+            .filter(|s| !s.epoch.started_mid)
+            .map(|s| {
+                let start = s.epoch.covered_from_ns;
+                let origin = start.saturating_sub(s.epoch.index.saturating_mul(len));
+                (s.host.clone(), origin)
+            })
+            .collect();
+        origins.sort();
+        origins.dedup();
+        let first = origins.iter().map(|o| o.1).min();
+        let last = origins.iter().map(|o| o.1).max();
+        match (first, last) {
+            (Some(a), Some(b)) if a == b => Grid::Shared(a),
+            (Some(a), Some(b)) => Grid::Differ {
+                origins,
+                edges: Edges {
+                    from: a,
+                    width: b - a,
+                    len,
+                    seen: Arc::default(),
+                },
+            },
+            _ => Grid::None,
+        }
+    }
+
+    /// Where the truth's time epochs start, when the hosts tell.
+    fn origin(&self) -> Option<u64> {
+        match self {
+            Grid::None => None,
+            Grid::Shared(o) => Some(*o),
+            Grid::Differ { origins, .. } => origins.iter().map(|o| o.1).max(),
+        }
+    }
+}
+
+/// The truth's packets near the epoch bounds of hosts on different grids ([`Grid::Differ`]):
+/// bound `b` (between epochs `b - 1` and `b`) lies at `from + b * len` on the earliest host's
+/// grid and `width` later on the latest's; a packet in between is in epoch `b - 1` on some
+/// hosts and `b` on others.
+#[derive(Clone, Debug)]
+struct Edges {
+    from: u64,
+    width: u64,
+    len: u64,
+    /// Per bound, the truth's packets and bytes within it.
+    seen: Arc<Mutex<BTreeMap<u64, (u64, u64)>>>,
+}
+
+impl Edges {
+    /// A keyed truth packet.
+    fn note(&self, ts_ns: u64, wire_len: u32) {
+        let Some(d) = ts_ns.checked_sub(self.from) else {
+            return;
+        };
+        let bound = d / self.len.max(1);
+        if bound > 0 && d % self.len.max(1) < self.width {
+            if let Ok(mut m) = self.seen.lock() {
+                let c = m.entry(bound).or_default();
+                c.0 += 1;
+                c.1 += u64::from(wire_len);
+            }
+        }
+    }
+
+    /// Packets and bytes of the truth that hosts may count in epoch `e`'s neighbours or the
+    /// neighbours' in `e`: those at its two bounds.
+    fn around(&self, e: u64) -> (u64, u64) {
+        let m = self.seen.lock().map(|m| m.clone()).unwrap_or_default();
+        let at = |b: u64| m.get(&b).copied().unwrap_or_default();
+        let (a, b) = (at(e), at(e + 1));
+        (a.0 + b.0, a.1 + b.1)
+    }
+}
+
+/// Each host's part of an epoch with its file: `h0 1200 packets (DIR/h0-epoch000000.nss), ...`.
+fn hosts_list<'a>(parts: impl Iterator<Item = (&'a PathBuf, &'a Snapshot)>) -> String {
+    parts
+        .map(|(f, s)| {
+            format!(
+                "{} {} packets, {} bytes ({})",
+                s.host,
+                s.epoch.packets,
+                s.epoch.bytes,
+                f.display()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Why the truth's epoch (`seen`, what the `--truth` traces named `name` put in it) cannot be
+/// the snapshots' epoch of the same index (`parts`, read from `files`), or `None` when it can.
+/// When the truth is every host's capture, and only theirs, cut on the hosts' epochs, each
+/// epoch holds exactly the packets and bytes the hosts counted in theirs, within the time they
+/// spanned; hosts on different time grids may count the packets at an epoch's bounds in a
+/// neighbouring epoch, so there the counts may differ by those packets and no more.
+fn truth_mismatch(
+    name: &str,
+    seen: &EpochSpan,
+    files: &[PathBuf],
+    parts: &[Snapshot],
+    spec: EpochSpec,
+    grid: &Grid,
+) -> Option<String> {
+    let busy = || parts.iter().filter(|s| !s.is_idle());
+    let packets: u64 = busy().map(|s| s.epoch.packets).sum();
+    let bytes: u64 = busy().map(|s| s.epoch.bytes).sum();
+    let first = busy().map(|s| s.epoch.first_ns).min().unwrap_or(0);
+    let last = busy().map(|s| s.epoch.last_ns).max().unwrap_or(0);
+    let e = seen.index;
+    let slack = match grid {
+        Grid::Differ { edges, .. } => edges.around(e),
+        _ => (0, 0),
+    };
+    // Traces without times (all 0) have no span to compare.
+    let apart = seen.first_ns > last || first > seen.last_ns;
+    if packets.abs_diff(seen.packets) <= slack.0 && bytes.abs_diff(seen.bytes) <= slack.1 && !apart
+    {
+        return None;
+    }
+    let why = match (spec, grid) {
+        // A full epoch on either side: the hosts' captures span several epochs.
+        (EpochSpec::Packets(n), _)
+            if busy().count() > 1
+                && (seen.packets == n || busy().any(|s| s.epoch.packets == n)) =>
+        {
+            format!(
+                " (packet-count epochs: each host cut its own {n}-packet epochs, so the hosts' \
+             epoch {e} is the truth's only when every host's capture is one epoch)"
+            )
+        }
+        (_, Grid::Differ { origins, .. }) => format!(
+            " (the hosts' time epochs start at different times: {}; `run` starts them at each \
+             host's first packet, which moves at most the truth's {} packets at this epoch's \
+             bounds to a neighbouring epoch)",
+            origins
+                .iter()
+                .map(|(h, o)| format!("{h} at {o} ns"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            slack.0
+        ),
+        _ => " (is every host's capture given, and only theirs?)".to_string(),
+    };
+    Some(format!(
+        "--truth {name} does not match the snapshots in epoch {e}: the truth has {} packets, {} \
+         bytes (capture time {}..={} ns), the snapshots {packets} packets, {bytes} bytes \
+         ({first}..={last} ns): {}{why}",
+        seen.packets,
+        seen.bytes,
+        seen.first_ns,
+        seen.last_ns,
+        hosts_list(files.iter().zip(parts))
+    ))
 }

@@ -48,6 +48,21 @@ pub fn each_packet(
     Ok(())
 }
 
+/// [`each_packet`] over several captures as one, merged by capture time
+/// ([`trace::merge_by_time`]: the order `mergecap` writes; ties by capture, then record order):
+/// the hosts' captures of one network as a capture of all of it. Stops at the first read
+/// error and returns it (it names its file); the packets merged ahead of it have been delivered.
+pub fn each_packet_by_time(
+    caps: &[Capture],
+    tunnel: Tunnel,
+    mut f: impl FnMut(&Packet),
+) -> Result<(), TraceError> {
+    for r in trace::merge_by_time(caps) {
+        f(&packet(r?.1, tunnel));
+    }
+    Ok(())
+}
+
 /// One capture record, classified: a frame parsed by `wire`, a key-trace tuple as IPv4 or IPv6.
 #[inline]
 pub fn packet(rec: trace::Record<'_>, tunnel: Tunnel) -> Packet {

@@ -137,11 +137,11 @@ fn epochs(json: &str) -> serde_json::Value {
 #[test]
 fn merged_host_snapshots_equal_one_run_on_the_whole_capture() {
     let d = dir("split");
-    let (whole, hosts) = split(&d, 3);
+    let (whole, parts) = split(&d, 3);
     for weight in ["packets", "bytes"] {
         let cfg = config(&d, weight);
         let snaps = d.join(format!("snaps-{weight}"));
-        for (i, h) in hosts.iter().enumerate() {
+        for (i, h) in parts.iter().enumerate() {
             // One host measures with two workers: its own merge is part of the path.
             let workers = if i == 0 { "2" } else { "1" };
             ok(&netsift()
@@ -191,13 +191,14 @@ fn merged_host_snapshots_equal_one_run_on_the_whole_capture() {
             assert_eq!(x, y, "{weight}: {} by {}", x["task"], x["algorithm"]);
         }
         assert_eq!(a, b, "{weight}");
-        // The answers were not the whole run's own: a host's snapshot alone answers otherwise.
+        // The answers were not the whole run's own: a host's snapshot alone answers otherwise
+        // (scored against its own capture: the whole one is refused, issue 34).
         let alone = ok(&netsift()
             .arg("merge")
             .arg(&files[1])
             .arg("--json")
             .arg("--truth")
-            .arg(&whole)
+            .arg(&parts[1])
             .output()
             .unwrap());
         assert_ne!(epochs(&alone), a, "{weight}");
@@ -337,7 +338,8 @@ fn bad_snapshots_are_refused_naming_the_file() {
 }
 
 /// Several epochs: each merged in order, heavy changers answered against the previous merged
-/// epoch; a `--truth` trace with an epoch no snapshot has is refused naming it.
+/// epoch; a `--truth` trace whose epochs cannot be the hosts' (packet-count epochs: each host
+/// cut its own) is refused naming both counts.
 #[test]
 fn epochs_merge_in_order() {
     let d = dir("epochs");
@@ -386,7 +388,8 @@ fn epochs_merge_in_order() {
         "{}",
         hc(1)
     );
-    // The whole trace in 40 k-packet epochs has 5 epochs: 3 and 4 have no snapshot.
+    // The whole trace in 40 k-packet epochs: epoch 0 holds 40 k packets, the hosts' epoch 0
+    // twice that (each host cut its own 40 k).
     let out = netsift()
         .arg("merge")
         .args(&files)
@@ -395,7 +398,10 @@ fn epochs_merge_in_order() {
         .output()
         .unwrap();
     let err = refused(&out);
-    assert!(err.contains("epoch 3"), "{err}");
+    assert!(err.contains("in epoch 0"), "{err}");
+    assert!(err.contains("the truth has 40000 packets"), "{err}");
+    assert!(err.contains("the snapshots 80000 packets"), "{err}");
+    assert!(err.contains("packet-count epochs"), "{err}");
     // A host missing an epoch.
     let err = refused(&netsift().arg("merge").args(&files[1..]).output().unwrap());
     assert!(err.contains("host h0 has [1, 2]"), "{err}");

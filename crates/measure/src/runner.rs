@@ -423,10 +423,12 @@ pub struct Runner {
     epoch_most: Vec<(f64, f64)>,
 }
 
-/// `netsift merge`'s source of states: epoch index to the merged states of that epoch, one per
-/// instance in the runner's order (the snapshots'), with the hosts' fast-path part merged (the
-/// answer thread recovers from it as in `run`), or why there are none.
-pub type Replay = Box<dyn FnMut(u64) -> Result<Replayed, String> + Send>;
+/// `netsift merge`'s source of states: the epoch the packets pushed closed (index, packets,
+/// bytes and time span, as a snapshot records them: the merge checks the truth against the
+/// hosts') to the merged states of that epoch, one per instance in the runner's order (the
+/// snapshots'), with the hosts' fast-path part merged (the answer thread recovers from it as in
+/// `run`), or why there are none.
+pub type Replay = Box<dyn FnMut(&snapshot::EpochSpan) -> Result<Replayed, String> + Send>;
 
 /// One epoch of [`Replay`]: the merged normal-path states and, if any host had a fast path, the
 /// merged paths and summaries per key kind.
@@ -1341,7 +1343,8 @@ impl Runner {
         };
         // `netsift merge`: the snapshots' merged states are answered, not the packet path's.
         let mut replayed_fast = None;
-        let states = match self.replay.as_mut().map(|f| f(epoch)) {
+        let seen = crate::snap::span_of(self.truth.first());
+        let states = match self.replay.as_mut().map(|f| f(&seen)) {
             None => states,
             Some(Ok((s, fast))) => {
                 replayed_fast = Some(fast);

@@ -122,7 +122,7 @@ pub(crate) fn snapshot_of(
 }
 
 /// An epoch's span from its first key kind's truth.
-fn span_of(t: Option<&EpochTruth>) -> EpochSpan {
+pub(crate) fn span_of(t: Option<&EpochTruth>) -> EpochSpan {
     t.map_or_else(EpochSpan::default, |t| EpochSpan {
         index: t.index,
         first_ns: t.first_ns,

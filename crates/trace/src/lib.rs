@@ -58,6 +58,8 @@ pub use key::Tuple;
 
 mod keys;
 pub use keys::KEYS4_BLOCK;
+mod merge;
+pub use merge::{merge_by_time, TimeMerged};
 mod pcap;
 mod pcapng;
 mod stream;
@@ -123,6 +125,12 @@ impl Format {
             Format::Keys13 => "keys13",
             Format::Keys21 => "keys21",
         }
+    }
+
+    /// Whether records carry capture times: `keys4` and `keys13` have none (`ts_ns = 0`), so
+    /// such traces cannot be merged by time ([`merge_by_time`]).
+    pub fn timed(self) -> bool {
+        !matches!(self, Format::Keys4 | Format::Keys13)
     }
 
     /// Record size of a key-trace format; `None` for packet captures.
