@@ -905,6 +905,8 @@ const STREAM_EPOCH_MS: u64 = 1000;
 pub(crate) struct Span {
     pub packets: u64,
     pub ns: u64,
+    /// The capture time of the packets between the 1st and the 99th percentile of time.
+    pub dense_ns: u64,
     /// Read to the end; else the first [`SPAN_SAMPLE`] records, extrapolated by size.
     pub exact: bool,
 }
@@ -913,36 +915,42 @@ fn capture_span(cap: &Capture) -> Option<Span> {
     let bytes = cap.bytes();
     let base = bytes.as_ptr() as usize;
     let rec_len = cap.format().key_record_len().unwrap_or(0) as u64;
-    let (mut n, mut lo, mut hi, mut end) = (0u64, u64::MAX, 0u64, 0u64);
+    let mut ts: Vec<u64> = vec![];
+    let mut end = 0u64;
     let mut exact = true;
     for rec in cap.records() {
         // A read error ends the sample; the run reads to it and reports it.
         let Ok(rec) = rec else { break };
-        if n as usize == SPAN_SAMPLE {
+        if ts.len() == SPAN_SAMPLE {
             exact = false;
             break;
         }
-        n += 1;
-        lo = lo.min(rec.ts_ns);
-        hi = hi.max(rec.ts_ns);
+        ts.push(rec.ts_ns);
         end = match rec.body {
             trace::Body::Frame { data, .. } => {
                 (data.as_ptr() as usize).saturating_sub(base) as u64 + data.len() as u64
             }
-            trace::Body::Tuple(_) => n * rec_len,
+            trace::Body::Tuple(_) => ts.len() as u64 * rec_len,
         };
     }
-    if n == 0 || hi <= lo {
+    ts.sort_unstable();
+    let (&lo, &hi) = (ts.first()?, ts.last()?);
+    if hi <= lo {
         return None;
     }
+    // The span most packets lie in: a capture's stragglers (a synscan's last packets 20 s after
+    // the scan) would stretch every epoch over the idle tail.
+    let at = |q: usize| ts[(ts.len() - 1) * q / 100];
+    let dense = at(99).saturating_sub(at(1)).max(1);
     let scale = if exact || end == 0 {
         1.0
     } else {
         bytes.len() as f64 / end as f64
     };
     Some(Span {
-        packets: (n as f64 * scale) as u64,
+        packets: (ts.len() as f64 * scale) as u64,
         ns: ((hi - lo) as f64 * scale) as u64,
+        dense_ns: (dense as f64 * scale) as u64,
         exact,
     })
 }
@@ -953,6 +961,8 @@ fn capture_span(cap: &Capture) -> Option<Span> {
 /// whole capture when it holds fewer than two epochs' worth. With about how many epochs it makes.
 pub(crate) fn epoch_for(span: Span) -> (u64, u64) {
     let span_ms = span.ns as f64 / 1e6;
+    // The length fits the packets' dense part (98% of them), the count is over the whole span.
+    let dense_ms = span.dense_ns.min(span.ns) as f64 / 1e6;
     // The 1-2-5 steps from 1 ms on.
     let steps = (0..20).flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(e)));
     let ms = if span.packets < 2 * MIN_EPOCH_PACKETS {
@@ -961,9 +971,9 @@ pub(crate) fn epoch_for(span: Span) -> (u64, u64) {
     } else {
         let per =
             (span.packets / DEFAULT_EPOCHS).clamp(MIN_EPOCH_PACKETS, truth::DEFAULT_EPOCH_PACKETS);
-        let want = (span_ms * per as f64 / span.packets as f64).max(1.0);
+        let want = (dense_ms * per as f64 / span.packets as f64).max(1.0);
         // No nearer step that would hold more than the largest epoch on average.
-        let most = span_ms * truth::DEFAULT_EPOCH_PACKETS as f64 / span.packets as f64;
+        let most = dense_ms * truth::DEFAULT_EPOCH_PACKETS as f64 / span.packets as f64;
         steps
             .into_iter()
             .filter(|&m| m == 1.0 || m <= most)
@@ -996,10 +1006,15 @@ fn default_epoch(cap: &Capture, cfg: &mut RunConfig) {
         let (ms, epochs) = epoch_for(span);
         cfg.epoch_ms = Some(ms);
         format!(
-            "chosen from the capture: {}{} packets over {:.3} s, about {epochs} {} of {ms} ms",
+            "chosen from the capture: {}{} packets over {:.3} s{}, about {epochs} {} of {ms} ms",
             if span.exact { "" } else { "about " },
             span.packets,
             span.ns as f64 / 1e9,
+            if span.dense_ns < span.ns / 2 {
+                format!(" (98% of them within {:.3} s)", span.dense_ns as f64 / 1e9)
+            } else {
+                String::new()
+            },
             if epochs == 1 { "epoch" } else { "epochs" },
         )
     };
@@ -1311,6 +1326,7 @@ mod tests {
         Span {
             packets,
             ns: (secs * 1e9) as u64,
+            dense_ns: (secs * 1e9) as u64,
             exact: true,
         }
     }
@@ -1330,6 +1346,13 @@ mod tests {
         assert_eq!(epoch_for(span(1_000_000_000, 3600.0)).0, 5_000);
         // A dense microsecond capture: at least 1 ms.
         assert_eq!(epoch_for(span(10_000, 0.000_5)).0, 1);
+        // 2,000 packets in the first 2 s of a 23 s capture: epochs of the dense part's tenth
+        // (1,000 packets there are 1 s), over the whole span.
+        let tail = Span {
+            dense_ns: 2_000_000_000,
+            ..span(2_011, 23.0)
+        };
+        assert_eq!(epoch_for(tail), (1_000, 24));
         for (p, s) in [(5_000u64, 1.0), (123_456, 77.0), (9_999_999, 12.5)] {
             let (ms, n) = epoch_for(span(p, s));
             let lead = ms / 10u64.pow(ms.ilog10());
