@@ -47,7 +47,7 @@ use algo::{Algorithm, BuildCtx};
 use key::{FlowKey, HashFn};
 use serde::Serialize;
 
-use crate::output::{csv_field, write_figure, Panel, Row, Series};
+use crate::output::{csv_field, write_figure, Panel, Row, Series, XAxis};
 use crate::LabError;
 
 /// The preset every catalog algorithm of these figures is built with.
@@ -546,7 +546,14 @@ impl<'a> Bench<'a> {
                 return Ok(all);
             }
         };
-        write_figure(&self.args.out, &format!("fig{f}"), &title, &points, &panels)?;
+        write_figure(
+            &self.args.out,
+            &format!("fig{f}"),
+            &title,
+            &points,
+            &panels,
+            self.args.quick,
+        )?;
         Ok(points)
     }
 
@@ -607,25 +614,28 @@ impl<'a> Bench<'a> {
             .map(|l| series(l, &points, cats.len(), l, at, |p| p.precision))
             .collect();
         let panels = vec![
-            panel(
+            numeric_panel(
                 "(a) Linear vs Cuckoo (Z=1.1)",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 lat(&["Linear", "Cuckoo-1", "Cuckoo-4"]),
             ),
-            panel(
+            numeric_panel(
                 "(b) Count array vs Count-Min (3 rows)",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 lat(&["Count array", "Count-Min"]),
             ),
-            panel(
+            numeric_panel(
                 "(c) Heavy-hitter precision",
                 "structure size",
                 "precision",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 prec,
             ),
         ];
@@ -651,32 +661,36 @@ impl<'a> Bench<'a> {
                 .collect()
         };
         let panels = vec![
-            panel(
+            numeric_panel(
                 "(a) Average latency (Z=1.1)",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| Some(p.ns_avg)),
             ),
-            panel(
+            numeric_panel(
                 "(b) p99 latency",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| Some(p.ns_p99)),
             ),
-            panel(
+            numeric_panel(
                 "(c) Heavy-hitter precision",
                 "structure size",
                 "precision",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| p.precision),
             ),
-            panel(
+            numeric_panel(
                 "(d) Heavy-hitter recall",
                 "structure size",
                 "recall",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| p.recall),
             ),
         ];
@@ -743,25 +757,28 @@ impl<'a> Bench<'a> {
         }
         let sz = size_cats(&[size]).remove(0);
         let panels = vec![
-            panel(
+            numeric_panel(
                 &format!("(a) p99: count array vs Count-Min ({sz})"),
                 "Zipf skew",
                 "ns per packet",
                 &scats,
+                skews.iter().copied(),
                 p99(&["Count array", "Count-Min"]),
             ),
-            panel(
+            numeric_panel(
                 &format!("(b) p99: heap, count array, linear ({sz})"),
                 "Zipf skew",
                 "ns per packet",
                 &scats,
+                skews.iter().copied(),
                 p99(&["Heap", "Count array", "Linear"]),
             ),
-            panel(
+            numeric_panel(
                 "(c) Count array by size and skew",
                 "structure size",
                 "ns per packet",
                 &ccats,
+                sizes.iter().map(|&s| s as f64),
                 cs,
             ),
         ];
@@ -790,14 +807,22 @@ impl<'a> Bench<'a> {
         }
         let n = self.s.value_entries;
         let panels = vec![
-            panel(
+            numeric_panel(
                 &format!("(a) Average latency ({n} entries, Z=1.1)"),
                 "value size",
                 "ns per packet",
                 &cats,
+                values.iter().map(|&v| v as f64),
                 avg,
             ),
-            panel("(b) p99 latency", "value size", "ns per packet", &cats, p99),
+            numeric_panel(
+                "(b) p99 latency",
+                "value size",
+                "ns per packet",
+                &cats,
+                values.iter().map(|&v| v as f64),
+                p99,
+            ),
         ];
         Ok((
             points,
@@ -846,11 +871,12 @@ impl<'a> Bench<'a> {
                     |p| Some(p.ns_p99),
                 ));
             }
-            panels.push(panel(
+            panels.push(numeric_panel(
                 &format!("Z={z}"),
                 "value size",
                 "ns per packet",
                 &cats,
+                values.iter().map(|&v| v as f64),
                 s,
             ));
         }
@@ -927,18 +953,20 @@ impl<'a> Bench<'a> {
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let panels = vec![
-            panel(
+            numeric_panel(
                 "(a) Average latency per packet (Z=1.1)",
                 "count array size (per copy)",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 avg,
             ),
-            panel(
+            numeric_panel(
                 "(b) p99 latency",
                 "count array size (per copy)",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 p99,
             ),
         ];
@@ -1048,7 +1076,23 @@ fn panel(title: &str, x: &str, y: &str, cats: &[String], series: Vec<Series>) ->
         x_label: x.to_string(),
         y_label: y.to_string(),
         cats: cats.to_vec(),
+        x: XAxis::Categories,
         series,
+    }
+}
+
+/// [`panel`] on a numeric x axis at `xs` (sizes in bytes, skews, value sizes).
+fn numeric_panel(
+    title: &str,
+    x: &str,
+    y: &str,
+    cats: &[String],
+    xs: impl IntoIterator<Item = f64>,
+    series: Vec<Series>,
+) -> Panel {
+    Panel {
+        x: XAxis::Numeric(xs.into_iter().collect()),
+        ..panel(title, x, y, cats, series)
     }
 }
 
@@ -1067,10 +1111,7 @@ fn series(
             *slot = val(p);
         }
     }
-    Series {
-        name: name.to_string(),
-        values,
-    }
+    Series::new(name, values)
 }
 
 // ---------------------------------------------------------------------------------------------
