@@ -37,6 +37,7 @@ use std::sync::Once;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Deserialize, Serialize};
 
 use crate::{LabError, Point};
@@ -211,7 +212,20 @@ fn colours(panels: &[Panel]) -> Vec<(String, (u8, u8, u8))> {
         if out.iter().any(|o| o.0 == s.name) {
             continue;
         }
-        let (k, p99) = colour_key(&s.name);
+        let (mut k, p99) = colour_key(&s.name);
+        if s.paper {
+            // "paper: FlowRegulator (Atom)" compares with "FlowRegulator".
+            let ours = panels
+                .iter()
+                .flat_map(|p| &p.series)
+                .filter(|o| !o.paper)
+                .map(|o| colour_key(&o.name).0)
+                .filter(|o| k.starts_with(o))
+                .max_by_key(|o| o.len());
+            if let Some(o) = ours {
+                k = o;
+            }
+        }
         let i = keys.iter().position(|&x| x == k).unwrap_or_else(|| {
             keys.push(k);
             keys.len() - 1
@@ -344,7 +358,11 @@ fn y_scale(p: &Panel) -> YScale {
         } else {
             nice_top(hi)
         };
-        return YScale::Linear { lo: 0.0, hi: top };
+        // A little headroom so that markers at 1 (or 100%) are not cut by the frame.
+        return YScale::Linear {
+            lo: 0.0,
+            hi: top * 1.04,
+        };
     }
     if lo >= 0.0 && min_pos.is_finite() && hi > 10.0 * min_pos {
         // Some room below the smallest value for the floor's zero markers and bars' ends.
@@ -470,11 +488,6 @@ where
     }
     let rotate = f64::from(widest) + 8.0 > gap;
     let x_area = if rotate { (widest + 30).min(170) } else { 44 };
-    let x_style = if rotate {
-        label_style.transform(FontTransform::Rotate90)
-    } else {
-        label_style
-    };
     let mut chart = ChartBuilder::on(area)
         .caption(&title, (FONT, 16))
         .margin(10)
@@ -493,7 +506,8 @@ where
             },
         )
         .map_err(chart_err)?;
-    let cats = p.cats.clone();
+    // Rotated labels are drawn below (plotters centres a rotated tick label on the axis).
+    let cats = if rotate { Vec::new() } else { p.cats.clone() };
     let cpos = pos.clone();
     let fmt_x = move |v: &f64| {
         cpos.iter()
@@ -510,7 +524,7 @@ where
         .y_labels(64)
         .x_label_formatter(&fmt_x)
         .y_label_formatter(&fmt_y)
-        .x_label_style(x_style)
+        .x_label_style(label_style.clone())
         .y_label_style((FONT, 12))
         .axis_desc_style((FONT, 13))
         .bold_line_style(BLACK.mix(0.08))
@@ -519,6 +533,22 @@ where
         mesh.disable_x_mesh();
     }
     mesh.draw().map_err(chart_err)?;
+    if rotate {
+        // Reading downwards from just below the axis, centred on the tick.
+        let style = label_style
+            .transform(FontTransform::Rotate90)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        let base = area.get_base_pixel();
+        for (c, &x) in p.cats.iter().zip(&pos) {
+            let (px, py) = chart.backend_coord(&(x, ylo));
+            area.draw(&Text::new(
+                c.clone(),
+                (px - base.0, py - base.1 + 6),
+                style.clone(),
+            ))
+            .map_err(chart_err)?;
+        }
+    }
 
     let colour_of = |name: &str| {
         let (r, g, b) = colours
@@ -693,7 +723,8 @@ struct Layout {
 
 const TITLE_H: u32 = 40;
 const LEGEND_ROW_H: u32 = 22;
-const CAPTION_H: u32 = 22;
+const CAPTION_H: u32 = 20;
+const CAPTION_LINES: usize = 2;
 
 fn layout(panels: &[Panel], entries: &[(&str, bool)]) -> Layout {
     let n = panels.len().max(1);
@@ -706,7 +737,7 @@ fn layout(panels: &[Panel], entries: &[(&str, bool)]) -> Layout {
         + PANEL_H * rows as u32
         + LEGEND_ROW_H * legend.len() as u32
         + 10
-        + CAPTION_H * 2;
+        + CAPTION_H * CAPTION_LINES as u32;
     Layout {
         cols,
         rows,
@@ -714,6 +745,24 @@ fn layout(panels: &[Panel], entries: &[(&str, bool)]) -> Layout {
         height,
         legend,
     }
+}
+
+/// The caption's parts joined by "; " into lines of `width` px (about 7 px a character), at
+/// most [`CAPTION_LINES`] (the rest joins the last line).
+fn caption_lines(parts: &[String], width: u32) -> Vec<String> {
+    let room = (width.saturating_sub(60) / 7) as usize;
+    let mut lines: Vec<String> = Vec::new();
+    for part in parts {
+        let full = lines.len() >= CAPTION_LINES;
+        match lines.last_mut() {
+            Some(l) if l.len() + 2 + part.len() <= room || full => {
+                l.push_str("; ");
+                l.push_str(part);
+            }
+            _ => lines.push(part.clone()),
+        }
+    }
+    lines
 }
 
 fn draw_all<DB: DrawingBackend>(
@@ -789,9 +838,15 @@ where
     }
     let cy = 10 + (lay.legend.len() as u32 * LEGEND_ROW_H) as i32;
     let cap_style: TextStyle = (FONT, 13).into_font().color(&BLACK.mix(0.75)).into();
-    below
-        .draw(&Text::new(caption.join("; "), (40, cy), cap_style))
-        .map_err(chart_err)?;
+    for (i, line) in caption_lines(&caption, lay.width).iter().enumerate() {
+        below
+            .draw(&Text::new(
+                line.clone(),
+                (40, cy + i as i32 * CAPTION_H as i32),
+                cap_style.clone(),
+            ))
+            .map_err(chart_err)?;
+    }
     root.present().map_err(chart_err)?;
     Ok(ChartKey {
         width: lay.width,
