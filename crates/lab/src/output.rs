@@ -231,7 +231,10 @@ fn colours(panels: &[Panel]) -> Vec<(String, (u8, u8, u8))> {
             keys.len() - 1
         });
         // Past ten keys, darker rounds of the palette (still one colour per key).
-        let base = shade(COLORS[i % COLORS.len()], 0.7f64.powi((i / COLORS.len()) as i32));
+        let base = shade(
+            COLORS[i % COLORS.len()],
+            0.7f64.powi((i / COLORS.len()) as i32),
+        );
         let c = if p99 { shade(base, 0.55) } else { base };
         out.push((s.name.clone(), c));
     }
@@ -394,7 +397,11 @@ fn x_positions(p: &Panel) -> (Vec<f64>, f64, f64, bool) {
                 .iter()
                 .map(|&x| if log { x.log10() } else { x })
                 .collect();
-            let (a, b) = if log { (mn.log10(), mx.log10()) } else { (mn, mx) };
+            let (a, b) = if log {
+                (mn.log10(), mx.log10())
+            } else {
+                (mn, mx)
+            };
             let pad = if b > a { (b - a) * 0.08 } else { 0.5 };
             (pos, a - pad, b + pad, true)
         }
@@ -483,7 +490,9 @@ where
         .fold(if numeric { plot_w } else { px(1.0) }, f64::min);
     let mut widest = 0u32;
     for c in &p.cats {
-        let (w, _) = area.estimate_text_size(c, &label_style).map_err(chart_err)?;
+        let (w, _) = area
+            .estimate_text_size(c, &label_style)
+            .map_err(chart_err)?;
         widest = widest.max(w);
     }
     let rotate = f64::from(widest) + 8.0 > gap;
@@ -620,10 +629,7 @@ where
                 let r = [(x0, floor), (x1, v)];
                 if s.paper {
                     chart
-                        .draw_series([
-                            Rectangle::new(r, WHITE.filled()),
-                            Rectangle::new(r, stroke),
-                        ])
+                        .draw_series([Rectangle::new(r, WHITE.filled()), Rectangle::new(r, stroke)])
                         .map_err(chart_err)?;
                 } else {
                     chart

@@ -109,8 +109,12 @@ pub struct ReevalPoint {
     pub corunner_bytes: Option<u64>,
     /// Packets timed.
     pub packets: u64,
-    /// Average per-packet latency (ns).
+    /// Average per-packet latency (ns): the best (lowest) of the repetitions.
     pub ns_avg: f64,
+    /// The lowest and highest average of the repetitions (`None`: measured once), drawn as
+    /// error bars.
+    pub ns_avg_min: Option<f64>,
+    pub ns_avg_max: Option<f64>,
     /// 99th percentile over batches of the per-packet latency (ns).
     pub ns_p99: f64,
     /// Packets per second over the timed work, in millions (1000 / ns_avg).
@@ -139,6 +143,8 @@ impl ReevalPoint {
             corunner_bytes: None,
             packets: 0,
             ns_avg: 0.0,
+            ns_avg_min: None,
+            ns_avg_max: None,
             ns_p99: 0.0,
             mpps: 0.0,
             precision: None,
@@ -151,6 +157,8 @@ impl ReevalPoint {
     fn timed(mut self, t: &Timing) -> ReevalPoint {
         self.packets = t.packets;
         self.ns_avg = t.avg();
+        self.ns_avg_min = t.avg_range.map(|r| r.0);
+        self.ns_avg_max = t.avg_range.map(|r| r.1);
         self.ns_p99 = t.p99();
         self.mpps = if self.ns_avg > 0.0 {
             1e3 / self.ns_avg
@@ -240,28 +248,33 @@ const QUICK: Scale = Scale {
 /// times an insertion: its ordering is not in doubt).
 const LONG_REP: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Run `f` up to `reps` times and keep the result whose timing has the lowest average.
+/// Run `f` up to `reps` times and keep the result whose timing has the lowest average; its
+/// timing's `avg_range` is the repetitions' lowest and highest average (when more than one ran).
 fn best_of<T>(
     reps: usize,
     mut f: impl FnMut() -> Result<T, LabError>,
-    timing: impl Fn(&T) -> &Timing,
+    timing: impl Fn(&mut T) -> &mut Timing,
 ) -> Result<T, LabError> {
     let mut best: Option<T> = None;
+    let (mut lo, mut hi, mut ran) = (f64::INFINITY, 0.0f64, 0);
     for _ in 0..reps.max(1) {
         let t0 = Instant::now();
-        let r = f()?;
+        let mut r = f()?;
         let long = t0.elapsed() > LONG_REP;
-        if best
-            .as_ref()
-            .is_none_or(|b| timing(&r).avg() < timing(b).avg())
-        {
+        let avg = timing(&mut r).avg();
+        (lo, hi, ran) = (lo.min(avg), hi.max(avg), ran + 1);
+        if best.as_mut().is_none_or(|b| avg < timing(b).avg()) {
             best = Some(r);
         }
         if long {
             break;
         }
     }
-    best.ok_or_else(|| LabError::Config("no repetition ran".into()))
+    let mut best = best.ok_or_else(|| LabError::Config("no repetition ran".into()))?;
+    if ran > 1 {
+        timing(&mut best).avg_range = Some((lo, hi));
+    }
+    Ok(best)
 }
 
 /// Per-batch latencies of one configuration.
@@ -271,6 +284,8 @@ struct Timing {
     per_packet: Vec<f64>,
     total_ns: f64,
     packets: u64,
+    /// Set by [`best_of`]: the lowest and highest average of the repetitions.
+    avg_range: Option<(f64, f64)>,
 }
 
 impl Timing {
@@ -518,7 +533,8 @@ impl<'a> Bench<'a> {
         ));
         let (mut a, params) = self.build(algo, Some(target))?;
         let reps = self.s.reps;
-        let (t, precision, recall) = best_of(reps, || self.time_algo(a.as_mut(), skew), |r| &r.0)?;
+        let (t, precision, recall) =
+            best_of(reps, || self.time_algo(a.as_mut(), skew), |r| &mut r.0)?;
         let mut p = ReevalPoint::new(fig, label_of(algo), algo, skew).timed(&t);
         p.params = params;
         p.memory_bytes = a.memory_bytes() as u64;
@@ -590,14 +606,7 @@ impl<'a> Bench<'a> {
         let lat = |labels: &[&str]| -> Vec<Series> {
             let mut v = Vec::new();
             for l in labels {
-                v.push(series(
-                    &format!("{l} avg"),
-                    &points,
-                    cats.len(),
-                    l,
-                    at,
-                    |p| Some(p.ns_avg),
-                ));
+                v.push(avg_series(&format!("{l} avg"), &points, cats.len(), l, at));
                 v.push(series(
                     &format!("{l} p99"),
                     &points,
@@ -667,7 +676,10 @@ impl<'a> Bench<'a> {
                 "ns per packet",
                 &cats,
                 sizes.iter().map(|&s| s as f64),
-                by(|p| Some(p.ns_avg)),
+                STRUCTS
+                    .iter()
+                    .map(|s| avg_series(s.3, &points, cats.len(), s.3, at))
+                    .collect(),
             ),
             numeric_panel(
                 "(b) p99 latency",
@@ -738,13 +750,12 @@ impl<'a> Bench<'a> {
         let mut cs = Vec::new();
         for &z in self.s.skews_c {
             let l = format!("Count array Z={z}");
-            cs.push(series(
+            cs.push(avg_series(
                 &format!("Z={z} avg"),
                 &cpoints,
                 ccats.len(),
                 &l,
                 cat,
-                |p| Some(p.ns_avg),
             ));
             cs.push(series(
                 &format!("Z={z} p99"),
@@ -802,7 +813,7 @@ impl<'a> Bench<'a> {
         let mut avg = Vec::new();
         let mut p99 = Vec::new();
         for l in [Layout::CountArray.label(), Layout::Inline.label()] {
-            avg.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_avg)));
+            avg.push(avg_series(l, &points, cats.len(), l, at));
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let n = self.s.value_entries;
@@ -854,14 +865,7 @@ impl<'a> Bench<'a> {
             };
             let mut s = Vec::new();
             for l in [Layout::Inline.label(), Layout::Ptr.label()] {
-                s.push(series(
-                    &format!("{l} avg"),
-                    &points,
-                    cats.len(),
-                    l,
-                    at,
-                    |p| Some(p.ns_avg),
-                ));
+                s.push(avg_series(&format!("{l} avg"), &points, cats.len(), l, at));
                 s.push(series(
                     &format!("{l} p99"),
                     &points,
@@ -909,7 +913,7 @@ impl<'a> Bench<'a> {
         let (t, memory) = best_of(
             reps,
             || dispatch_value(value, layout, entries, keys, epoch, epochs, clock_ns),
-            |r| &r.0,
+            |r| &mut r.0,
         )?;
         let mut p = ReevalPoint::new(fig, layout.label(), layout.algorithm(), skew).timed(&t);
         p.value_bytes = Some(value);
@@ -932,7 +936,7 @@ impl<'a> Bench<'a> {
                 let r = best_of(
                     self.s.reps,
                     || Ok(shared_run(mode, size, &keys, epoch, epochs, clock_ns)),
-                    |r| &r.t,
+                    |r| &mut r.t,
                 )?;
                 let mut p = ReevalPoint::new(f, mode.label(), mode.algorithm(), 1.1).timed(&r.t);
                 p.threads = mode.threads();
@@ -949,7 +953,7 @@ impl<'a> Bench<'a> {
         let mut p99 = Vec::new();
         for m in [Sharing::Shared, Sharing::Separate, Sharing::One] {
             let l = m.label();
-            avg.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_avg)));
+            avg.push(avg_series(l, &points, cats.len(), l, at));
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let panels = vec![
@@ -1001,7 +1005,7 @@ impl<'a> Bench<'a> {
                         let gbps = co.stop();
                         r.map(|(t, p, rc)| (t, p, rc, gbps))
                     },
-                    |r| &r.0,
+                    |r| &mut r.0,
                 )?;
                 let mut p = ReevalPoint::new(f, label_of(algo), algo, 1.1).timed(&t);
                 p.params = params;
@@ -1028,7 +1032,7 @@ impl<'a> Bench<'a> {
         let mut p99 = Vec::new();
         for algo in algos {
             let l = label_of(algo);
-            avg.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_avg)));
+            avg.push(avg_series(l, &points, cats.len(), l, at));
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let panels = vec![
@@ -1094,6 +1098,28 @@ fn numeric_panel(
         x: XAxis::Numeric(xs.into_iter().collect()),
         ..panel(title, x, y, cats, series)
     }
+}
+
+/// [`series`] of the average latency, with the spread of its repetitions as error bars.
+fn avg_series(
+    name: &str,
+    points: &[ReevalPoint],
+    n: usize,
+    label: &str,
+    at: impl Fn(&ReevalPoint) -> Option<usize>,
+) -> Series {
+    let mut s = series(name, points, n, label, &at, |p| Some(p.ns_avg));
+    s.spread = vec![None; n];
+    for p in points.iter().filter(|p| p.series == label) {
+        if let (Some(slot), Some(lo), Some(hi)) = (
+            at(p).and_then(|i| s.spread.get_mut(i)),
+            p.ns_avg_min,
+            p.ns_avg_max,
+        ) {
+            *slot = Some((lo, hi));
+        }
+    }
+    s
 }
 
 /// A chart line named `name` from the points of series `label`, at the category `at` gives.
@@ -1559,7 +1585,7 @@ impl CoRunner {
 // Charts: `output::write_charts` (a log y axis when a panel spans more than 10x).
 
 /// The CSV header: [`ReevalPoint`]'s fields in order.
-pub const CSV_HEADER: &str = "figure,series,algorithm,params,memory_bytes,size_target,skew,value_bytes,threads,corunner_bytes,packets,ns_avg,ns_p99,mpps,precision,recall,merge_ns_per_packet,corunner_gbps";
+pub const CSV_HEADER: &str = "figure,series,algorithm,params,memory_bytes,size_target,skew,value_bytes,threads,corunner_bytes,packets,ns_avg,ns_avg_min,ns_avg_max,ns_p99,mpps,precision,recall,merge_ns_per_packet,corunner_gbps";
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -1582,6 +1608,8 @@ impl Row for ReevalPoint {
             opt(p.corunner_bytes),
             p.packets.to_string(),
             p.ns_avg.to_string(),
+            opt(p.ns_avg_min),
+            opt(p.ns_avg_max),
             p.ns_p99.to_string(),
             p.mpps.to_string(),
             opt(p.precision),

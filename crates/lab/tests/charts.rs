@@ -52,7 +52,11 @@ fn check_png(path: &Path) {
     assert!(!key.panels.is_empty(), "{what}: no panel");
     let mut letters: Vec<&str> = key.panels.iter().map(|p| &p.title[..3]).collect();
     letters.dedup();
-    assert_eq!(letters.len(), key.panels.len(), "{what}: panel letters repeat");
+    assert_eq!(
+        letters.len(),
+        key.panels.len(),
+        "{what}: panel letters repeat"
+    );
     for p in &key.panels {
         let [x0, y0, x1, y1] = p.plot;
         assert!(
@@ -69,7 +73,10 @@ fn check_png(path: &Path) {
             .flat_map(|p| p.series.iter().map(move |s| (p, s)))
             .filter(|(_, s)| s.name == *name && s.marks > 0)
             .collect();
-        assert!(!drawn.is_empty(), "{what}: {name} is in the legend but in no panel");
+        assert!(
+            !drawn.is_empty(),
+            "{what}: {name} is in the legend but in no panel"
+        );
         for (p, s) in drawn {
             let n = count(&img, width, p.plot, s.rgb);
             assert!(
@@ -96,7 +103,10 @@ fn agg_evict_quick_figures_are_readable() {
     a.quick = true;
     a.packets = 100_000;
     lab::run_agg_evict(&a).unwrap();
-    let stems: Vec<String> = lab::Figure::EACH.iter().map(|f| format!("fig{f}")).collect();
+    let stems: Vec<String> = lab::Figure::EACH
+        .iter()
+        .map(|f| format!("fig{f}"))
+        .collect();
     check_dir(&out, &stems);
 }
 
@@ -110,7 +120,10 @@ fn sketchvisor_quick_figures_are_readable() {
         progress: false,
     };
     lab::run_sketchvisor(&a).unwrap();
-    let stems: Vec<String> = lab::SvFigure::EACH.iter().map(|f| format!("fig{f}")).collect();
+    let stems: Vec<String> = lab::SvFigure::EACH
+        .iter()
+        .map(|f| format!("fig{f}"))
+        .collect();
     check_dir(&out, &stems);
 }
 

@@ -206,10 +206,18 @@ mod tests {
                 .collect();
             assert!(!theirs.is_empty(), "{} not in figure 5", l.algorithm);
             for t in theirs {
-                assert_eq!(t, l.mpps, "{}: figure 5's limit and the limit figure's", l.algorithm);
+                assert_eq!(
+                    t, l.mpps,
+                    "{}: figure 5's limit and the limit figure's",
+                    l.algorithm
+                );
             }
             let (lo, hi) = lab.limits[l.algorithm.as_str()].spread;
-            assert!(lo > 0.0 && lo <= hi && hi == l.mpps, "{}: {lo}..{hi}", l.algorithm);
+            assert!(
+                lo > 0.0 && lo <= hi && hi == l.mpps,
+                "{}: {lo}..{hi}",
+                l.algorithm
+            );
         }
     }
 }
