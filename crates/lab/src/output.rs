@@ -730,14 +730,14 @@ struct Layout {
 const TITLE_H: u32 = 40;
 const LEGEND_ROW_H: u32 = 22;
 const CAPTION_H: u32 = 20;
-const CAPTION_LINES: usize = 2;
+const CAPTION_LINES: usize = 3;
 
 fn layout(panels: &[Panel], entries: &[(&str, bool)]) -> Layout {
     let n = panels.len().max(1);
     // Four panels as 2 x 2; otherwise rows of at most three.
     let cols = if n == 4 { 2 } else { n.min(MAX_COLUMNS) };
     let rows = n.div_ceil(cols);
-    let width = (PANEL_W * cols as u32).max(PANEL_W).min(MAX_WIDTH);
+    let width = (PANEL_W * cols as u32).clamp(PANEL_W, MAX_WIDTH);
     let legend = legend_rows(entries, width);
     let height = TITLE_H
         + PANEL_H * rows as u32
@@ -843,7 +843,7 @@ where
         caption.push("error bars: min..max of repeated runs".into());
     }
     let cy = 10 + (lay.legend.len() as u32 * LEGEND_ROW_H) as i32;
-    let cap_style: TextStyle = (FONT, 13).into_font().color(&BLACK.mix(0.75)).into();
+    let cap_style: TextStyle = (FONT, 13).into_font().color(&BLACK.mix(0.75));
     for (i, line) in caption_lines(&caption, lay.width).iter().enumerate() {
         below
             .draw(&Text::new(
