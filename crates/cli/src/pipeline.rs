@@ -156,7 +156,7 @@ pub fn cmd_pipeline(a: PipelineArgs, out: &mut Out) -> Result<()> {
     let rounds = if a.quick { 1 } else { a.rounds };
     let rows = run(&cap, max, rounds)?;
     if let Some(dir) = &a.out {
-        write(dir, &rows)?;
+        write(dir, &rows, a.quick)?;
     }
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
@@ -194,7 +194,7 @@ pub fn cmd_pipeline(a: PipelineArgs, out: &mut Out) -> Result<()> {
 }
 
 /// pipeline.csv, .json, and a chart of Mpps by workers, one line per (accel, truth).
-fn write(dir: &std::path::Path, rows: &[Row]) -> Result<()> {
+fn write(dir: &std::path::Path, rows: &[Row], quick: bool) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut csv = String::from(
         "workers,accel,truth,packets,seconds,mpps,ns_per_packet,p99_chunk_us,p99_ns_per_packet\n",
@@ -223,25 +223,26 @@ fn write(dir: &std::path::Path, rows: &[Row]) -> Result<()> {
     let mut series = Vec::new();
     for truth in [true, false] {
         for accel in ["none", "agg_evict"] {
-            series.push(lab::output::Series {
-                name: format!("{accel}, truth {}", if truth { "on" } else { "off" }),
-                values: (1..=max)
+            series.push(lab::output::Series::new(
+                format!("{accel}, truth {}", if truth { "on" } else { "off" }),
+                (1..=max)
                     .map(|w| {
                         rows.iter()
                             .find(|r| r.workers == w && r.accel == accel && r.truth == truth)
                             .map(|r| r.mpps)
                     })
                     .collect(),
-            });
+            ));
         }
     }
     let panel = lab::output::Panel {
         title: "end to end, nine default tasks".into(),
         x_label: "workers".into(),
         y_label: "Mpps".into(),
+        x: lab::output::XAxis::Numeric((1..=max).map(|w| w as f64).collect()),
         cats,
         series,
     };
-    lab::output::write_charts(dir, "pipeline", "netsift bench pipeline", &[panel])?;
+    lab::output::write_charts(dir, "pipeline", "netsift bench pipeline", &[panel], quick)?;
     Ok(())
 }

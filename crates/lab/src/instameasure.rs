@@ -291,6 +291,7 @@ impl Bench<'_> {
                 title,
                 &points,
                 &panels,
+                self.args.quick,
             )?;
             self.say(&format!(
                 "figure {f}: {} points in {:.1} s",

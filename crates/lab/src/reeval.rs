@@ -47,7 +47,7 @@ use algo::{Algorithm, BuildCtx};
 use key::{FlowKey, HashFn};
 use serde::Serialize;
 
-use crate::output::{csv_field, write_figure, Panel, Row, Series};
+use crate::output::{csv_field, write_figure, Panel, Row, Series, XAxis};
 use crate::LabError;
 
 /// The preset every catalog algorithm of these figures is built with.
@@ -109,8 +109,12 @@ pub struct ReevalPoint {
     pub corunner_bytes: Option<u64>,
     /// Packets timed.
     pub packets: u64,
-    /// Average per-packet latency (ns).
+    /// Average per-packet latency (ns): the best (lowest) of the repetitions.
     pub ns_avg: f64,
+    /// The lowest and highest average of the repetitions (`None`: measured once), drawn as
+    /// error bars.
+    pub ns_avg_min: Option<f64>,
+    pub ns_avg_max: Option<f64>,
     /// 99th percentile over batches of the per-packet latency (ns).
     pub ns_p99: f64,
     /// Packets per second over the timed work, in millions (1000 / ns_avg).
@@ -139,6 +143,8 @@ impl ReevalPoint {
             corunner_bytes: None,
             packets: 0,
             ns_avg: 0.0,
+            ns_avg_min: None,
+            ns_avg_max: None,
             ns_p99: 0.0,
             mpps: 0.0,
             precision: None,
@@ -151,6 +157,8 @@ impl ReevalPoint {
     fn timed(mut self, t: &Timing) -> ReevalPoint {
         self.packets = t.packets;
         self.ns_avg = t.avg();
+        self.ns_avg_min = t.avg_range.map(|r| r.0);
+        self.ns_avg_max = t.avg_range.map(|r| r.1);
         self.ns_p99 = t.p99();
         self.mpps = if self.ns_avg > 0.0 {
             1e3 / self.ns_avg
@@ -240,28 +248,33 @@ const QUICK: Scale = Scale {
 /// times an insertion: its ordering is not in doubt).
 const LONG_REP: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Run `f` up to `reps` times and keep the result whose timing has the lowest average.
+/// Run `f` up to `reps` times and keep the result whose timing has the lowest average; its
+/// timing's `avg_range` is the repetitions' lowest and highest average (when more than one ran).
 fn best_of<T>(
     reps: usize,
     mut f: impl FnMut() -> Result<T, LabError>,
-    timing: impl Fn(&T) -> &Timing,
+    timing: impl Fn(&mut T) -> &mut Timing,
 ) -> Result<T, LabError> {
     let mut best: Option<T> = None;
+    let (mut lo, mut hi, mut ran) = (f64::INFINITY, 0.0f64, 0);
     for _ in 0..reps.max(1) {
         let t0 = Instant::now();
-        let r = f()?;
+        let mut r = f()?;
         let long = t0.elapsed() > LONG_REP;
-        if best
-            .as_ref()
-            .is_none_or(|b| timing(&r).avg() < timing(b).avg())
-        {
+        let avg = timing(&mut r).avg();
+        (lo, hi, ran) = (lo.min(avg), hi.max(avg), ran + 1);
+        if best.as_mut().is_none_or(|b| avg < timing(b).avg()) {
             best = Some(r);
         }
         if long {
             break;
         }
     }
-    best.ok_or_else(|| LabError::Config("no repetition ran".into()))
+    let mut best = best.ok_or_else(|| LabError::Config("no repetition ran".into()))?;
+    if ran > 1 {
+        timing(&mut best).avg_range = Some((lo, hi));
+    }
+    Ok(best)
 }
 
 /// Per-batch latencies of one configuration.
@@ -271,6 +284,8 @@ struct Timing {
     per_packet: Vec<f64>,
     total_ns: f64,
     packets: u64,
+    /// Set by [`best_of`]: the lowest and highest average of the repetitions.
+    avg_range: Option<(f64, f64)>,
 }
 
 impl Timing {
@@ -518,7 +533,8 @@ impl<'a> Bench<'a> {
         ));
         let (mut a, params) = self.build(algo, Some(target))?;
         let reps = self.s.reps;
-        let (t, precision, recall) = best_of(reps, || self.time_algo(a.as_mut(), skew), |r| &r.0)?;
+        let (t, precision, recall) =
+            best_of(reps, || self.time_algo(a.as_mut(), skew), |r| &mut r.0)?;
         let mut p = ReevalPoint::new(fig, label_of(algo), algo, skew).timed(&t);
         p.params = params;
         p.memory_bytes = a.memory_bytes() as u64;
@@ -546,7 +562,14 @@ impl<'a> Bench<'a> {
                 return Ok(all);
             }
         };
-        write_figure(&self.args.out, &format!("fig{f}"), &title, &points, &panels)?;
+        write_figure(
+            &self.args.out,
+            &format!("fig{f}"),
+            &title,
+            &points,
+            &panels,
+            self.args.quick,
+        )?;
         Ok(points)
     }
 
@@ -583,14 +606,7 @@ impl<'a> Bench<'a> {
         let lat = |labels: &[&str]| -> Vec<Series> {
             let mut v = Vec::new();
             for l in labels {
-                v.push(series(
-                    &format!("{l} avg"),
-                    &points,
-                    cats.len(),
-                    l,
-                    at,
-                    |p| Some(p.ns_avg),
-                ));
+                v.push(avg_series(&format!("{l} avg"), &points, cats.len(), l, at));
                 v.push(series(
                     &format!("{l} p99"),
                     &points,
@@ -607,25 +623,28 @@ impl<'a> Bench<'a> {
             .map(|l| series(l, &points, cats.len(), l, at, |p| p.precision))
             .collect();
         let panels = vec![
-            panel(
+            numeric_panel(
                 "(a) Linear vs Cuckoo (Z=1.1)",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 lat(&["Linear", "Cuckoo-1", "Cuckoo-4"]),
             ),
-            panel(
+            numeric_panel(
                 "(b) Count array vs Count-Min (3 rows)",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 lat(&["Count array", "Count-Min"]),
             ),
-            panel(
+            numeric_panel(
                 "(c) Heavy-hitter precision",
                 "structure size",
                 "precision",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 prec,
             ),
         ];
@@ -651,32 +670,39 @@ impl<'a> Bench<'a> {
                 .collect()
         };
         let panels = vec![
-            panel(
+            numeric_panel(
                 "(a) Average latency (Z=1.1)",
                 "structure size",
                 "ns per packet",
                 &cats,
-                by(|p| Some(p.ns_avg)),
+                sizes.iter().map(|&s| s as f64),
+                STRUCTS
+                    .iter()
+                    .map(|s| avg_series(s.3, &points, cats.len(), s.3, at))
+                    .collect(),
             ),
-            panel(
+            numeric_panel(
                 "(b) p99 latency",
                 "structure size",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| Some(p.ns_p99)),
             ),
-            panel(
+            numeric_panel(
                 "(c) Heavy-hitter precision",
                 "structure size",
                 "precision",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| p.precision),
             ),
-            panel(
+            numeric_panel(
                 "(d) Heavy-hitter recall",
                 "structure size",
                 "recall",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 by(|p| p.recall),
             ),
         ];
@@ -724,13 +750,12 @@ impl<'a> Bench<'a> {
         let mut cs = Vec::new();
         for &z in self.s.skews_c {
             let l = format!("Count array Z={z}");
-            cs.push(series(
+            cs.push(avg_series(
                 &format!("Z={z} avg"),
                 &cpoints,
                 ccats.len(),
                 &l,
                 cat,
-                |p| Some(p.ns_avg),
             ));
             cs.push(series(
                 &format!("Z={z} p99"),
@@ -743,25 +768,28 @@ impl<'a> Bench<'a> {
         }
         let sz = size_cats(&[size]).remove(0);
         let panels = vec![
-            panel(
+            numeric_panel(
                 &format!("(a) p99: count array vs Count-Min ({sz})"),
                 "Zipf skew",
                 "ns per packet",
                 &scats,
+                skews.iter().copied(),
                 p99(&["Count array", "Count-Min"]),
             ),
-            panel(
+            numeric_panel(
                 &format!("(b) p99: heap, count array, linear ({sz})"),
                 "Zipf skew",
                 "ns per packet",
                 &scats,
+                skews.iter().copied(),
                 p99(&["Heap", "Count array", "Linear"]),
             ),
-            panel(
+            numeric_panel(
                 "(c) Count array by size and skew",
                 "structure size",
                 "ns per packet",
                 &ccats,
+                sizes.iter().map(|&s| s as f64),
                 cs,
             ),
         ];
@@ -785,19 +813,27 @@ impl<'a> Bench<'a> {
         let mut avg = Vec::new();
         let mut p99 = Vec::new();
         for l in [Layout::CountArray.label(), Layout::Inline.label()] {
-            avg.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_avg)));
+            avg.push(avg_series(l, &points, cats.len(), l, at));
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let n = self.s.value_entries;
         let panels = vec![
-            panel(
+            numeric_panel(
                 &format!("(a) Average latency ({n} entries, Z=1.1)"),
                 "value size",
                 "ns per packet",
                 &cats,
+                values.iter().map(|&v| v as f64),
                 avg,
             ),
-            panel("(b) p99 latency", "value size", "ns per packet", &cats, p99),
+            numeric_panel(
+                "(b) p99 latency",
+                "value size",
+                "ns per packet",
+                &cats,
+                values.iter().map(|&v| v as f64),
+                p99,
+            ),
         ];
         Ok((
             points,
@@ -829,14 +865,7 @@ impl<'a> Bench<'a> {
             };
             let mut s = Vec::new();
             for l in [Layout::Inline.label(), Layout::Ptr.label()] {
-                s.push(series(
-                    &format!("{l} avg"),
-                    &points,
-                    cats.len(),
-                    l,
-                    at,
-                    |p| Some(p.ns_avg),
-                ));
+                s.push(avg_series(&format!("{l} avg"), &points, cats.len(), l, at));
                 s.push(series(
                     &format!("{l} p99"),
                     &points,
@@ -846,11 +875,12 @@ impl<'a> Bench<'a> {
                     |p| Some(p.ns_p99),
                 ));
             }
-            panels.push(panel(
+            panels.push(numeric_panel(
                 &format!("Z={z}"),
                 "value size",
                 "ns per packet",
                 &cats,
+                values.iter().map(|&v| v as f64),
                 s,
             ));
         }
@@ -883,7 +913,7 @@ impl<'a> Bench<'a> {
         let (t, memory) = best_of(
             reps,
             || dispatch_value(value, layout, entries, keys, epoch, epochs, clock_ns),
-            |r| &r.0,
+            |r| &mut r.0,
         )?;
         let mut p = ReevalPoint::new(fig, layout.label(), layout.algorithm(), skew).timed(&t);
         p.value_bytes = Some(value);
@@ -906,7 +936,7 @@ impl<'a> Bench<'a> {
                 let r = best_of(
                     self.s.reps,
                     || Ok(shared_run(mode, size, &keys, epoch, epochs, clock_ns)),
-                    |r| &r.t,
+                    |r| &mut r.t,
                 )?;
                 let mut p = ReevalPoint::new(f, mode.label(), mode.algorithm(), 1.1).timed(&r.t);
                 p.threads = mode.threads();
@@ -923,22 +953,24 @@ impl<'a> Bench<'a> {
         let mut p99 = Vec::new();
         for m in [Sharing::Shared, Sharing::Separate, Sharing::One] {
             let l = m.label();
-            avg.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_avg)));
+            avg.push(avg_series(l, &points, cats.len(), l, at));
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let panels = vec![
-            panel(
+            numeric_panel(
                 "(a) Average latency per packet (Z=1.1)",
                 "count array size (per copy)",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 avg,
             ),
-            panel(
+            numeric_panel(
                 "(b) p99 latency",
                 "count array size (per copy)",
                 "ns per packet",
                 &cats,
+                sizes.iter().map(|&s| s as f64),
                 p99,
             ),
         ];
@@ -973,7 +1005,7 @@ impl<'a> Bench<'a> {
                         let gbps = co.stop();
                         r.map(|(t, p, rc)| (t, p, rc, gbps))
                     },
-                    |r| &r.0,
+                    |r| &mut r.0,
                 )?;
                 let mut p = ReevalPoint::new(f, label_of(algo), algo, 1.1).timed(&t);
                 p.params = params;
@@ -1000,7 +1032,7 @@ impl<'a> Bench<'a> {
         let mut p99 = Vec::new();
         for algo in algos {
             let l = label_of(algo);
-            avg.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_avg)));
+            avg.push(avg_series(l, &points, cats.len(), l, at));
             p99.push(series(l, &points, cats.len(), l, at, |p| Some(p.ns_p99)));
         }
         let panels = vec![
@@ -1048,8 +1080,46 @@ fn panel(title: &str, x: &str, y: &str, cats: &[String], series: Vec<Series>) ->
         x_label: x.to_string(),
         y_label: y.to_string(),
         cats: cats.to_vec(),
+        x: XAxis::Categories,
         series,
     }
+}
+
+/// [`panel`] on a numeric x axis at `xs` (sizes in bytes, skews, value sizes).
+fn numeric_panel(
+    title: &str,
+    x: &str,
+    y: &str,
+    cats: &[String],
+    xs: impl IntoIterator<Item = f64>,
+    series: Vec<Series>,
+) -> Panel {
+    Panel {
+        x: XAxis::Numeric(xs.into_iter().collect()),
+        ..panel(title, x, y, cats, series)
+    }
+}
+
+/// [`series`] of the average latency, with the spread of its repetitions as error bars.
+fn avg_series(
+    name: &str,
+    points: &[ReevalPoint],
+    n: usize,
+    label: &str,
+    at: impl Fn(&ReevalPoint) -> Option<usize>,
+) -> Series {
+    let mut s = series(name, points, n, label, &at, |p| Some(p.ns_avg));
+    s.spread = vec![None; n];
+    for p in points.iter().filter(|p| p.series == label) {
+        if let (Some(slot), Some(lo), Some(hi)) = (
+            at(p).and_then(|i| s.spread.get_mut(i)),
+            p.ns_avg_min,
+            p.ns_avg_max,
+        ) {
+            *slot = Some((lo, hi));
+        }
+    }
+    s
 }
 
 /// A chart line named `name` from the points of series `label`, at the category `at` gives.
@@ -1067,10 +1137,7 @@ fn series(
             *slot = val(p);
         }
     }
-    Series {
-        name: name.to_string(),
-        values,
-    }
+    Series::new(name, values)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1518,7 +1585,7 @@ impl CoRunner {
 // Charts: `output::write_charts` (a log y axis when a panel spans more than 10x).
 
 /// The CSV header: [`ReevalPoint`]'s fields in order.
-pub const CSV_HEADER: &str = "figure,series,algorithm,params,memory_bytes,size_target,skew,value_bytes,threads,corunner_bytes,packets,ns_avg,ns_p99,mpps,precision,recall,merge_ns_per_packet,corunner_gbps";
+pub const CSV_HEADER: &str = "figure,series,algorithm,params,memory_bytes,size_target,skew,value_bytes,threads,corunner_bytes,packets,ns_avg,ns_avg_min,ns_avg_max,ns_p99,mpps,precision,recall,merge_ns_per_packet,corunner_gbps";
 
 fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
@@ -1541,6 +1608,8 @@ impl Row for ReevalPoint {
             opt(p.corunner_bytes),
             p.packets.to_string(),
             p.ns_avg.to_string(),
+            opt(p.ns_avg_min),
+            opt(p.ns_avg_max),
             p.ns_p99.to_string(),
             p.mpps.to_string(),
             opt(p.precision),

@@ -553,7 +553,13 @@ impl Bench<'_> {
                 SvFigure::Fig16 => ("Fig. 16: against MGFastPath", self.fig16(&trace)?),
                 SvFigure::All => unreachable!("expanded"),
             };
-            write_figure(&self.args.out, &format!("fig{}", f.name()), title, &points)?;
+            write_figure(
+                &self.args.out,
+                &format!("fig{}", f.name()),
+                title,
+                &points,
+                self.args.quick,
+            )?;
             self.say(&format!(
                 "figure {f}: {} points in {:.1} s",
                 points.len(),
@@ -1260,8 +1266,14 @@ impl Row for SvPoint {
     }
 }
 
-fn write_figure(dir: &Path, stem: &str, title: &str, points: &[SvPoint]) -> Result<(), LabError> {
-    crate::output::write_figure(dir, stem, title, points, &panels(points))
+fn write_figure(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    points: &[SvPoint],
+    quick: bool,
+) -> Result<(), LabError> {
+    crate::output::write_figure(dir, stem, title, points, &panels(points), quick)
 }
 
 /// Run the figure(s) of `args.figure`, write their files under `args.out`, return every point.

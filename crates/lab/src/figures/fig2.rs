@@ -2,7 +2,7 @@
 
 use key::KeyKind;
 
-use super::{by_batch, series, Lab, BATCHES, BATCHES_QUICK};
+use super::{by_batch, numeric, series, Lab, BATCHES, BATCHES_QUICK};
 use crate::output::Panel;
 use crate::{Figure, LabError, Point};
 
@@ -36,6 +36,7 @@ impl Lab<'_> {
             x_label: "batch size (packets)".into(),
             y_label: "Mpps".into(),
             cats: cats.clone(),
+            x: numeric(batches.iter().map(|&b| b as f64)),
             series: algos
                 .iter()
                 .map(|a| {
@@ -55,6 +56,7 @@ impl Lab<'_> {
             x_label: "batch size (packets)".into(),
             y_label: "unique flows / batch (%)".into(),
             cats,
+            x: numeric(batches.iter().map(|&b| b as f64)),
             series: vec![series(
                 "src",
                 &points,

@@ -2,7 +2,7 @@
 
 use super::{algo_seed, point, series, Lab, NINE};
 use crate::accel::AggSpec;
-use crate::output::Panel;
+use crate::output::{Panel, Series, XAxis};
 use crate::run::{measure_e2e, RunCfg};
 use crate::{Figure, LabError, Point, EPOCH};
 
@@ -36,7 +36,7 @@ impl Lab<'_> {
             if !self.supported(a, key)? {
                 continue;
             }
-            let limit = self.limit_of(a, key)?;
+            let limit = self.limit_of(a, key)?.mpps;
             let auto = AggSpec {
                 mode: self.args.agg_mode,
                 ..AggSpec::default()
@@ -80,17 +80,24 @@ impl Lab<'_> {
             x_label: "algorithm".into(),
             y_label: "Mpps".into(),
             cats: cats.clone(),
+            x: XAxis::Categories,
             series: vec![
                 series("without", &points, 9, pre("none"), |p| p.mpps, idx),
                 series("Agg-Evict", &points, 9, pre("agg_evict"), |p| p.mpps, idx),
-                series(
-                    "memory limit",
-                    &points,
-                    9,
-                    pre("none"),
-                    |p| p.limit_mpps.unwrap_or(0.0),
-                    idx,
-                ),
+                Series {
+                    spread: NINE
+                        .iter()
+                        .map(|n| self.limits.get(n.0).map(|l| l.spread))
+                        .collect(),
+                    ..series(
+                        "memory limit",
+                        &points,
+                        9,
+                        pre("none"),
+                        |p| p.limit_mpps.unwrap_or(0.0),
+                        idx,
+                    )
+                },
             ],
         };
         let lat = Panel {
@@ -98,6 +105,7 @@ impl Lab<'_> {
             x_label: "algorithm".into(),
             y_label: "ns".into(),
             cats,
+            x: XAxis::Categories,
             series: vec![
                 series("without avg", &points, 9, pre("none"), |p| p.ns_avg, idx),
                 series("without p99", &points, 9, pre("none"), |p| p.ns_p99, idx),

@@ -2,9 +2,9 @@
 
 use key::KeyKind;
 
-use super::{by_batch, series, Lab, BATCHES, BATCHES_QUICK};
+use super::{by_batch, numeric, series, Lab, BATCHES, BATCHES_QUICK};
 use crate::accel::AggSpec;
-use crate::output::Panel;
+use crate::output::{Panel, XAxis};
 use crate::{Figure, LabError, Point};
 
 impl Lab<'_> {
@@ -45,6 +45,7 @@ impl Lab<'_> {
             x_label: "flow ID".into(),
             y_label: "Mpps".into(),
             cats: kcats.clone(),
+            x: XAxis::Categories,
             series: vec![
                 series(
                     "without",
@@ -69,6 +70,7 @@ impl Lab<'_> {
             x_label: "flow ID".into(),
             y_label: "ns per packet".into(),
             cats: kcats,
+            x: XAxis::Categories,
             series: vec![
                 series(
                     "without avg",
@@ -110,6 +112,7 @@ impl Lab<'_> {
             x_label: "batch size (packets)".into(),
             y_label: "ns per packet".into(),
             cats: batches.iter().map(|b| b.to_string()).collect(),
+            x: numeric(batches.iter().map(|&b| b as f64)),
             series: vec![
                 series(
                     "without avg",

@@ -2,7 +2,7 @@
 
 use key::KeyKind;
 
-use super::{gen_spec, series, Lab};
+use super::{gen_spec, numeric, series, Lab};
 use crate::accel::AggSpec;
 use crate::output::{Panel, Series};
 use crate::workload::Workload;
@@ -88,10 +88,7 @@ impl Lab<'_> {
         let kidx = move |p: &Point| arrays.iter().position(|&k| k == p.arrays);
         let na = arrays.len();
         let agg_only = |p: &Point| p.accel == "agg_evict";
-        let flat = |v: Option<f64>| Series {
-            name: String::new(),
-            values: vec![v; na],
-        };
+        let flat = |v: Option<f64>| Series::new("", vec![v; na]);
         let mut ks = vec![
             series("Agg-Evict avg", &kpoints, na, agg_only, |p| p.ns_avg, kidx),
             series("Agg-Evict p99", &kpoints, na, agg_only, |p| p.ns_p99, kidx),
@@ -109,6 +106,7 @@ impl Lab<'_> {
                 x_label: "Zipf skew".into(),
                 y_label: "Mpps".into(),
                 cats: scats.clone(),
+                x: numeric(skews.iter().copied()),
                 series: thr,
             },
             Panel {
@@ -116,6 +114,7 @@ impl Lab<'_> {
                 x_label: "Zipf skew".into(),
                 y_label: "ns per packet".into(),
                 cats: scats,
+                x: numeric(skews.iter().copied()),
                 series: lat,
             },
             Panel {
@@ -123,6 +122,7 @@ impl Lab<'_> {
                 x_label: "arrays k".into(),
                 y_label: "ns per packet".into(),
                 cats: arrays.iter().map(|k| k.to_string()).collect(),
+                x: numeric(arrays.iter().map(|&k| k as f64)),
                 series: ks,
             },
         ];

@@ -5,7 +5,7 @@ use key::KeyKind;
 
 use super::{series, Lab};
 use crate::accel::AggSpec;
-use crate::output::Panel;
+use crate::output::{Panel, XAxis};
 use crate::{Figure, LabError, Point};
 
 impl Lab<'_> {
@@ -78,6 +78,7 @@ impl Lab<'_> {
                 x_label: "algorithm".into(),
                 y_label: "ns per packet".into(),
                 cats: pcats,
+                x: XAxis::Categories,
                 series: pser,
             },
             Panel {
@@ -85,6 +86,7 @@ impl Lab<'_> {
                 x_label: "kernel (off = linear search)".into(),
                 y_label: "Mpps".into(),
                 cats: snames.clone(),
+                x: XAxis::Categories,
                 series: vec![series(
                     "Agg-Evict",
                     &spoints,
@@ -99,6 +101,7 @@ impl Lab<'_> {
                 x_label: "kernel (off = linear search)".into(),
                 y_label: "ns per packet".into(),
                 cats: snames,
+                x: XAxis::Categories,
                 series: vec![
                     series("avg", &spoints, n, all, |p| p.ns_avg, sidx.clone()),
                     series("p99", &spoints, n, all, |p| p.ns_p99, sidx),

@@ -6,27 +6,61 @@ use key::{FlowKey, KeyKind};
 use super::{algo_seed, Lab, NINE};
 use crate::clock::{Clock, LatencyHist};
 use crate::limit::{LimitLoop, LIMIT_BATCH};
-use crate::output::{Panel, Series};
+use crate::output::{Panel, Series, XAxis};
 use crate::run::build_algorithm;
 use crate::workload::Workload;
 use crate::{Figure, LabError, Point, EPOCH};
 
+/// Runs of the limit loop per algorithm size. One run over a quick trace takes milliseconds, so
+/// a single preemption on a shared machine could cut it several-fold (issue 34 saw figure 5's
+/// throughputs above their limit by 8x): the fastest run is the limit (the least disturbed one
+/// is the closest to what the memory allows), the others give its spread (error bars).
+pub(super) const LIMIT_RUNS: usize = 5;
+
+/// The limit of one memory size: the fastest of [`LIMIT_RUNS`] runs and the runs' range.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limit {
+    pub mpps: f64,
+    pub ns_avg: f64,
+    pub ns_p99: f64,
+    /// Slowest and fastest run, Mpps.
+    pub spread: (f64, f64),
+}
+
 impl Lab<'_> {
-    /// The memory limit (Mpps) of `algorithm`'s size, measured once per algorithm (figure 5
-    /// shows it next to each algorithm).
+    /// The memory limit of `algorithm`'s size, measured once per algorithm and run of the
+    /// bench: figure 5 (beside each algorithm) and the limit figure show the same measurement.
     pub(super) fn limit_of(
         &mut self,
         algorithm: &'static str,
         key: KeyKind,
-    ) -> Result<f64, LabError> {
+    ) -> Result<Limit, LabError> {
         if let Some(&v) = self.limits.get(algorithm) {
             return Ok(v);
         }
         let mem =
             build_algorithm(algorithm, "", self.base.key_len(key), algo_seed())?.memory_bytes();
-        let (mpps, _, _) = limit_run(&self.base, key, mem, &self.clock);
-        self.limits.insert(algorithm, mpps);
-        Ok(mpps)
+        let mut best: Option<Limit> = None;
+        let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+        for _ in 0..LIMIT_RUNS {
+            let (mpps, ns_avg, ns_p99) = limit_run(&self.base, key, mem, &self.clock);
+            lo = lo.min(mpps);
+            hi = hi.max(mpps);
+            if best.is_none_or(|b| mpps > b.mpps) {
+                best = Some(Limit {
+                    mpps,
+                    ns_avg,
+                    ns_p99,
+                    spread: (0.0, 0.0),
+                });
+            }
+        }
+        let limit = Limit {
+            spread: (lo, hi),
+            ..best.ok_or_else(|| LabError::Config("no limit run".into()))?
+        };
+        self.limits.insert(algorithm, limit);
+        Ok(limit)
     }
 
     /// The memory limit per algorithm size: one prefetched random counter increment per packet.
@@ -38,9 +72,12 @@ impl Lab<'_> {
                 continue;
             }
             self.tick(&format!("limit: {a}"));
-            let mem = build_algorithm(a, "", self.base.key_len(key), algo_seed())?.memory_bytes();
-            let (mpps, avg, p99) = limit_run(&self.base, key, mem, &self.clock);
-            self.limits.insert(a, mpps);
+            let Limit {
+                mpps,
+                ns_avg: avg,
+                ns_p99: p99,
+                ..
+            } = self.limit_of(a, key)?;
             points.push(Point {
                 figure: Figure::Limit.to_string(),
                 algorithm: a.into(),
@@ -65,15 +102,23 @@ impl Lab<'_> {
                 switches: None,
             });
         }
-        let cats: Vec<String> = NINE.iter().map(|n| n.2.to_string()).collect();
+        // The algorithms measured (one left out for the trace's keys is not a category).
+        let shown: Vec<_> = NINE
+            .iter()
+            .filter(|n| points.iter().any(|p| p.algorithm == n.0))
+            .collect();
         let panel = Panel {
             title: "Memory limit: one random increment per packet".into(),
             x_label: "array of the algorithm's memory size".into(),
             y_label: "Mpps".into(),
-            cats,
+            cats: shown.iter().map(|n| n.2.to_string()).collect(),
+            x: XAxis::Categories,
             series: vec![Series {
-                name: "limit".into(),
-                values: points.iter().map(|p| Some(p.mpps)).collect(),
+                spread: shown
+                    .iter()
+                    .map(|n| self.limits.get(n.0).map(|l| l.spread))
+                    .collect(),
+                ..Series::new("limit", points.iter().map(|p| Some(p.mpps)).collect())
             }],
         };
         Ok((points, "Limit loop".into(), vec![panel]))
@@ -133,4 +178,46 @@ fn limit_run(w: &Workload, key: KeyKind, memory_bytes: usize, clock: &Clock) -> 
         clock.to_ns(hist.mean_cycles()),
         clock.to_ns(hist.quantile_cycles(0.99)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LabArgs;
+
+    /// In one run, the limit figure shows the very measurement figure 5 compares each algorithm
+    /// with (issue 34: the limit figure, measured again in the run of figure 5, was 8x off its
+    /// limits), and that limit is the fastest of its runs, the others its spread.
+    #[test]
+    fn limit_figure_is_figure_5s_limit() {
+        let out = testkit::scratch("lab").join("limit_same_run");
+        let mut args = LabArgs::new(Figure::Fig5, &out);
+        args.quick = true;
+        args.packets = 100_000;
+        let mut lab = Lab::new(&args).unwrap();
+        let fig5 = lab.figure(Figure::Fig5).unwrap();
+        let limit = lab.figure(Figure::Limit).unwrap();
+        assert_eq!(limit.len(), NINE.len());
+        for l in &limit {
+            let theirs: Vec<f64> = fig5
+                .iter()
+                .filter(|p| p.algorithm == l.algorithm)
+                .filter_map(|p| p.limit_mpps)
+                .collect();
+            assert!(!theirs.is_empty(), "{} not in figure 5", l.algorithm);
+            for t in theirs {
+                assert_eq!(
+                    t, l.mpps,
+                    "{}: figure 5's limit and the limit figure's",
+                    l.algorithm
+                );
+            }
+            let (lo, hi) = lab.limits[l.algorithm.as_str()].spread;
+            assert!(
+                lo > 0.0 && lo <= hi && hi == l.mpps,
+                "{}: {lo}..{hi}",
+                l.algorithm
+            );
+        }
+    }
 }

@@ -4,7 +4,7 @@ use aggevict::Policy;
 
 use super::{gen_spec, series, Lab, NINE};
 use crate::accel::{share_only, AggSpec};
-use crate::output::Panel;
+use crate::output::{Panel, XAxis};
 use crate::workload::Workload;
 use crate::{Figure, LabError, Point, EPOCH};
 
@@ -83,6 +83,7 @@ impl Lab<'_> {
             x_label: "algorithm (its flow ID)".into(),
             y_label: "updates / packets (%)".into(),
             cats,
+            x: XAxis::Categories,
             series: ser,
         };
         Ok((

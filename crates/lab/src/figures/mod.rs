@@ -19,7 +19,7 @@ use key::KeyKind;
 
 use crate::accel::AggSpec;
 use crate::clock::Clock;
-use crate::output::{write_figure, Series};
+use crate::output::{write_figure, Series, XAxis};
 use crate::run::{build_algorithm, measure, Measured, RunCfg};
 use crate::workload::Workload;
 use crate::{Figure, LabArgs, LabError, Point, DEFAULT_PACKETS, EPOCH};
@@ -53,8 +53,8 @@ pub(crate) struct Lab<'a> {
     flows: u64,
     base: Workload,
     bar: ProgressBar,
-    /// limit_mpps by algorithm name (memory size depends only on the algorithm and key).
-    limits: HashMap<&'static str, f64>,
+    /// The memory limit by algorithm name (memory size depends only on the algorithm and key).
+    limits: HashMap<&'static str, fig_limit::Limit>,
     /// Algorithms that cannot be built for the trace's widest key (reported once each).
     unsupported: HashMap<&'static str, String>,
 }
@@ -158,7 +158,14 @@ impl<'a> Lab<'a> {
             }
         };
         let stem = format!("fig{f}");
-        write_figure(&self.args.out, &stem, &title, &points, &panels)?;
+        write_figure(
+            &self.args.out,
+            &stem,
+            &title,
+            &points,
+            &panels,
+            self.args.quick,
+        )?;
         Ok(points)
     }
 
@@ -291,8 +298,10 @@ fn series(
             *slot = Some(val(p));
         }
     }
-    Series {
-        name: name.to_string(),
-        values,
-    }
+    Series::new(name, values)
+}
+
+/// A numeric x axis at these values (batch sizes, skews, arrays).
+fn numeric(xs: impl IntoIterator<Item = f64>) -> XAxis {
+    XAxis::Numeric(xs.into_iter().collect())
 }
