@@ -434,10 +434,19 @@ impl Candidates {
     }
 
     /// Union with `other` (same sketch shape and seeds). The merged threshold is
-    /// `theta_a + theta_b`: a key with merged size `f >= theta_a + theta_b` has `f_a >= theta_a`
-    /// or `f_b >= theta_b`, so it was a member of one side and is kept.
+    /// `theta_a + theta_b - 1`: sizes are integers, so a key with `f_a <= theta_a - 1` and
+    /// `f_b <= theta_b - 1` has `f <= theta_a + theta_b - 2`; a key with merged size
+    /// `f >= theta_a + theta_b - 1` therefore had `f_a >= theta_a` or `f_b >= theta_b`, was a
+    /// member of one side and is kept. (`theta_a + theta_b`, the bound before issue 34, lost
+    /// the flows exactly at the threshold: two workers' sets at theta 1 merged at 2, and every
+    /// one-packet flow of a threshold-1 run was dropped.)
     pub fn merge(&mut self, other: &Candidates, requery: &dyn Fn(u64) -> u64) {
-        self.theta = self.theta.saturating_add(other.theta);
+        // Both thetas are at least 1 (`new` takes `init_theta.max(1)`; compaction only raises).
+        self.theta = self
+            .theta
+            .saturating_add(other.theta)
+            .saturating_sub(1)
+            .max(1);
         for (k, h) in other.iter() {
             let (found, slot) = self.find(h);
             if !found {

@@ -1217,3 +1217,60 @@ fn univmon_cardinality_says_its_sampling_error() {
         assert!(u.caveats(Task::Entropy, None, keys.len() as u64).is_empty());
     }
 }
+
+// ---------------------------------------------------------------- ties and caps (issue 34)
+
+/// Two workers' halves of an epoch (disjoint flows, as `run --workers 2` shards them), merged:
+/// every flow of size exactly the threshold is still reported, down to threshold 1. Before
+/// issue 34 the merged candidate threshold was `theta_a + theta_b` (2 for two fresh sets) and
+/// the merge's compaction dropped every one-packet flow (alexa at threshold 1: 242 of 309).
+#[test]
+fn merged_candidate_sets_keep_flows_exactly_at_the_threshold() {
+    // 300 flows per side, sizes 1, 2 and 3, shuffled with a fixed seed.
+    let side = |base: u32, seed: u64| {
+        let planted: Vec<(u32, usize)> = (0..300u32)
+            .map(|i| (base + i, 1 + (i % 3) as usize))
+            .collect();
+        with_planted(Vec::new(), &planted, seed)
+    };
+    let (x, y) = (side(0x0A00_0000, 21), side(0x0B00_0000, 22));
+    let truth = truth(&[x.clone(), y.clone()].concat());
+    let builds: Vec<(&str, Box<dyn Fn() -> Box<dyn Algorithm>>)> = vec![
+        ("count_min", Box::new(|| Box::new(cm(4, 4096, 1024)))),
+        (
+            "count_array",
+            Box::new(|| {
+                Box::new(
+                    CountArray::new(
+                        CountArrayConfig {
+                            width: 1 << 16,
+                            candidates: 1024,
+                        },
+                        SEED,
+                    )
+                    .unwrap(),
+                )
+            }),
+        ),
+    ];
+    for (name, build) in builds {
+        let (mut a, mut b) = (build(), build());
+        feed(a.as_mut(), &x);
+        feed(b.as_mut(), &y);
+        a.merge(b.as_ref()).unwrap();
+        for t in 1..=3u64 {
+            let hh = a.heavy_hitters(t).unwrap();
+            let got: std::collections::HashSet<FlowKey> = hh.iter().map(|e| e.0).collect();
+            let want: Vec<&FlowKey> = truth.iter().filter(|(_, &f)| f >= t).map(|e| e.0).collect();
+            let missed = want.iter().filter(|k| !got.contains(k)).count();
+            assert_eq!(
+                missed,
+                0,
+                "{name}, threshold {t}: {missed} of {} missed",
+                want.len()
+            );
+        }
+        let top = a.top_k(600).unwrap();
+        assert_eq!(top.len(), 600, "{name}: top-600 of 600 flows");
+    }
+}
