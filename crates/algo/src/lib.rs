@@ -450,6 +450,32 @@ pub struct Caveat {
     pub suggestion: String,
 }
 
+/// The top-k caveat of a structure that lists at most `capacity` keys (a candidate set, a
+/// k-counter summary, a heap) when a run asks for more (`k`, the task's scale) and the structure
+/// had to let keys go this epoch (`lost`: it overflowed, evicted or is full; issue 34): it
+/// reports at most `capacity` flows of more, so the run says so, naming `parameter`, instead of
+/// scoring `capacity reported / k true` in silence. `None` for other tasks, a `k` it can hold,
+/// or an epoch whose flows all fit.
+pub fn top_k_cap_caveat(
+    task: Task,
+    k: Option<u64>,
+    parameter: &'static str,
+    capacity: usize,
+    lost: bool,
+) -> Option<Caveat> {
+    let (Task::TopK, Some(k)) = (task, k) else {
+        return None;
+    };
+    (lost && k > capacity as u64).then(|| Caveat {
+        parameter,
+        message: format!(
+            "top_k asks for k = {k} flows, but {parameter} = {capacity} bounds the flows it \
+             keeps and the epoch had more: fewer than k are reported"
+        ),
+        suggestion: format!("{parameter} = {k} (at least k)"),
+    })
+}
+
 /// The definition of a flow's change in an epoch that an algorithm's `heavy_changers` answers.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Change {

@@ -22,7 +22,7 @@
 //! For Count Sketch (non-monotone estimates) the same mechanics give a best-effort set: a key's
 //! estimate can fall below `theta` by the time of a compaction and be dropped.
 
-use algo::Estimate;
+use algo::{Caveat, Estimate, Task};
 use key::{FlowKey, KeyMap};
 use serde::{Deserialize, Serialize};
 
@@ -354,6 +354,19 @@ impl Candidates {
             .filter(|(e, _)| *e >= theta)
             .map(|&(_, i)| i)
             .collect();
+        // Ties at the cut (issue 34): keys at `theta - 1` are below the guarantee, so any of them
+        // may stay; keep the first inserted up to `cap` rather than none. Otherwise an epoch of
+        // equal flows (a port scan's ~2000 one-packet flows) left a set of 3 for a top-100.
+        if keep.len() < self.cap && theta > 1 {
+            let mut ties: Vec<usize> = ests
+                .iter()
+                .filter(|(e, _)| *e == theta - 1)
+                .map(|&(_, i)| i)
+                .collect();
+            ties.sort_unstable();
+            ties.truncate(self.cap - keep.len());
+            keep.extend(ties);
+        }
         // Keep insertion order so the state does not depend on the selection algorithm.
         keep.sort_unstable();
         let keys: Vec<FlowKey> = keep
@@ -455,6 +468,93 @@ impl Candidates {
         }
         self.compact(requery);
     }
+}
+
+impl Candidates {
+    /// What the set may have lost of a task's answer (issue 34), naming `candidates` and a size:
+    /// top-k asking more than the set holds (`algo::top_k_cap_caveat`); heavy hitters below the
+    /// set's running threshold (it rose past the task's `T` in a compaction, so flows of size
+    /// `T..theta` may have been dropped: the module's guarantee needs `T >= theta`).
+    /// `reaching(t)` is the sketch's count of flows whose counters reach `t` (the suggestion).
+    pub(crate) fn caveats(
+        &self,
+        task: Task,
+        scale: Option<u64>,
+        reaching: impl Fn(u64) -> u64,
+    ) -> Vec<Caveat> {
+        if self.is_disabled() {
+            return Vec::new();
+        }
+        if let Some(c) =
+            algo::top_k_cap_caveat(task, scale, "candidates", self.cap, self.overflowed())
+        {
+            return vec![c];
+        }
+        match (task, scale) {
+            (Task::HeavyHitters, Some(t)) => self.below_theta(t, self.theta, reaching),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether a compaction raised the threshold this epoch: keys whose estimate stayed below it
+    /// may have been dropped.
+    pub fn overflowed(&self) -> bool {
+        self.theta > self.init_theta
+    }
+
+    /// The caveat of a task at threshold `t` answered from sets whose threshold rose to `theta`
+    /// (`theta > t`), with the size that keeps the flows reaching `t`.
+    fn below_theta(&self, t: u64, theta: u64, reaching: impl Fn(u64) -> u64) -> Vec<Caveat> {
+        if t >= theta {
+            return Vec::new();
+        }
+        let n = reaching(t);
+        let cap = self.cap;
+        let sizes = if theta - 1 == t {
+            format!("{t}")
+        } else {
+            format!("{t} to {}", theta - 1)
+        };
+        vec![Caveat {
+            parameter: "candidates",
+            message: format!(
+                "the candidate set (candidates = {cap}) overflowed: its threshold rose to {theta}, \
+                 above the task's {t}, so flows of size {sizes} may be missing (the counters \
+                 show about {n} flows reaching {t})"
+            ),
+            suggestion: format!(
+                "candidates = {} (at least)",
+                (n as usize).max(2 * cap).next_power_of_two()
+            ),
+        }]
+    }
+
+    /// Heavy changers at threshold `t` from the union of this epoch's set and `prev`'s: a flow
+    /// whose size changed by `t` or more was at least `t` in one of the epochs, so it is in one
+    /// of the sets when `t` is at least both thresholds; else the caveat of
+    /// [`Candidates::caveats`].
+    pub(crate) fn change_caveats(
+        &self,
+        prev: &Candidates,
+        t: u64,
+        reaching: impl Fn(u64) -> u64,
+    ) -> Vec<Caveat> {
+        if self.is_disabled() {
+            return Vec::new();
+        }
+        self.below_theta(t, self.theta.max(prev.theta), reaching)
+    }
+}
+
+/// About how many flows of a counter sketch reach a size: the most counters of one row (rows of
+/// `width` in `counters`) for which `reaches` holds (every such flow's counters reach it in every
+/// row; light flows sharing a counter push others over). What [`Candidates::caveats`] suggests.
+pub(crate) fn reaching<C: Copy>(counters: &[C], width: usize, reaches: impl Fn(C) -> bool) -> u64 {
+    counters
+        .chunks(width.max(1))
+        .map(|row| row.iter().filter(|&&c| reaches(c)).count() as u64)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Heavy changers of a sketch with candidate sets (Count-Min, the count array, Count Sketch):

@@ -269,6 +269,11 @@ impl CounterMatrix {
         &self.counters
     }
 
+    /// About how many flows reach `t` (`candidates::reaching`).
+    pub(crate) fn reaching(&self, t: u64) -> u64 {
+        crate::candidates::reaching(&self.counters, self.width, |c| u64::from(c) >= t)
+    }
+
     /// [`CountMin::set_counters`]: `total` stays an upper bound of every counter, so the batch
     /// kernels' check of saturation stays sound.
     fn set_counters(&mut self, t: &[f64]) -> bool {
@@ -1216,6 +1221,7 @@ macro_rules! cm_algorithm {
                     m.estimate_h(c) as f64
                 });
                 v.extend($crate::count_min::shared_counter_caveat(m, task));
+                v.extend(self.st.cand.caveats(task, unit, |t| m.reaching(t)));
                 v
             }
             /// The difference sketch's noise, per counter the colliding flows' L1 change
@@ -1229,14 +1235,19 @@ macro_rules! cm_algorithm {
                     return Vec::new();
                 }
                 let (m, pm) = (&self.st.m, &p.st.m);
-                algo::change_caveat(
+                let mut capped = self
+                    .st
+                    .cand
+                    .change_caveats(&p.st.cand, threshold, |t| m.reaching(t).max(pm.reaching(t)));
+                capped.extend(algo::change_caveat(
                     threshold,
                     "width",
                     m.width(),
                     algo::NoiseScale::Linear,
                     |c| m.change_h(pm, c) as f64,
                     |t| self.st.heavy_changers(&p.st, t),
-                )
+                ));
+                capped
             }
             fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
                 let o = algo::merge_peer(self, other, |_| true)?;

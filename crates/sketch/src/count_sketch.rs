@@ -107,6 +107,13 @@ impl SignedMatrix {
         &self.counters
     }
 
+    /// About how many flows reach `t` in absolute value (`candidates::reaching`).
+    pub(crate) fn reaching(&self, t: u64) -> u64 {
+        crate::candidates::reaching(&self.counters, self.width, |c| {
+            u64::from(c.unsigned_abs()) >= t
+        })
+    }
+
     #[inline(always)]
     pub(crate) fn hash(&self, k: &FlowKey) -> u64 {
         self.hash.hash(k)
@@ -334,7 +341,10 @@ impl Algorithm for CountSketch {
     }
     fn caveats(&self, task: Task, unit: Option<u64>, _total: u64) -> Vec<algo::Caveat> {
         let m = &self.m;
-        algo::collision_caveat(task, unit, "width", m.width(), |h| m.estimate_h(h) as f64)
+        let mut v =
+            algo::collision_caveat(task, unit, "width", m.width(), |h| m.estimate_h(h) as f64);
+        v.extend(self.cand.caveats(task, unit, |t| m.reaching(t)));
+        v
     }
     /// The difference sketch's noise, the colliding flows' L2 change over sqrt(width)
     /// (Charikar et al. 2002 sec. 3), measured on both epochs' counters.
@@ -345,14 +355,18 @@ impl Algorithm for CountSketch {
         if !self.m.same_shape(&p.m) {
             return Vec::new();
         }
-        algo::change_caveat(
+        let mut capped = self.cand.change_caveats(&p.cand, threshold, |t| {
+            self.m.reaching(t).max(p.m.reaching(t))
+        });
+        capped.extend(algo::change_caveat(
             threshold,
             "width",
             self.m.width(),
             algo::NoiseScale::Sqrt,
             |h| self.m.change_h(&p.m, h) as f64,
             |t| self.heavy_changers(prev, t),
-        )
+        ));
+        capped
     }
     fn merge(&mut self, other: &dyn Algorithm) -> Result<(), MergeError> {
         let o = algo::merge_peer(self, other, |o| {

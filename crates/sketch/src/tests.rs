@@ -1274,3 +1274,116 @@ fn merged_candidate_sets_keep_flows_exactly_at_the_threshold() {
         assert_eq!(top.len(), 600, "{name}: top-600 of 600 flows");
     }
 }
+
+/// The number in a caveat's suggestion `parameter = N ...`.
+fn suggested(c: &algo::Caveat) -> u64 {
+    let n: String = c
+        .suggestion
+        .split('=')
+        .nth(1)
+        .unwrap_or("")
+        .trim()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    n.parse().unwrap_or_else(|_| panic!("no size in {c:?}"))
+}
+
+/// A structure whose answer is bounded by its capacity says so when the bound bites (issue 34:
+/// `--task top_k --k 5000` reported 1016 of 5000 and `--threshold 0.00001` 1016 of 7,686 with no
+/// warning): top-k past the candidate set or UnivMon's heap, and heavy hitters below the
+/// threshold the candidate set rose to, each naming the parameter and a size that holds the
+/// flows; nothing when the epoch's flows fit. 3000 one-packet flows and 50 of ten packets.
+#[test]
+fn capped_candidate_sets_and_heaps_say_so() {
+    let planted: Vec<(u32, usize)> = (0..3000u32)
+        .map(|i| (0x0C00_0000 + i, 1))
+        .chain((0..50u32).map(|i| (0x0D00_0000 + i, 10)))
+        .collect();
+    let stream = with_planted(Vec::new(), &planted, 23);
+    let n = stream.len() as u64;
+    let flows = planted.len() as u64;
+    let capped = |a: &dyn Algorithm, task: Task, scale: u64, param: &str| {
+        a.caveats(task, Some(scale), n)
+            .into_iter()
+            .find(|c| c.parameter == param)
+    };
+    let array = |candidates| {
+        CountArray::new(
+            CountArrayConfig {
+                width: 1 << 16,
+                candidates,
+            },
+            SEED,
+        )
+        .unwrap()
+    };
+    let sketches: Vec<Box<dyn Algorithm>> = vec![
+        Box::new(cm(4, 1 << 16, 256)),
+        Box::new(array(256)),
+        Box::new(cs(4, 1 << 16, 256)),
+    ];
+    for mut a in sketches {
+        let name = a.name();
+        feed(a.as_mut(), &stream);
+        // The set holds fewer than twice its capacity between compactions.
+        assert!(a.top_k(1000).unwrap().len() < 512, "{name}");
+        let c = capped(a.as_ref(), Task::TopK, 1000, "candidates")
+            .unwrap_or_else(|| panic!("{name}: top-1000 from 256 candidates, no caveat"));
+        assert_eq!(suggested(&c), 1000, "{name}: {c:?}");
+        assert!(
+            capped(a.as_ref(), Task::TopK, 100, "candidates").is_none(),
+            "{name}"
+        );
+        // Threshold 1: the set rose past it; the suggestion holds the flows reaching it.
+        let c = capped(a.as_ref(), Task::HeavyHitters, 1, "candidates")
+            .unwrap_or_else(|| panic!("{name}: heavy hitters at 1 from an overflowed set"));
+        assert!(suggested(&c) >= flows, "{name}: {c:?}");
+        // Threshold 10, above the set's: no caveat, and every ten-packet flow is reported.
+        assert!(
+            capped(a.as_ref(), Task::HeavyHitters, 10, "candidates").is_none(),
+            "{name}"
+        );
+        assert_eq!(a.heavy_hitters(10).unwrap().len(), 50, "{name}");
+    }
+    // The same flows fit a larger set: no caveat at all.
+    let mut roomy = cm(4, 1 << 16, 4096);
+    feed(&mut roomy, &stream);
+    assert!(capped(&roomy, Task::TopK, 5000, "candidates").is_none());
+    assert!(capped(&roomy, Task::HeavyHitters, 1, "candidates").is_none());
+    assert_eq!(roomy.heavy_hitters(1).unwrap().len() as u64, flows);
+    // UnivMon's level-0 heap.
+    let mut u = univmon(vec![1 << 14, 1 << 13], 256, SEED);
+    feed(&mut u, &stream);
+    let c = capped(&u, Task::TopK, 1000, "heap").expect("top-1000 from a heap of 256");
+    assert_eq!(suggested(&c), 1000);
+    let c = capped(&u, Task::HeavyHitters, 1, "heap").expect("a full heap at threshold 1");
+    assert!(suggested(&c) >= flows, "{c:?}");
+    let mut big = univmon(vec![1 << 14, 1 << 13], 4096, SEED);
+    feed(&mut big, &stream);
+    assert!(capped(&big, Task::TopK, 1000, "heap").is_none());
+    assert!(capped(&big, Task::HeavyHitters, 1, "heap").is_none());
+}
+
+/// Ties at the candidate set's cut (issue 34): an epoch of equal flows (a port scan) keeps a
+/// full set rather than none of them: `--k 100` on ~2000 one-packet flows reported 3.
+#[test]
+fn candidate_compaction_keeps_ties_up_to_its_capacity() {
+    let planted: Vec<(u32, usize)> = (0..2000u32)
+        .map(|i| (0x0E00_0000 + i, 1))
+        .chain((0..3u32).map(|i| (0x0F00_0000 + i, 4)))
+        .collect();
+    let stream = with_planted(Vec::new(), &planted, 24);
+    for mut a in [cm(4, 1 << 16, 256), cm(4, 4096, 64)] {
+        feed(&mut a, &stream);
+        let cap = a.config().candidates;
+        assert!(
+            a.top_k(100).unwrap().len() >= 100.min(cap),
+            "candidates {cap}"
+        );
+        // The guarantee is unchanged: every flow at or above the set's threshold.
+        let t = a.candidate_threshold();
+        let want = planted.iter().filter(|p| p.1 as u64 >= t).count();
+        assert!(a.heavy_hitters(t).unwrap().len() >= want);
+    }
+}

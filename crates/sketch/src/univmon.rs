@@ -552,6 +552,39 @@ impl UnivMon {
         }]
     }
 
+    /// Heavy hitters and top-k come from level 0's heap of `heap` keys (issue 34): top-k asking
+    /// more (`algo::top_k_cap_caveat`), or a full heap whose smallest entry was offered at the
+    /// threshold or more, so that flows reaching it may have been pushed out.
+    fn level0_cap_caveats(&self, task: Task, unit: Option<u64>) -> Vec<algo::Caveat> {
+        let heap = &self.levels[0].heap;
+        if let Some(c) =
+            algo::top_k_cap_caveat(task, unit, "heap", heap.cap, heap.entries.len() >= heap.cap)
+        {
+            return vec![c];
+        }
+        let (Task::HeavyHitters, Some(t)) = (task, unit) else {
+            return Vec::new();
+        };
+        let least = heap.entries.iter().map(|e| e.est.max(0) as u64).min();
+        match least {
+            Some(m) if heap.entries.len() >= heap.cap && m >= t => vec![algo::Caveat {
+                parameter: "heap",
+                message: format!(
+                    "level 0's heap of {} is full and its smallest entry ({m}) is at the \
+                     threshold {t} or above: flows reaching the threshold may have been pushed \
+                     out",
+                    heap.cap
+                ),
+                // At most N/t flows reach t.
+                suggestion: format!(
+                    "heap = {} (at least)",
+                    (self.total / t + 1).max(2 * heap.cap as u64)
+                ),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
     fn level0_estimates(&self) -> Vec<Estimate> {
         self.levels[0]
             .heap
@@ -684,6 +717,9 @@ impl Algorithm for UnivMon {
         let Some(last) = self.levels.last() else {
             return Vec::new();
         };
+        if matches!(task, Task::HeavyHitters | Task::TopK) {
+            return self.level0_cap_caveats(task, unit);
+        }
         if !matches!(task, Task::Cardinality | Task::Entropy) {
             return Vec::new();
         }
