@@ -176,6 +176,35 @@ pub(crate) fn overcount_caveats(
     bound_caveat(task, t, ambiguous, reported, over, total)
 }
 
+/// The caveats of a k-counter summary that is full (issue 34), naming `k`: top-k asking more
+/// than its k counters once it let flows go (`floor > 0`; `algo::top_k_cap_caveat`); heavy hitters at a threshold `t` that an
+/// unheld flow may reach: `floor` is the most an unheld flow can weigh (Space-Saving and the
+/// heap: the smallest held count, Metwally et al. Lemma 3.4; Misra-Gries: its slack, (N - sum
+/// c)/(k+1)), and flows of size `t..=floor` may have been evicted. Both bounds are at most
+/// N/k (N/(k+1)), so `k = N/t + 1` makes `floor < t`.
+pub(crate) fn capped_caveats(
+    task: Task,
+    threshold: Option<u64>,
+    k: usize,
+    floor: u64,
+    total: u64,
+) -> Vec<algo::Caveat> {
+    if let Some(c) = algo::top_k_cap_caveat(task, threshold, "k", k, floor > 0) {
+        return vec![c];
+    }
+    match (task, threshold) {
+        (Task::HeavyHitters, Some(t)) if t > 0 && floor >= t => vec![algo::Caveat {
+            parameter: "k",
+            message: format!(
+                "all k = {k} counters are taken and a flow of size up to {floor} may have been \
+                 evicted: heavy hitters at the threshold {t} may be missing"
+            ),
+            suggestion: format!("k = {} (at least N/threshold)", total / t + 1),
+        }],
+        _ => Vec::new(),
+    }
+}
+
 /// The caveat of an exact table that filled up: the new flows it turned away (`dropped`) are
 /// missing from every answer. Suggests twice the capacity.
 pub(crate) fn full_table_caveat(
@@ -195,4 +224,86 @@ pub(crate) fn full_table_caveat(
         ),
         suggestion: format!("capacity = {} (at least)", capacity.saturating_mul(2)),
     }]
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use algo::{Algorithm, Task};
+    use key::FlowKey;
+
+    use crate::heap::{Heap, HeapConfig};
+    use crate::misra_gries::{MisraGries, MisraGriesConfig};
+    use crate::space_saving::{SpaceSaving, SpaceSavingConfig};
+
+    /// The k-counter summaries say when their k bites (issue 34: a top-k past k, or heavy
+    /// hitters at a threshold an evicted flow may reach, were answered short in silence), naming
+    /// `k` and a size: 3000 one-packet flows and 50 of ten packets in k = 256 counters, every
+    /// ten-packet flow interleaved so that it is held. Nothing when the flows fit.
+    #[test]
+    fn full_summaries_say_so() {
+        let mut stream: Vec<FlowKey> = Vec::new();
+        for i in 0..3000u32 {
+            stream.push(FlowKey::from_u32(0x0C00_0000 + i));
+        }
+        for r in 0..10 {
+            for i in 0..50u32 {
+                stream.insert(r * 300 + i as usize, FlowKey::from_u32(0x0D00_0000 + i));
+            }
+        }
+        let n = stream.len() as u64;
+        let build = |k: usize| -> Vec<Box<dyn Algorithm>> {
+            vec![
+                Box::new(SpaceSaving::new(SpaceSavingConfig { k }).unwrap()),
+                Box::new(Heap::new(HeapConfig { k }).unwrap()),
+                Box::new(MisraGries::new(MisraGriesConfig { k }).unwrap()),
+            ]
+        };
+        let k_caveat = |a: &dyn Algorithm, task: Task, scale: u64| {
+            a.caveats(task, Some(scale), n)
+                .into_iter()
+                .find(|c| c.parameter == "k")
+        };
+        for mut a in build(256) {
+            let name = a.name();
+            for key in &stream {
+                a.update(key, 1);
+            }
+            assert!(a.top_k(1000).unwrap().len() <= 256, "{name}");
+            let c = k_caveat(a.as_ref(), Task::TopK, 1000)
+                .unwrap_or_else(|| panic!("{name}: top-1000 from k = 256, no caveat"));
+            assert!(c.suggestion.starts_with("k = 1000"), "{name}: {c:?}");
+            // A top-100 fits k (its overcount caveat may speak, not the cap's).
+            let c = a.caveats(Task::TopK, Some(100), n);
+            assert!(
+                c.iter().all(|c| !c.message.contains("top_k asks")),
+                "{name}"
+            );
+            // Heavy hitters at 1: one caveat naming k, with a size that holds every flow
+            // (N/threshold + 1 from the cap's, ten times N from the overcount's).
+            let c = k_caveat(a.as_ref(), Task::HeavyHitters, 1)
+                .unwrap_or_else(|| panic!("{name}: heavy hitters at 1 from a full summary"));
+            let k: u64 = c.suggestion["k = ".len()..]
+                .split(' ')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {c:?}"));
+            assert!(k > n, "{name}: {c:?}");
+        }
+        for mut a in build(4096) {
+            for key in &stream {
+                a.update(key, 1);
+            }
+            assert!(
+                k_caveat(a.as_ref(), Task::TopK, 5000).is_none(),
+                "{}",
+                a.name()
+            );
+            assert!(
+                k_caveat(a.as_ref(), Task::HeavyHitters, 1).is_none(),
+                "{}",
+                a.name()
+            );
+            assert_eq!(a.heavy_hitters(1).unwrap().len(), 3050, "{}", a.name());
+        }
+    }
 }

@@ -205,18 +205,24 @@ impl Algorithm for MisraGries {
 
     /// Counts are under by at most d = (N - sum c)/(k+1): a held flow whose count is below the
     /// threshold but within d of it may be a heavy hitter left unreported.
+    /// An unheld flow weighs at most d: at a threshold of d or less, or top-k past k, flows may
+    /// be missing (`capped_caveats`).
     fn caveats(&self, task: Task, threshold: Option<u64>, total: u64) -> Vec<algo::Caveat> {
+        let d = self.slack();
         let (Task::HeavyHitters, Some(t)) = (task, threshold) else {
-            return Vec::new();
+            return crate::capped_caveats(task, threshold, self.k(), d, total);
         };
-        let held: u64 = self.entries().map(|e| e.1).sum();
-        let d = self.total.saturating_sub(held) / (self.k() as u64 + 1);
         let reported = self.entries().filter(|e| e.1 >= t).count();
         let ambiguous = self
             .entries()
             .filter(|e| e.1 < t && e.1.saturating_add(d) >= t)
             .count();
-        crate::bound_caveat(task, t, ambiguous, reported, d, total)
+        let v = crate::bound_caveat(task, t, ambiguous, reported, d, total);
+        // One caveat naming `k` is enough: the bound one already asks for a larger k.
+        if v.is_empty() {
+            return crate::capped_caveats(task, threshold, self.k(), d, total);
+        }
+        v
     }
 
     /// Agarwal et al.'s merge: add the two summaries' counters, subtract the (k+1)-th largest

@@ -201,7 +201,12 @@ impl Algorithm for SpaceSaving {
     /// threshold may not be above it.
     fn caveats(&self, task: Task, threshold: Option<u64>, total: u64) -> Vec<algo::Caveat> {
         let counts: Vec<(u64, u64)> = self.entries().map(|e| (e.1, e.2)).collect();
-        crate::overcount_caveats(task, threshold, &counts, total)
+        let mut v = crate::overcount_caveats(task, threshold, &counts, total);
+        // One caveat naming `k` is enough: the overcount one already asks for a larger k.
+        if v.is_empty() {
+            v = crate::capped_caveats(task, threshold, self.k(), self.min_count(), total);
+        }
+        v
     }
 
     /// The mergeable-summaries merge (module docs): `c` and `ε` added key by key, a key missing
