@@ -24,7 +24,7 @@ use truth::EpochTruth;
 
 use crate::config::RunConfig;
 use crate::evaluate::{answer_only, evaluate};
-use crate::report::{EpochCost, EpochReport};
+use crate::report::{EpochCost, EpochReport, TaskResult};
 use crate::runner::{Measure, Peers, UpdateSpent};
 use crate::workers::{Handover, WorkerFailure, ANSWERS};
 
@@ -441,6 +441,7 @@ impl Answerer {
                 ),
             ));
         }
+        dedup_threshold_warnings(&mut tasks);
         // The epoch is over for the exact EWMA models too.
         if cfg.truth {
             for m in &mut self.measures {
@@ -662,4 +663,23 @@ fn merge(
         }
     }
     Ok((merged, spent))
+}
+
+/// A warning about the task's threshold itself (`evaluate::degenerate_warning`) is the same
+/// for every algorithm answering the task on the same keys: said once per epoch, on the first.
+fn dedup_threshold_warnings(tasks: &mut [TaskResult]) {
+    let mut seen: Vec<(algo::Task, KeyKind, String)> = Vec::new();
+    for t in tasks {
+        t.warnings.retain(|w| {
+            if w.parameter != "threshold" {
+                return true;
+            }
+            let id = (t.task, t.key, w.message.clone());
+            let first = !seen.contains(&id);
+            if first {
+                seen.push(id);
+            }
+            first
+        });
+    }
 }

@@ -32,6 +32,46 @@ pub(crate) fn resolve(t: f64, base: f64) -> u64 {
     }
 }
 
+/// The warning of a task whose fractional threshold resolved so low on this epoch that every
+/// flow qualifies (issue 34: the default 0.05% of a short epoch is one packet): the answer is then
+/// the flow set, not its heavy part. The rule (README, "Tasks"): a flow is a heavy hitter iff its
+/// size is `>=` the absolute threshold and a changer iff its change is; a fraction resolves to
+/// `ceil(fraction x base)`, at least 1, and is never floored higher (that would answer another
+/// question than the one asked and scored), but when the resolved threshold is at most every
+/// flow's size (every change's), the task is degenerate on the epoch and the run says so once per
+/// epoch and task (`answer::dedup_threshold_warnings`). `flows`: the flows (changed flows) of
+/// the epoch, all of which reach `t` (the caller checked); `base` what the fraction was of.
+pub(crate) fn degenerate_warning(
+    task: Task,
+    fraction: f64,
+    t: u64,
+    flows: usize,
+    base: f64,
+    w: Weight,
+) -> algo::Caveat {
+    let (what, its, every) = match task {
+        Task::HeavyChangers => (
+            "total change",
+            "changed flows",
+            "changed flow is a heavy changer",
+        ),
+        _ => ("weight", "flows", "flow is a heavy hitter"),
+    };
+    algo::Caveat {
+        parameter: "threshold",
+        message: format!(
+            "{}% of this epoch's {what} ({base:.0} {}) resolves to {t}, which all {flows} of its \
+             {its} reach: every {every}, the task is degenerate on this epoch",
+            fraction * 100.0,
+            w.name()
+        ),
+        suggestion: format!(
+            "an absolute threshold above {t} (--threshold {}), or longer epochs",
+            t + 1
+        ),
+    }
+}
+
 /// `f()`, a query of the algorithm, its wall time added to `spent` (the cost table's query
 /// time: the algorithm's answers, not the scoring around them).
 fn q<T>(spent: &Cell<u128>, f: impl FnOnce() -> T) -> T {
@@ -138,7 +178,8 @@ pub(crate) fn evaluate(
     let point_ref = a.tasks().contains(&Task::FlowSize).then_some(a);
     match spec.task {
         Task::HeavyHitters => {
-            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HH), truth.total(w) as f64);
+            let frac = spec.threshold.unwrap_or(DEFAULT_HH);
+            let t = resolve(frac, truth.total(w) as f64);
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.heavy_hitters(t)).unwrap_or_default();
             let tru: KeyMap<u64> = truth
@@ -146,6 +187,16 @@ pub(crate) fn evaluate(
                 .filter(|&(_, s)| s >= t)
                 .map(|(k, s)| (*k, s))
                 .collect();
+            if frac < 1.0 && !tru.is_empty() && tru.len() == truth.flows.len() {
+                r.warnings.push(degenerate_warning(
+                    spec.task,
+                    frac,
+                    t,
+                    tru.len(),
+                    truth.total(w) as f64,
+                    w,
+                ));
+            }
             set_result(&mut r, &rep, &tru, point_ref);
             r.answer.keys = listed(&rep, cfg.listed, a, size_of(truth, w));
         }
@@ -169,7 +220,8 @@ pub(crate) fn evaluate(
                 }
             };
             let total: f64 = change.values().sum();
-            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total);
+            let frac = spec.threshold.unwrap_or(DEFAULT_HC);
+            let t = resolve(frac, total);
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.heavy_changers(prev, t)).unwrap_or_default();
             r.warnings = a.change_caveats(prev, t);
@@ -180,6 +232,11 @@ pub(crate) fn evaluate(
                 .filter(|&(_, &c)| c >= t as f64)
                 .map(|(k, c)| (*k, c.round() as u64))
                 .collect();
+            let changed = change.values().filter(|&&c| c > 0.0).count();
+            if frac < 1.0 && changed > 0 && tru.len() == changed {
+                r.warnings
+                    .push(degenerate_warning(spec.task, frac, t, changed, total, w));
+            }
             set_result(&mut r, &rep, &tru, None);
             r.answer.keys = listed(&rep, cfg.listed, a, |k| {
                 Some(change.get(k).map_or(0, |c| c.round() as u64))
