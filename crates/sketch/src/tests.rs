@@ -1246,7 +1246,8 @@ fn merged_candidate_sets_keep_flows_exactly_at_the_threshold() {
     };
     let (x, y) = (side(0x0A00_0000, 21), side(0x0B00_0000, 22));
     let truth = truth(&[x.clone(), y.clone()].concat());
-    let builds: Vec<(&str, Box<dyn Fn() -> Box<dyn Algorithm>>)> = vec![
+    type Make = Box<dyn Fn() -> Box<dyn Algorithm>>;
+    let builds: Vec<(&str, Make)> = vec![
         ("count_min", Box::new(|| Box::new(cm(4, 4096, 1024)))),
         (
             "count_array",
