@@ -14,10 +14,18 @@ fn run(trace: &str, args: &[&str]) -> Value {
     let path = testkit::traces_dir()
         .expect("checked by the caller")
         .join(trace);
+    // One epoch of the whole capture unless the test cuts its own (captures default to time
+    // epochs chosen from their duration).
+    let whole: &[&str] = if args.iter().any(|a| a.starts_with("--epoch")) {
+        &[]
+    } else {
+        &["--epoch-packets", "2000000"]
+    };
     let out = common::netsift()
         .arg("run")
         .arg(&path)
         .args(args)
+        .args(whole)
         .arg("--json")
         .output()
         .expect("run netsift");
