@@ -267,15 +267,21 @@ fn heavy_changer_sketches_too_small_warn_in_the_second_epoch() {
     ];
     for (algo, params, parameter) in cases {
         let r = run_with(algo, params, Task::HeavyChangers, 3);
-        let epochs: Vec<u64> = r.warnings.iter().map(|w| w.epoch).collect();
+        // The width's warnings (a candidate set overflowed by the inflated estimates also says
+        // so, naming `candidates`: issue 34).
+        let ws: Vec<&measure::Warning> = r
+            .warnings
+            .iter()
+            .filter(|w| w.parameter == parameter)
+            .collect();
+        let epochs: Vec<u64> = ws.iter().map(|w| w.epoch).collect();
         assert_eq!(epochs, [1], "{algo} {params}: {:?}", r.warnings);
-        assert_eq!(r.warnings[0].parameter, parameter, "{algo}");
-        assert!(r.warnings[0].suggestion.starts_with(parameter), "{algo}");
+        assert!(ws[0].suggestion.starts_with(parameter), "{algo}");
         let json = serde_json::to_value(&r).unwrap();
-        assert_eq!(
-            json["epochs"][1]["tasks"][0]["warnings"][0]["parameter"],
-            parameter
-        );
+        let task_warnings = json["epochs"][1]["tasks"][0]["warnings"]
+            .as_array()
+            .unwrap();
+        assert!(task_warnings.iter().any(|w| w["parameter"] == parameter));
         let d = run_with(algo, "", Task::HeavyChangers, 4);
         assert!(d.warnings.is_empty(), "{algo} defaults: {:?}", d.warnings);
     }
