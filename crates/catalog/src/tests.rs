@@ -616,7 +616,10 @@ fn unknown_names_suggest_the_closest() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("did you mean `agg-evict`?"), "{e}");
-    let e = "heavy_hiters".parse::<algo::Task>().unwrap_err().to_string();
+    let e = "heavy_hiters"
+        .parse::<algo::Task>()
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("did you mean `heavy_hitters`?"), "{e}");
     assert!(e.contains("tasks: heavy_hitters, "), "{e}");
 }

@@ -11,8 +11,8 @@ use serde::Serialize;
 use trace::{Body, Capture, Format};
 
 use crate::flags;
-use measure::report::count;
 use crate::out::Out;
+use measure::report::count;
 
 /// Most timed passes of `bench parse` (the median of more says nothing new).
 pub const MAX_PASSES: usize = 1000;

@@ -580,7 +580,10 @@ mod tests {
     #[test]
     fn agent_lines_name_their_agent_once() {
         assert_eq!(
-            from_agent("h2", "netsift: warning: epoch 1, heavy_hitters by count_min: x"),
+            from_agent(
+                "h2",
+                "netsift: warning: epoch 1, heavy_hitters by count_min: x"
+            ),
             "netsift: warning: agent h2: epoch 1, heavy_hitters by count_min: x"
         );
         assert_eq!(
@@ -589,7 +592,10 @@ mod tests {
         );
         let own = "netsift: agent h2: 3 snapshots published";
         assert_eq!(from_agent("h2", own), own);
-        assert_eq!(from_agent("h1", "thread panicked"), "netsift: agent h1: thread panicked");
+        assert_eq!(
+            from_agent("h1", "thread panicked"),
+            "netsift: agent h1: thread panicked"
+        );
     }
 
     #[test]

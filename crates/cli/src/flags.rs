@@ -23,7 +23,9 @@ where
         // value was told it must be ">= 1").
         let too_large = !s.is_empty()
             && s.bytes().all(|b| b.is_ascii_digit())
-            && s.parse::<u64>().ok().is_none_or(|v| v > *hi || T::try_from(v).is_err());
+            && s.parse::<u64>()
+                .ok()
+                .is_none_or(|v| v > *hi || T::try_from(v).is_err());
         v.ok_or_else(|| match hi {
             _ if too_large => format!("too large: must be a whole number in {lo}..={hi}, got {s}"),
             &u64::MAX => format!("must be a whole number >= {lo}, got {s}"),
@@ -78,7 +80,9 @@ mod tests {
         }
         let e = whole::<u8>(0..=u64::MAX)("300").unwrap_err();
         assert!(e.starts_with("too large"), "{e}");
-        assert!(!whole::<usize>(1..=1000)("0").unwrap_err().contains("too large"));
+        assert!(!whole::<usize>(1..=1000)("0")
+            .unwrap_err()
+            .contains("too large"));
         assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
         assert!(seed("-1").unwrap_err().contains("unsigned"));
         assert_eq!(threshold("0.5"), Ok(0.5));

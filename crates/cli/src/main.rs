@@ -550,7 +550,10 @@ mod tests {
             .unwrap_or_default();
         let listed: Vec<&str> = listed.split('|').collect();
         for p in catalog::presets::names() {
-            assert!(listed.contains(&p), "{p} missing from the README's `{line}`");
+            assert!(
+                listed.contains(&p),
+                "{p} missing from the README's `{line}`"
+            );
         }
     }
 

@@ -1233,7 +1233,14 @@ fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
     let f = dir.join("old.pcap");
     std::fs::write(&f, b"the old content").unwrap();
     let child = netsift()
-        .args(["gen", "--packets", "1000000000", "--format", "keys4", "--out"])
+        .args([
+            "gen",
+            "--packets",
+            "1000000000",
+            "--format",
+            "keys4",
+            "--out",
+        ])
         .arg(&f)
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -61,7 +61,12 @@ fn gen_of_any_length_stops_at_a_signal() {
             .unwrap_or_else(|| panic!("{order}: gen did not stop within 20 s of {signal}"));
         assert_eq!(status.code(), Some(code), "{order}: {status}");
         let mut err = String::new();
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
         assert!(
             err.contains(&format!("interrupted by {name} after ")) && err.contains("1000000000000"),
             "{order}: {err}"
@@ -131,5 +136,9 @@ fn gen_refuses_a_file_larger_than_the_free_space() {
             && e.contains("free"),
         "{e}"
     );
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a file was made");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "a file was made"
+    );
 }

@@ -74,9 +74,19 @@ fn counts_of_one_are_singular() {
         .args(["--task", "cardinality"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("epoch 0: 1 packet, "), "{text}");
-    assert!(text.contains("1 packet (") && text.contains(", 1 epoch,"), "{text}");
-    assert!(!text.contains("1 packets") && !text.contains("1 epochs"), "{text}");
+    assert!(
+        text.contains("1 packet (") && text.contains(", 1 epoch,"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("1 packets") && !text.contains("1 epochs"),
+        "{text}"
+    );
 }

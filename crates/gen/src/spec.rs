@@ -144,14 +144,20 @@ impl Spec {
             None => {
                 let frame = match self.size {
                     Size::Fixed(n) => n,
-                    Size::Mix => crate::flows::MIX.iter().map(|&(l, _)| l).max().unwrap_or(MAX_FRAME),
+                    Size::Mix => crate::flows::MIX
+                        .iter()
+                        .map(|&(l, _)| l)
+                        .max()
+                        .unwrap_or(MAX_FRAME),
                 };
                 // Record header (16 bytes) and the captured bytes.
                 16 + u64::from(u32::from(frame).min(self.snaplen))
             }
         };
         let header = if format == OutFormat::Pcap { 24 } else { 0 };
-        self.packets.saturating_mul(per_packet).saturating_add(header)
+        self.packets
+            .saturating_mul(per_packet)
+            .saturating_add(header)
     }
 
     /// Size of the source-host pool actually used.
