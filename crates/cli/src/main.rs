@@ -358,11 +358,14 @@ fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
             spec.packets,
             if to_stdout {
                 "standard output holds a valid, truncated trace".to_string()
-            } else {
+            } else if std::fs::metadata(&a.out).ok().is_none_or(|m| m.is_file()) {
                 format!(
                     "{} not written (an existing file is unchanged)",
                     a.out.display()
                 )
+            } else {
+                // A device or FIFO is written in place.
+                format!("{} got a valid, truncated trace", a.out.display())
             }
         );
         std::process::exit(code);
