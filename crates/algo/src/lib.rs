@@ -80,8 +80,23 @@ impl fmt::Display for Task {
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unknown task `{0}`")]
+#[error("unknown task `{0}`{hint} (tasks: {all})",
+    hint = did_you_mean(.0, Task::ALL.map(|t| t.name())),
+    all = Task::ALL.map(|t| t.name()).join(", "))]
 pub struct UnknownTask(pub String);
+
+/// `: did you mean `NAME`?` for the name of `names` closest to the unknown `input`, or nothing
+/// when none is close. The one suggestion rule for every name the user types (tasks,
+/// algorithms, presets): Jaro similarity above 0.7, as clap suggests flags and values, so a
+/// misspelt config file gets the hint a misspelt flag gets.
+pub fn did_you_mean<'a>(input: &str, names: impl IntoIterator<Item = &'a str>) -> String {
+    names
+        .into_iter()
+        .map(|n| (strsim::jaro(input, n), n))
+        .filter(|(score, _)| *score > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or(String::new(), |(_, n)| format!(": did you mean `{n}`?"))
+}
 
 impl FromStr for Task {
     type Err = UnknownTask;

@@ -63,7 +63,8 @@ pub fn default_for(t: Task) -> &'static Entry {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("unknown algorithm `{0}` (known: {known})", known = names().join(", "))]
+    #[error("unknown algorithm `{0}`{hint} (known: {known})",
+        hint = algo::did_you_mean(.0, names()), known = names().join(", "))]
     Unknown(String),
     #[error("algorithm `{algo}` cannot answer task `{task}` (it answers: {}; `{task}` is answered by: {})",
         get(algo).map(|e| e.tasks).unwrap_or(&[]).iter().map(|t| t.name()).collect::<Vec<_>>().join(", "),
@@ -71,7 +72,8 @@ pub enum CatalogError {
     CannotAnswer { algo: String, task: Task },
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("unknown preset `{0}` (presets: {1})")]
+    #[error("unknown preset `{0}`{hint} (presets: {1})",
+        hint = algo::did_you_mean(.0, presets::names()))]
     UnknownPreset(String, String),
 }
 

@@ -602,3 +602,24 @@ fn preset_costs_cover_the_presets_algorithms() {
     );
     assert_eq!(crate::presets::cost("agg-evict", "nope"), None);
 }
+
+/// Issue 34.9: a misspelt algorithm or preset gets a "did you mean", a name far from every one
+/// gets none, and the lists stay.
+#[test]
+fn unknown_names_suggest_the_closest() {
+    let e = lookup("count_mn").unwrap_err().to_string();
+    assert!(e.contains("did you mean `count_min`?"), "{e}");
+    assert!(e.contains("known: ") && e.contains("count_sketch"), "{e}");
+    let e = lookup("zzzzzz").unwrap_err().to_string();
+    assert!(!e.contains("did you mean"), "{e}");
+    let e = crate::presets::params("agg_evict", "count_min")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("did you mean `agg-evict`?"), "{e}");
+    let e = "heavy_hiters"
+        .parse::<algo::Task>()
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("did you mean `heavy_hitters`?"), "{e}");
+    assert!(e.contains("tasks: heavy_hitters, "), "{e}");
+}

@@ -269,7 +269,7 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     }
     if stats.left > 0 {
         crate::say!(
-            "netsift: agent {host}: the spool did not empty within --drain-timeout-ms {}: it is \
+            "netsift: error: agent {host}: the spool did not empty within --drain-timeout-ms {}: it is \
              sent first by the next start",
             a.drain_timeout_ms
         );
@@ -278,7 +278,7 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     let lost = spool.dropped + unwritten.count + stats.too_large;
     if lost > 0 {
         crate::say!(
-            "netsift: agent {host}: {lost} snapshots not delivered (dropped, not written or too \
+            "netsift: error: agent {host}: {lost} snapshots not delivered (dropped, not written or too \
              large; see above)"
         );
         return Ok(false);

@@ -12,6 +12,7 @@ use trace::{Body, Capture, Format};
 
 use crate::flags;
 use crate::out::Out;
+use measure::report::count;
 
 /// Most timed passes of `bench parse` (the median of more says nothing new).
 pub const MAX_PASSES: usize = 1000;
@@ -24,12 +25,14 @@ pub struct ParseArgs {
     /// Key kind to extract.
     #[arg(long, default_value = "five_tuple")]
     key: KeyKind,
+    /// Input format instead of detecting it (pcap, pcapng, keys4, keys13, keys21).
     #[arg(long)]
     format: Option<Format>,
     /// Timed passes over the file (1..=1000); the median is reported.
     #[arg(long, default_value_t = 5, allow_negative_numbers = true,
           value_parser = flags::whole::<usize>(1..=MAX_PASSES as u64))]
     passes: usize,
+    /// One JSON object instead of the line of text.
     #[arg(long)]
     json: bool,
 }
@@ -247,6 +250,7 @@ pub struct EpochsArgs {
     /// Timed rounds of each pair of runs; the fastest of each side is kept.
     #[arg(long, default_value_t = 3, value_parser = flags::whole::<usize>(1..=100))]
     rounds: usize,
+    /// One JSON array, one object per algorithm, instead of the table.
     #[arg(long)]
     json: bool,
 }
@@ -340,11 +344,11 @@ pub fn cmd_epochs(a: EpochsArgs, out: &mut Out) -> Result<()> {
     }
     writeln!(
         out,
-        "{} packets keyed by source, epochs of {} packets ({} epochs) vs one epoch; fastest of {} rounds",
-        a.packets,
-        a.epoch_packets,
-        a.packets.div_ceil(a.epoch_packets),
-        a.rounds
+        "{} keyed by source, epochs of {} ({}) vs one epoch; fastest of {}",
+        count(a.packets, "packet", "packets"),
+        count(a.epoch_packets, "packet", "packets"),
+        count(a.packets.div_ceil(a.epoch_packets), "epoch", "epochs"),
+        count(a.rounds as u64, "round", "rounds")
     )?;
     writeln!(
         out,

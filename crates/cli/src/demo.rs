@@ -157,6 +157,22 @@ impl Drop for TempDir {
 /// A child process killed when dropped.
 struct Kid(Child);
 
+/// A line of agent `host`'s stderr as the demo prints it: under the process's prefix
+/// (`netsift: warning: ...` becomes `netsift: warning: agent h2: ...`), unchanged when the agent
+/// named itself already.
+fn from_agent(host: &str, line: &str) -> String {
+    let me = format!("agent {host}:");
+    if line.contains(&me) {
+        return line.to_string();
+    }
+    for prefix in ["netsift: error: ", "netsift: warning: ", "netsift: "] {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return format!("{prefix}{me} {rest}");
+        }
+    }
+    format!("netsift: {me} {line}")
+}
+
 impl Drop for Kid {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -195,10 +211,10 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     let server = local_server(&bin, d, &hosts)?;
     let store = d.join("jetstream");
     crate::say!(
-        "netsift: demo: nats-server on {} (JetStream in {}), {} agents, one controller",
+        "netsift: demo: nats-server on {} (JetStream in {}), {}, one controller",
         server.url(),
         store.display(),
-        a.hosts
+        measure::report::count(a.hosts as u64, "agent", "agents")
     );
     let url = server.url();
     let started = Instant::now();
@@ -264,9 +280,20 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
             .arg("--spool")
             .arg(d.join(format!("spool-{h}")))
             .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .stdin(Stdio::null())
             .spawn()
             .context("starting an agent")?));
+        // The agents share this terminal: each line says which agent it comes from (issue
+        // 34.9: a warning of one agent among three was anyone's).
+        if let Some(err) = agents.last_mut().and_then(|k| k.0.stderr.take()) {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    crate::say!("{}", from_agent(&h, &line));
+                }
+            });
+        }
     }
     for (h, k) in hosts.iter().zip(&mut agents) {
         let st = k.0.wait()?;
@@ -549,6 +576,27 @@ fn broker_costs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_lines_name_their_agent_once() {
+        assert_eq!(
+            from_agent(
+                "h2",
+                "netsift: warning: epoch 1, heavy_hitters by count_min: x"
+            ),
+            "netsift: warning: agent h2: epoch 1, heavy_hitters by count_min: x"
+        );
+        assert_eq!(
+            from_agent("h2", "netsift: error: cannot open x"),
+            "netsift: error: agent h2: cannot open x"
+        );
+        let own = "netsift: agent h2: 3 snapshots published";
+        assert_eq!(from_agent("h2", own), own);
+        assert_eq!(
+            from_agent("h1", "thread panicked"),
+            "netsift: agent h1: thread panicked"
+        );
+    }
 
     #[test]
     fn a_fresh_private_directory_each_time() {

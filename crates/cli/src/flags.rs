@@ -18,9 +18,18 @@ where
             .ok()
             .filter(|v| range.contains(v))
             .and_then(|v| T::try_from(v).ok());
-        v.ok_or_else(|| match (range.start(), range.end()) {
-            (lo, &u64::MAX) => format!("must be a whole number >= {lo}, got {s}"),
-            (lo, hi) => format!("must be a whole number in {lo}..={hi}, got {s}"),
+        let (lo, hi) = (range.start(), range.end());
+        // Digits only, yet refused: above the range, or past u64 (issue 34.9: an overflowing
+        // value was told it must be ">= 1").
+        let too_large = !s.is_empty()
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && s.parse::<u64>()
+                .ok()
+                .is_none_or(|v| v > *hi || T::try_from(v).is_err());
+        v.ok_or_else(|| match hi {
+            _ if too_large => format!("too large: must be a whole number in {lo}..={hi}, got {s}"),
+            &u64::MAX => format!("must be a whole number >= {lo}, got {s}"),
+            hi => format!("must be a whole number in {lo}..={hi}, got {s}"),
         })
     }
 }
@@ -59,6 +68,21 @@ mod tests {
         }
         let e = whole::<u64>(1..=u64::MAX)("-1").unwrap_err();
         assert!(e.contains(">= 1") && e.contains("-1"), "{e}");
+        // Past u64, or past the range: said to be too large, with the range.
+        for (p, big) in [
+            (whole::<usize>(1..=u64::MAX), "99999999999999999999999"),
+            (whole::<usize>(1..=1000), "1001"),
+            (whole::<usize>(1..=1000), "99999999999999999999999"),
+        ] {
+            let e = p(big).unwrap_err();
+            assert!(e.starts_with("too large") && e.contains(big), "{e}");
+            assert!(!e.contains(">="), "{e}");
+        }
+        let e = whole::<u8>(0..=u64::MAX)("300").unwrap_err();
+        assert!(e.starts_with("too large"), "{e}");
+        assert!(!whole::<usize>(1..=1000)("0")
+            .unwrap_err()
+            .contains("too large"));
         assert_eq!(seed("18446744073709551615"), Ok(u64::MAX));
         assert!(seed("-1").unwrap_err().contains("unsigned"));
         assert_eq!(threshold("0.5"), Ok(0.5));

@@ -63,7 +63,7 @@ pub struct LiveArgs {
 
 /// Default epoch of a live run when neither `--epoch-ms`, `--epoch-packets` nor the config
 /// gives one: one second of capture time (a packet count may never be reached on a quiet link).
-const DEFAULT_EPOCH_MS: u64 = 1000;
+pub const DEFAULT_EPOCH_MS: u64 = 1000;
 /// Live's heavy-hitter and heavy-changer threshold when neither `--threshold` nor the config
 /// gives one: 1% of the epoch's weight (of its total change for changers), so at most 100
 /// flows qualify, what an operator calls heavy. `run`'s default (0.05%, the papers') is for

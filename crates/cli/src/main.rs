@@ -39,10 +39,25 @@ enum Cmd {
     /// The tasks of `run` over packets captured from network interfaces (libpcap): epochs by
     /// capture time (default 1 s) printed as they close with the kernel's received and dropped
     /// counts; SIGTERM/SIGINT report the open epoch and stop, SIGHUP re-reads --config.
+    // The epoch flags are `run`'s; their help states live's own default.
+    #[command(
+        mut_arg("epoch_ms", |a| a.help(format!(
+            "Epoch length in milliseconds of capture time (at least 1; default for live: {} \
+             unless --epoch-packets or the config gives an epoch)",
+            netsift::live::DEFAULT_EPOCH_MS
+        ))),
+        mut_arg("epoch_packets", |a| a.help(format!(
+            "Epoch length in packets (at least 1; default for live: none, epochs of {} ms of \
+             capture time, since a packet count may never be reached on a quiet link)",
+            netsift::live::DEFAULT_EPOCH_MS
+        )))
+    )]
     Live(Box<netsift::live::LiveArgs>),
     /// List the algorithms and the tasks each answers (`--json`: also the key lengths each
     /// holds and its default parameters).
     Algorithms {
+        /// One JSON array of objects (name, tasks, key lengths, default parameters and
+        /// memory) instead of the table.
         #[arg(long)]
         json: bool,
     },
@@ -94,8 +109,10 @@ struct StatsArgs {
 /// by clap, so that a negative value says the range too.
 #[derive(Args)]
 struct GenArgs {
+    /// Packets in the trace (0..=2^40; a file also needs the disk space, checked before
+    /// writing).
     #[arg(long, default_value_t = 2_000_000, allow_negative_numbers = true,
-          value_parser = flags::whole::<u64>(0..=u64::MAX))]
+          value_parser = flags::whole::<u64>(0..=gen::MAX_PACKETS))]
     packets: u64,
     /// Number of flows (1..=2^25).
     #[arg(long, default_value_t = 100_000, allow_negative_numbers = true,
@@ -184,7 +201,10 @@ enum BenchCmd {
 /// [`out::report`]: a broken pipe exits quietly with status 0, any other error is one line on
 /// stderr and status 1.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     let mut out = Out::new();
     let res = match cli.cmd {
         Cmd::Stats(a) => cmd_stats(a, &mut out),
@@ -218,6 +238,22 @@ fn main() -> ExitCode {
     }
 }
 
+/// A command line clap refused: its message under the prefix of every error of the process
+/// (`netsift: error: ...`, as [`out::report`] writes), with clap's status (2). `--help` and
+/// `--version`, which clap also returns as errors, print and exit as clap does.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    if !e.use_stderr() {
+        e.exit();
+    }
+    // Plain text: the styled rendering is for clap's own printing to a terminal.
+    let text = e.render().to_string();
+    match text.strip_prefix("error: ") {
+        Some(rest) => netsift::say!("netsift: error: {}", rest.trim_end()),
+        None => netsift::say!("{}", text.trim_end()),
+    }
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
 /// Returns Ok(false) if any file could not be read completely (reported on stderr).
 fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
     let mut all = vec![];
@@ -237,7 +273,7 @@ fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
             Ok(cap) => {
                 let st = stats::file_stats_with(&cap, a.top, a.key, a.tunnel.into());
                 if let Some(e) = &st.error {
-                    netsift::say!("netsift: {e}");
+                    netsift::say!("netsift: error: {e}");
                     ok = false;
                 }
                 if !a.json {
@@ -248,14 +284,14 @@ fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
             }
             Err(e) => {
                 let msg = out::render(&e);
-                netsift::say!("netsift: {msg}");
+                netsift::say!("netsift: error: {msg}");
                 ok = false;
                 all.push(stats::FileStats::failed(file, msg));
             }
         }
     }
     if !a.json && !ok {
-        netsift::say!("netsift: some files could not be read completely (see above)");
+        netsift::say!("netsift: error: some files could not be read completely (see above)");
     }
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
@@ -284,31 +320,98 @@ fn gen_param_error(e: gen::SpecError) -> anyhow::Error {
 
 /// `gen`: the spec is validated before the output is touched; a file is written to a temporary
 /// file in the same directory (`.NAME.tmp-PID`) and renamed over the target at the end, so an
-/// error or an interrupt leaves an existing file as it was (an error also removes the temporary
-/// file; an interrupt, which kills the process, may leave it). Anything but a regular file (a
-/// device such as `/dev/null`, a FIFO) is written in place.
+/// error or an interrupt leaves an existing file as it was and removes the temporary file. A
+/// file whose largest possible size exceeds its file system's free space is refused before
+/// anything is written. Anything but a regular file (a device such as `/dev/null`, a FIFO) is
+/// written in place. SIGINT/SIGTERM stop the generator within a batch of packets (or a slice of
+/// the bursty order's tally, which precedes the first packet): a file is then not written,
+/// standard output keeps a valid truncated trace, and the process exits 130/143 as `run` does.
 fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
-    let g = gen::Generator::new(&a.spec()).map_err(gen_param_error)?;
-    let t = Instant::now();
-    let n = if a.out.as_os_str() == "-" {
-        out.write_with(|w| g.write_to(a.format, w))?
-    } else {
-        write_replacing(&a.out, |f| g.write_to(a.format, f))?
+    let spec = a.spec();
+    let g = gen::Generator::new(&spec).map_err(gen_param_error)?;
+    netsift::signals::install();
+    let stop = || netsift::signals::caught().is_some();
+    let written = std::cell::Cell::new(0u64);
+    let write = |w: &mut dyn std::io::Write| {
+        let n = g.write_until(a.format, w, &stop)?;
+        written.set(n);
+        match netsift::signals::caught() {
+            // An error, so that a file is not renamed into place.
+            Some(_) => Err(std::io::Error::other("interrupted by a signal")),
+            None => Ok(n),
+        }
     };
+    let to_stdout = a.out.as_os_str() == "-";
+    let t = Instant::now();
+    let res = if to_stdout {
+        out.write_with(write).map_err(anyhow::Error::from)
+    } else {
+        write_replacing(&a.out, spec.max_output_bytes(a.format), write)
+    };
+    if let Some(code) = netsift::signals::caught() {
+        let _ = out.flush();
+        let n = written.get();
+        netsift::say!(
+            "netsift: interrupted by {} after {} of {}: {}",
+            netsift::signals::name(code),
+            measure::report::count(n, "packet", "packets"),
+            spec.packets,
+            if to_stdout {
+                "standard output holds a valid, truncated trace".to_string()
+            } else if std::fs::metadata(&a.out).ok().is_none_or(|m| m.is_file()) {
+                format!(
+                    "{} not written (an existing file is unchanged)",
+                    a.out.display()
+                )
+            } else {
+                // A device or FIFO is written in place.
+                format!("{} got a valid, truncated trace", a.out.display())
+            }
+        );
+        std::process::exit(code);
+    }
+    let n = res?;
     let s = t.elapsed().as_secs_f64();
     netsift::say!(
-        "netsift gen: {n} packets to {} in {s:.2} s ({:.1} M packets/s)",
+        "netsift gen: {} to {} in {s:.2} s ({:.1} M packets/s)",
+        measure::report::count(n, "packet", "packets"),
         a.out.display(),
         n as f64 / s / 1e6
     );
     Ok(())
 }
 
+/// Why a file of up to `need` bytes cannot go where `free` bytes are available, if it cannot.
+fn space_error(need: u64, free: u64) -> Option<String> {
+    use measure::report::human_bytes;
+    (need > free).then(|| {
+        format!(
+            "the trace takes up to {} ({need} bytes) and the file system has {} free",
+            human_bytes(need),
+            human_bytes(free)
+        )
+    })
+}
+
+/// Bytes available to this user on the file system holding `dir` (statvfs), `None` where that
+/// cannot be told.
+fn free_space(dir: &Path) -> Option<u64> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let st = rustix::fs::statvfs(dir).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 /// Write `path` through `write`, replacing a regular file only once the new content is complete
-/// (temporary file beside it, then rename; a symlink's target is what gets replaced). A special
-/// file (device, FIFO) is opened and written in place.
+/// (temporary file beside it, then rename; a symlink's target is what gets replaced), after
+/// checking that the file system has `need` bytes free (the old file's space is only released at
+/// the rename). A special file (device, FIFO) is opened and written in place.
 fn write_replacing<T>(
     path: &Path,
+    need: u64,
     write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
 ) -> Result<T> {
     let shown = path.display();
@@ -335,6 +438,13 @@ fn write_replacing<T>(
     let name = target
         .file_name()
         .with_context(|| format!("cannot write {shown}: not a file name"))?;
+    if let Some(e) = target
+        .parent()
+        .and_then(free_space)
+        .and_then(|free| space_error(need, free))
+    {
+        anyhow::bail!("cannot write {shown}: {e}");
+    }
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
     tmp_name.push(format!(".tmp-{}", std::process::id()));
@@ -347,12 +457,7 @@ fn write_replacing<T>(
         .create_new(true)
         .open(&tmp.path)
         .with_context(|| format!("cannot create {}", tmp.path.display()))?;
-    // Ctrl-C or a termination signal stops the write at the next 1 MiB chunk with an error, so
-    // the temporary file is removed on the way out and the old file stays as it was. (If the
-    // handler cannot be installed, the signal ends the process as before: a stray temporary
-    // file, never a damaged target.)
-    netsift::signals::install();
-    let n = write(&mut Interruptible(&mut f)).with_context(|| format!("writing {shown}"))?;
+    let n = write(&mut f).with_context(|| format!("writing {shown}"))?;
     f.sync_all().with_context(|| format!("writing {shown}"))?;
     if let Some(m) = &existing {
         // The new file keeps the old one's permissions.
@@ -362,23 +467,6 @@ fn write_replacing<T>(
     std::fs::rename(&tmp.path, &target).with_context(|| format!("cannot replace {shown}"))?;
     tmp.keep = true;
     Ok(n)
-}
-
-/// A writer that fails once SIGINT or SIGTERM came (`netsift::signals`).
-struct Interruptible<'a>(&'a mut std::fs::File);
-
-impl std::io::Write for Interruptible<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if netsift::signals::caught().is_some() {
-            // Not `ErrorKind::Interrupted`: `write_all` retries that one.
-            return Err(std::io::Error::other("interrupted by a signal"));
-        }
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
 }
 
 /// A temporary file removed when dropped unless kept (on every early return of
@@ -393,5 +481,92 @@ impl Drop for TempFile {
         if !self.keep {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand and every argument of every subcommand has help text (issue 34.9: empty
+    /// descriptions in `run --format`, `bench parse --json` and others).
+    #[test]
+    fn every_command_and_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                // clap's own --help and --version.
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                let text = a.get_help().or(a.get_long_help()).map(|h| h.to_string());
+                if text.is_none_or(|t| t.trim().is_empty()) {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                if sub.get_name() == "help" {
+                    continue;
+                }
+                let about = sub.get_about().or(sub.get_long_about());
+                if about.is_none_or(|t| t.to_string().trim().is_empty()) {
+                    missing.push(path.clone());
+                }
+                walk(sub, &path, missing);
+            }
+        }
+        let cmd = Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = vec![];
+        walk(&cmd, "netsift", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+
+    /// `live --help` states live's own epoch default (1 s of capture time), not `run`'s.
+    #[test]
+    fn live_help_states_lives_epoch_default() {
+        let mut cmd = Cli::command();
+        let live = cmd.find_subcommand_mut("live").expect("live");
+        let help = live.render_long_help().to_string();
+        let ms = netsift::live::DEFAULT_EPOCH_MS;
+        assert!(
+            help.contains(&format!("default for live: {ms}")),
+            "live's default epoch of {ms} ms is not stated:\n{help}"
+        );
+        assert!(!help.contains("default 2,000,000"), "{help}");
+    }
+
+    /// The README's usage of `run` lists every preset (issue 34.9: `instameasure` was missing).
+    #[test]
+    fn readme_usage_lists_every_preset() {
+        let readme = include_str!("../../../README.md");
+        let line = readme
+            .lines()
+            .find(|l| l.contains("[--preset "))
+            .expect("a usage line with --preset");
+        let listed = line
+            .split("[--preset ")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap_or_default();
+        let listed: Vec<&str> = listed.split('|').collect();
+        for p in catalog::presets::names() {
+            assert!(
+                listed.contains(&p),
+                "{p} missing from the README's `{line}`"
+            );
+        }
+    }
+
+    #[test]
+    fn free_space_is_checked_against_the_largest_output() {
+        assert_eq!(space_error(10, 10), None);
+        let e = space_error(3 << 40, 5 << 30).unwrap();
+        assert!(e.contains("3.0 TiB") && e.contains("5.0 GiB free"), "{e}");
+        // The current directory's file system has some free space, and not 16 EiB of it.
+        let free = free_space(Path::new("")).expect("statvfs of .");
+        assert!(space_error(u64::MAX, free).is_some());
     }
 }

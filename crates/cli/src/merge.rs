@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use measure::report::{Coverage, HostEpoch, PartialReason};
+use measure::report::{count, Coverage, HostEpoch, PartialReason};
 use measure::{EpochReport, Report, RunConfig, Runner};
 use snapshot::EpochSpan;
 use snapshot::Snapshot;
@@ -160,7 +160,11 @@ pub fn merged_report(
         h
     };
     let name = if truth.is_empty() {
-        format!("merge of {} hosts ({})", hosts.len(), hosts.join(", "))
+        format!(
+            "merge of {} ({})",
+            count(hosts.len() as u64, "host", "hosts"),
+            hosts.join(", ")
+        )
     } else {
         truth.join(" + ")
     };
@@ -182,9 +186,9 @@ pub fn merged_report(
         );
     }
     runner.add_note(format!(
-        "merged {} snapshots of {} hosts ({}), epochs {:?}, recovery {}",
-        files.len(),
-        hosts.len(),
+        "merged {} of {} ({}), epochs {:?}, recovery {}",
+        count(files.len() as u64, "snapshot", "snapshots"),
+        count(hosts.len() as u64, "host", "hosts"),
         hosts.join(", "),
         epochs.keys().collect::<Vec<_>>(),
         recover.name()

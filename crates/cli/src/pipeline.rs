@@ -41,6 +41,7 @@ pub struct PipelineArgs {
     /// Write pipeline.csv, .json, .png and .svg here.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// One JSON array, one object per configuration, instead of the table.
     #[arg(long)]
     json: bool,
 }

@@ -24,6 +24,7 @@ pub struct RunCmd {
     /// Capture or key trace (`-` for standard input). Without it: the built-in synthetic trace
     /// (4 M packets, two epochs of 2 M).
     pub(crate) trace: Option<String>,
+    /// Input format instead of detecting it (pcap, pcapng, keys4, keys13, keys21).
     #[arg(long)]
     pub(crate) format: Option<Format>,
     #[command(flatten)]
@@ -45,6 +46,8 @@ pub struct RunArgs {
     /// Algorithms, comma-separated (see `netsift algorithms`). Default: one per task.
     #[arg(long, value_delimiter = ',')]
     algo: Vec<String>,
+    /// Flow key of the tasks: src, dst, pair, four_tuple or five_tuple (default five_tuple;
+    /// superspreaders and DDoS always key by address pair).
     #[arg(long)]
     key: Option<KeyKind>,
     /// Count packets or bytes.
@@ -1280,18 +1283,14 @@ pub(crate) fn run_trace(a: RunCmd, out: &mut Out, exit_at_signal: bool) -> Resul
     })?;
     p.finish(report, out)?;
     if let Some(e) = err {
-        crate::say!("netsift: {e}");
+        crate::say!("netsift: error: {e}");
         return Ok(false);
     }
     if let Some(code) = crate::signals::caught() {
         out.flush()?;
         crate::say!(
             "netsift: interrupted by {}: the last epoch is partial",
-            match code {
-                130 => "SIGINT",
-                143 => "SIGTERM",
-                _ => "a stop request",
-            }
+            crate::signals::name(code)
         );
         if exit_at_signal {
             std::process::exit(code);

@@ -1,7 +1,7 @@
 //! SIGINT and SIGTERM (signal-hook): a handler that only records which came, as the exit status
-//! it asks for (130 or 143), for the loops that check it: `gen` stops writing at its next chunk
-//! and removes its temporary file; `run` stops reading at its next packet, closes the open epoch
-//! as partial and writes the report. `live` also catches SIGHUP (re-read the config).
+//! it asks for (130 or 143), for the loops that check it: `gen` stops at its next batch of
+//! packets (or slice of its bursty tally) and removes its temporary file; `run` stops reading at
+//! its next packet, closes the open epoch as partial and writes the report. `live` also catches SIGHUP (re-read the config).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -28,6 +28,15 @@ pub fn caught() -> Option<i32> {
     match flag().load(Ordering::Relaxed) {
         0 => None,
         s => Some(s as i32),
+    }
+}
+
+/// What asked for exit status `code` (from [`caught`]): `SIGINT`, `SIGTERM`, or a stop request.
+pub fn name(code: i32) -> &'static str {
+    match code {
+        130 => "SIGINT",
+        143 => "SIGTERM",
+        _ => "a stop request",
     }
 }
 

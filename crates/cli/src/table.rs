@@ -93,14 +93,7 @@ impl Header {
     }
 }
 
-/// `1 epoch`, `2 epochs`.
-pub fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
-    if n == 1 {
-        one
-    } else {
-        many
-    }
-}
+pub use measure::report::plural;
 
 /// The report: the header unless it was printed already (`header`), the epochs it still
 /// holds (those a live run did not take), the detections, the costs.

@@ -1223,7 +1223,9 @@ fn an_ipv6_stream_is_sized_for_ipv6_keys_like_the_file() {
 }
 
 /// Ctrl-C during `gen` over an existing file: the old file is untouched and the temporary file
-/// beside it is gone (the write stops at the next chunk, the temporary file is removed).
+/// beside it is gone (the generator stops at its next batch, the temporary file is removed), and
+/// the status is SIGINT's 130, as `run`'s. (keys4: the free-space check lets 4 GB through where
+/// the pcap of as many packets would be refused.)
 #[test]
 fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
     let dir = tmp("interrupt");
@@ -1231,7 +1233,14 @@ fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
     let f = dir.join("old.pcap");
     std::fs::write(&f, b"the old content").unwrap();
     let child = netsift()
-        .args(["gen", "--packets", "1000000000", "--out"])
+        .args([
+            "gen",
+            "--packets",
+            "1000000000",
+            "--format",
+            "keys4",
+            "--out",
+        ])
         .arg(&f)
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -1262,9 +1271,10 @@ fn interrupted_gen_leaves_the_old_file_and_no_temporary() {
         .unwrap();
     assert!(killed.success());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(130));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("interrupted"), "{err}");
+    assert!(err.contains("interrupted by SIGINT after"), "{err}");
+    assert!(err.contains("not written"), "{err}");
     assert_eq!(std::fs::read(&f).unwrap(), b"the old content");
     assert!(!temp.exists(), "{} left behind", temp.display());
 }

@@ -47,7 +47,7 @@ use rand::RngCore;
 
 pub use spec::{
     Order, OutFormat, ParseError, Size, Spec, SpecError, MAX_BURST_MEAN, MAX_DURATION_NS,
-    MAX_FLOWS, MAX_FRAME, MAX_RATE_PPS, MAX_SKEW, MAX_SNAPLEN, MAX_SOURCES, MIN_FRAME,
+    MAX_FLOWS, MAX_FRAME, MAX_PACKETS, MAX_RATE_PPS, MAX_SKEW, MAX_SNAPLEN, MAX_SOURCES, MIN_FRAME,
     MIN_RATE_PPS, MIN_SNAPLEN, START_NS,
 };
 
@@ -109,7 +109,7 @@ impl Generator {
 
     /// Calls `f` for every packet in trace order.
     pub fn for_each(&self, mut f: impl FnMut(&GenPacket)) {
-        self.run(|_, flows, ts| {
+        self.run(&|| false, |_, flows, ts| {
             touch(&self.flows, flows, |r| r.src);
             for (&fi, &ts_ns) in flows.iter().zip(ts) {
                 if let Some(r) = self.flows.get(fi as usize) {
@@ -127,7 +127,21 @@ impl Generator {
 
     /// Writes the trace in `format` to `w` (buffered here; pass an unbuffered file). Returns the
     /// number of packets written.
-    pub fn write_to(&self, format: OutFormat, mut w: impl Write) -> io::Result<u64> {
+    pub fn write_to(&self, format: OutFormat, w: impl Write) -> io::Result<u64> {
+        self.write_until(format, w, &|| false)
+    }
+
+    /// [`Generator::write_to`], asking `stop` between batches of [`BATCH`] packets (and every
+    /// [`STOP_EVERY`] draws while the bursty order tallies its budgets, which precedes the first
+    /// packet): once it returns true, what is buffered is written and the count of packets
+    /// written so far returned, so a caller (a signal handler's flag) ends a trace of any length
+    /// within milliseconds. The output is then a valid, truncated trace.
+    pub fn write_until(
+        &self,
+        format: OutFormat,
+        mut w: impl Write,
+        stop: &dyn Fn() -> bool,
+    ) -> io::Result<u64> {
         // Records go to a hand-managed buffer flushed in 1 MiB chunks: no per-packet allocation
         // and one write call per chunk.
         const CHUNK: usize = 1 << 20;
@@ -168,7 +182,7 @@ impl Generator {
                     })
                     .collect();
                 let mut rec = [0u8; frame::MAX_REC];
-                self.run(|first, flows, ts| {
+                self.run(stop, |first, flows, ts| {
                     touch(&state, flows, |s| s.1);
                     for (j, (&fi, &ts_ns)) in flows.iter().zip(ts).enumerate() {
                         let Some((fl, seq, ack)) = state.get_mut(fi as usize) else {
@@ -199,7 +213,7 @@ impl Generator {
             OutFormat::Keys4 | OutFormat::Keys13 | OutFormat::Keys21 => {
                 let n = format.record_len().unwrap_or(13).min(13);
                 let ts_too = format == OutFormat::Keys21;
-                self.run(|_, flows, ts| {
+                self.run(stop, |_, flows, ts| {
                     touch(&self.flows, flows, |r| r.src);
                     for (&fi, &ts_ns) in flows.iter().zip(ts) {
                         let Some(fl) = self.flows.get(fi as usize) else {
@@ -228,11 +242,11 @@ impl Generator {
 
     /// Drives the packet order: calls `emit(index of the batch's first packet, flows,
     /// timestamps)` for up to [`BATCH`] packets at a time, in trace order, until `emit` returns
-    /// false. The single source of
+    /// false or `stop` true. The single source of
     /// trace order for both `for_each` and `write_to`. Batches let the Zipf draws of a batch and
     /// the consumer's table reads each run in a tight loop whose cache misses overlap, instead of
     /// one dependent miss per packet behind a long per-packet body.
-    fn run(&self, mut emit: impl FnMut(u64, &[u32], &[u64]) -> bool) {
+    fn run(&self, stop: &dyn Fn() -> bool, mut emit: impl FnMut(u64, &[u32], &[u64]) -> bool) {
         let n = self.spec.packets;
         let mut clock = Clock::new(self.spec.period_ps());
         let mut draws = rng(self.spec.seed, STREAM_DRAWS);
@@ -241,7 +255,7 @@ impl Generator {
         let mut i = 0u64;
         match self.spec.order {
             Order::Shuffled => {
-                while i < n {
+                while i < n && !stop() {
                     let k = (n - i).min(BATCH as u64) as usize;
                     for (f, t) in flows[..k].iter_mut().zip(&mut ts[..k]) {
                         // < flows <= MAX_FLOWS < 2^32
@@ -255,8 +269,11 @@ impl Generator {
                 }
             }
             Order::Bursty => {
-                let mut trains = Trains::new(&self.zipf, n, &mut draws, &self.spec);
-                while i < n {
+                let Some(mut trains) = Trains::new(&self.zipf, n, &mut draws, &self.spec, stop)
+                else {
+                    return;
+                };
+                while i < n && !stop() {
                     let k = (n - i).min(BATCH as u64) as usize;
                     let mut got = 0;
                     for (f, t) in flows[..k].iter_mut().zip(&mut ts[..k]) {
@@ -283,6 +300,10 @@ impl Generator {
 /// Packets per batch of [`Generator::run`].
 const BATCH: usize = 256;
 
+/// Draws between two calls of the stop callback while [`Trains::new`] tallies: about 0.2 ms of
+/// work, so a stop is seen within milliseconds and the call costs nothing measurable.
+const STOP_EVERY: u64 = 1 << 16;
+
 /// Loads `table[i]` for every index of a batch in a tight loop so the cache misses overlap; the
 /// per-packet loop that follows then hits cache. `black_box` keeps the loads from being elided.
 #[inline]
@@ -308,22 +329,39 @@ struct Trains {
 }
 
 impl Trains {
-    fn new(zipf: &Alias, n: u64, draws: &mut rand_pcg::Pcg64Mcg, spec: &Spec) -> Trains {
+    /// `None` when `stop` said so before the tally was complete. The tally is O(`n`) before the
+    /// first packet (the budgets must hold every draw for the per-flow counts to equal the
+    /// shuffled trace's), so it asks `stop` as it goes.
+    fn new(
+        zipf: &Alias,
+        n: u64,
+        draws: &mut rand_pcg::Pcg64Mcg,
+        spec: &Spec,
+        stop: &dyn Fn() -> bool,
+    ) -> Option<Trains> {
         // Same draws as Shuffled, tallied: identical per-flow counts.
         let mut budget = vec![0u64; zipf.len()];
-        for _ in 0..n {
-            if let Some(b) = budget.get_mut(zipf.sample(draws.next_u64())) {
-                *b += 1;
+        let mut done = 0u64;
+        while done < n {
+            if stop() {
+                return None;
             }
+            let k = (n - done).min(STOP_EVERY);
+            for _ in 0..k {
+                if let Some(b) = budget.get_mut(zipf.sample(draws.next_u64())) {
+                    *b += 1;
+                }
+            }
+            done += k;
         }
-        Trains {
+        Some(Trains {
             budget: Budgets::new(budget),
             geo: Geometric::new(spec.burst_mean),
             rng: rng(spec.seed, STREAM_TRAINS),
             remaining: n,
             current: 0,
             left: 0,
-        }
+        })
     }
 
     /// The flow of the next packet; `None` once every budget is spent.

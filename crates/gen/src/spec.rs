@@ -29,6 +29,13 @@ pub const START_NS: u64 = 1_577_836_800 * 1_000_000_000;
 /// Longest trace: the last timestamp must still fit pcap's unsigned 32-bit seconds (year 2106);
 /// 2e9 s after the start leaves a margin.
 pub const MAX_DURATION_NS: u64 = 2_000_000_000 * 1_000_000_000;
+/// Most packets a spec may ask for: 2^40 (1.1e12). No output format has a count field to
+/// overflow (pcap and the key traces are sequences of records), so the bound is what a trace can
+/// be: at the smallest record (keys4, 4 bytes) 4 TiB, in pcap at least 70 bytes a packet (77 TB),
+/// and at the generator's ~100 M packets/s three hours of work. The free-space check of the
+/// `gen` command refuses most such traces earlier; this bound also holds for `--out -` and
+/// in-memory generation.
+pub const MAX_PACKETS: u64 = 1 << 40;
 /// Largest mean burst (train) length.
 pub const MAX_BURST_MEAN: f64 = 1e6;
 
@@ -82,6 +89,9 @@ impl Default for Spec {
 impl Spec {
     /// Check every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), SpecError> {
+        if self.packets > MAX_PACKETS {
+            return Err(SpecError::TooManyPackets(self.packets));
+        }
         if self.flows == 0 || self.flows > MAX_FLOWS {
             return Err(SpecError::Flows(self.flows));
         }
@@ -124,6 +134,32 @@ impl Spec {
         ((1e12 / self.rate_pps).round() as u64).max(1)
     }
 
+    /// Bytes the trace takes in `format`, at most: exact for the key formats, for pcap every
+    /// record counted at the longest captured length the spec allows (a size mix is drawn per
+    /// flow, so its exact total is known only once the packets are). For checking free space
+    /// before writing.
+    pub fn max_output_bytes(&self, format: OutFormat) -> u64 {
+        let per_packet = match format.record_len() {
+            Some(n) => n as u64,
+            None => {
+                let frame = match self.size {
+                    Size::Fixed(n) => n,
+                    Size::Mix => crate::flows::MIX
+                        .iter()
+                        .map(|&(l, _)| l)
+                        .max()
+                        .unwrap_or(MAX_FRAME),
+                };
+                // Record header (16 bytes) and the captured bytes.
+                16 + u64::from(u32::from(frame).min(self.snaplen))
+            }
+        };
+        let header = if format == OutFormat::Pcap { 24 } else { 0 };
+        self.packets
+            .saturating_mul(per_packet)
+            .saturating_add(header)
+    }
+
     /// Size of the source-host pool actually used.
     pub fn source_pool(&self) -> u64 {
         self.sources.unwrap_or(self.flows / 4).clamp(1, MAX_SOURCES)
@@ -138,6 +174,8 @@ impl Spec {
 /// A spec field out of range. [`SpecError::field`] gives the field's name as in the config.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SpecError {
+    #[error("`packets` must be at most {MAX_PACKETS} (2^40), got {0}")]
+    TooManyPackets(u64),
     #[error("`flows` must be in 1..={MAX_FLOWS}, got {0}")]
     Flows(u64),
     #[error("`skew` must be a finite number in 0..={MAX_SKEW}, got {0}")]
@@ -170,7 +208,7 @@ impl SpecError {
             SpecError::Snaplen(_) => "snaplen",
             SpecError::Sources(_) => "sources",
             SpecError::BurstMean(_) => "burst_mean",
-            SpecError::Packets { .. } => "packets",
+            SpecError::Packets { .. } | SpecError::TooManyPackets(_) => "packets",
         }
     }
 }
@@ -441,8 +479,15 @@ mod tests {
             ),
             (
                 Spec {
-                    packets: u64::MAX,
+                    packets: 3_000_000_000,
                     rate_pps: 1.0,
+                    ..Spec::default()
+                },
+                "packets",
+            ),
+            (
+                Spec {
+                    packets: MAX_PACKETS + 1,
                     ..Spec::default()
                 },
                 "packets",

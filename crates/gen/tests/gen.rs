@@ -431,6 +431,85 @@ fn io_errors_surface() {
     ));
 }
 
+/// A stop request ends a trace of any length within a few calls (issue 34.7: the bursty order
+/// used to tally every draw of a 1e13-packet trace before it looked at anything), and what was
+/// written is a valid prefix of the full trace.
+#[test]
+fn a_stop_request_ends_any_trace_early_with_a_valid_prefix() {
+    use std::cell::Cell;
+    let stop_after = |n: u32| {
+        let calls = Cell::new(0u32);
+        move || {
+            calls.set(calls.get() + 1);
+            calls.get() > n
+        }
+    };
+    for order in [Order::Shuffled, Order::Bursty] {
+        // The largest trace a spec allows: without the stop this would run for hours.
+        let huge = Spec {
+            packets: gen::MAX_PACKETS,
+            rate_pps: 1e9,
+            ..spec(0, 1_000, 1.1, order)
+        };
+        let g = Generator::new(&huge).unwrap();
+        let mut out = Vec::new();
+        let n = g
+            .write_until(OutFormat::Keys13, &mut out, &stop_after(5))
+            .unwrap();
+        assert!(n < 10_000, "{order}: {n} packets written before stopping");
+        assert_eq!(out.len() as u64, 13 * n, "{order}");
+    }
+    // A stop after a few batches: the packets written are the full trace's first ones, in a
+    // valid pcap (header and whole records).
+    let s = spec(50_000, 1_000, 1.1, Order::Shuffled);
+    let full = bytes(&s, OutFormat::Keys21);
+    let mut part = Vec::new();
+    let n = Generator::new(&s)
+        .unwrap()
+        .write_until(OutFormat::Keys21, &mut part, &stop_after(10))
+        .unwrap();
+    assert!(n > 0 && n < s.packets, "{n}");
+    assert_eq!(part[..], full[..part.len()]);
+    let mut pcap = Vec::new();
+    let n = Generator::new(&s)
+        .unwrap()
+        .write_until(OutFormat::Pcap, &mut pcap, &stop_after(10))
+        .unwrap();
+    let (rest, cap) = pcap_parser::parse_pcap(&pcap).expect("a truncated trace is a valid pcap");
+    assert!(rest.is_empty());
+    assert_eq!(cap.blocks.len() as u64, n);
+}
+
+/// The size estimate for the free-space check is exact for the key formats and an upper bound
+/// for pcap that a fixed frame size within the snap length meets exactly.
+#[test]
+fn max_output_bytes_bounds_what_is_written() {
+    for order in [Order::Shuffled, Order::Bursty] {
+        for size in [Size::Mix, Size::Fixed(64), Size::Fixed(1500)] {
+            for snaplen in [54, 128, 2000] {
+                let s = Spec {
+                    size,
+                    snaplen,
+                    ..spec(3_000, 500, 1.1, order)
+                };
+                for f in OutFormat::ALL {
+                    let len = bytes(&s, f).len() as u64;
+                    let max = s.max_output_bytes(f);
+                    assert!(len <= max, "{f} {size} {snaplen}: {len} > {max}");
+                    if f != OutFormat::Pcap || size != Size::Mix {
+                        assert_eq!(len, max, "{f} {size} {snaplen}");
+                    }
+                }
+            }
+        }
+    }
+    let huge = Spec {
+        packets: u64::MAX,
+        ..Spec::default()
+    };
+    assert_eq!(huge.max_output_bytes(OutFormat::Pcap), u64::MAX);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), ..ProptestConfig::default() })]
 

@@ -468,6 +468,21 @@ impl Warning {
     }
 }
 
+/// The noun for `n` of it: `one` for 1, else `many` (`1 epoch`, `2 epochs`). The one plural
+/// rule of the reports and messages (issue 34.9: "1 epochs", "1 packets").
+pub fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// `n` and its noun: `1 packet`, `0 packets`.
+pub fn count(n: u64, one: &'static str, many: &'static str) -> String {
+    format!("{n} {}", plural(n, one, many))
+}
+
 /// `1.5 GiB`, `12.0 MiB`, `640 B`.
 pub fn human_bytes(b: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -481,5 +496,16 @@ pub fn human_bytes(b: u64) -> String {
         format!("{b} B")
     } else {
         format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular_every_other_count_plural() {
+        assert_eq!(super::count(1, "packet", "packets"), "1 packet");
+        assert_eq!(super::count(0, "packet", "packets"), "0 packets");
+        assert_eq!(super::count(2, "epoch", "epochs"), "2 epochs");
+        assert_eq!(super::plural(11, "entry", "entries"), "entries");
     }
 }

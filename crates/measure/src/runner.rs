@@ -1735,7 +1735,7 @@ impl Runner {
     /// The epoch length as the report prints it (`2000000 packets`, `1000 ms`).
     pub fn epoch_label(&self) -> String {
         match self.cfg.epoch() {
-            Ok(truth::EpochSpec::Packets(n)) => format!("{n} packets"),
+            Ok(truth::EpochSpec::Packets(n)) => crate::report::count(n, "packet", "packets"),
             Ok(truth::EpochSpec::Millis(ms)) => format!("{ms} ms"),
             Err(_) => String::new(),
         }
