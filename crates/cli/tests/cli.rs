@@ -1,7 +1,7 @@
 //! The `netsift` binary as a user runs it: exit codes, one-line errors, JSON shape.
 
 mod common;
-use common::{netsift, tmp};
+use common::{assert_ok, netsift, tmp};
 
 use std::process::Command;
 
@@ -21,14 +21,6 @@ fn gen(name: &str, packets: u32, flows: u32, seed: u32, extra: &[&str]) -> std::
 }
 
 /// The command succeeded; else fail with what it said on stderr.
-fn assert_ok(out: &std::process::Output) {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn stats_json_has_one_object_per_file_and_bad_files_fail_at_the_end() {
     let Some(good) = testkit::trace("ndpi_synscan.pcap") else {
@@ -1420,11 +1412,7 @@ fn truth_defaults_by_input_and_workers_are_bounded() {
             c.arg(&f);
         }
         let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_ok(&out);
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
     let file = run(&[], false);

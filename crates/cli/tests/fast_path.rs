@@ -27,11 +27,7 @@ fn trace(format: &str) -> PathBuf {
             .arg(&f)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_ok(&out);
     }
     f
 }
@@ -45,11 +41,7 @@ fn run(trace: &PathBuf, args: &[&str]) -> Value {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -260,11 +252,7 @@ fn a_merge_of_a_hosts_snapshots_answers_as_its_run_did() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let merged: Value = serde_json::from_slice(&out.stdout).unwrap();
     for (r, m) in epochs(&ran).iter().zip(epochs(&merged)) {
         // The hosts' split and summaries travel in the snapshot; the merge recovers from them

@@ -3,7 +3,7 @@
 //! the key and tasks they can answer, and presets select their papers' measurements.
 
 mod common;
-use common::{netsift, tmp};
+use common::{assert_ok, netsift, tmp};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -20,14 +20,6 @@ fn gen(name: &str, packets: u32, flows: u32, extra: &[&str]) -> PathBuf {
         .unwrap();
     assert_ok(&out);
     f
-}
-
-fn assert_ok(out: &Output) {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn run(args: &[&str], trace: &Path) -> Output {

@@ -4,28 +4,12 @@
 //! algorithm (ALGORITHMS.md classes A and B); bad snapshots refused naming the file.
 
 mod common;
-use common::netsift;
+use common::{fresh_dir, netsift, ok};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use key::{HashFn, KeyKind};
-
-fn dir(name: &str) -> PathBuf {
-    let d = testkit::scratch("merge").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
 
 /// The error of a command that must fail: one line (after any notes `merge` printed).
 fn refused(out: &Output) -> String {
@@ -136,7 +120,7 @@ fn epochs(json: &str) -> serde_json::Value {
 
 #[test]
 fn merged_host_snapshots_equal_one_run_on_the_whole_capture() {
-    let d = dir("split");
+    let d = fresh_dir("split");
     let (whole, parts) = split(&d, 3);
     for weight in ["packets", "bytes"] {
         let cfg = config(&d, weight);
@@ -233,7 +217,7 @@ fn merged_host_snapshots_equal_one_run_on_the_whole_capture() {
 
 #[test]
 fn bad_snapshots_are_refused_naming_the_file() {
-    let d = dir("bad");
+    let d = fresh_dir("bad");
     let (_, hosts) = split(&d, 2);
     let run = |host: &Path, id: &str, out: &Path, extra: &[&str]| {
         ok(&netsift()
@@ -342,7 +326,7 @@ fn bad_snapshots_are_refused_naming_the_file() {
 /// cut its own) is refused naming both counts.
 #[test]
 fn epochs_merge_in_order() {
-    let d = dir("epochs");
+    let d = fresh_dir("epochs");
     let (whole, hosts) = split(&d, 2);
     let snaps = d.join("s");
     let mut files = vec![];
@@ -413,7 +397,7 @@ fn epochs_merge_in_order() {
 /// packets; `merge` takes that host as present and the epoch's answers are the other host's.
 #[test]
 fn a_skipped_time_epoch_gets_an_idle_snapshot_that_merges_as_nothing() {
-    let d = dir("idle");
+    let d = fresh_dir("idle");
     let (whole, _) = split(&d, 1);
     // 200 k packets; keep the first and last thirds on host a (time epochs of a third each:
     // the generator's constant rate puts packet i at i us).
@@ -472,7 +456,7 @@ fn a_skipped_time_epoch_gets_an_idle_snapshot_that_merges_as_nothing() {
 /// coverage listed; a merge of whole snapshots is whole.
 #[test]
 fn a_partial_host_makes_the_merged_epoch_partial_and_is_named() {
-    let d = dir("partial");
+    let d = fresh_dir("partial");
     let (_, hosts) = split(&d, 2);
     let snaps = d.join("snaps");
     for (i, h) in hosts.iter().enumerate() {
@@ -572,7 +556,7 @@ fn a_partial_host_makes_the_merged_epoch_partial_and_is_named() {
 fn merge_refuses_a_large_non_snapshot_from_its_header() {
     use std::io::{Seek, SeekFrom, Write};
     use std::time::{Duration, Instant};
-    let d = dir("large");
+    let d = fresh_dir("large");
     let big = d.join("big.nss");
     let mut f = std::fs::File::create(&big).unwrap();
     f.write_all(b"NOTASNAP").unwrap();

@@ -6,28 +6,12 @@
 //! epochs (one host's capture only, another capture) is refused naming both numbers.
 
 mod common;
-use common::netsift;
+use common::{fresh_dir, netsift, ok};
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use key::{HashFn, KeyKind};
-
-fn dir(name: &str) -> PathBuf {
-    let d = testkit::scratch("merge_truth").join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
 
 /// The error line of a command that must fail (after any notes `merge` printed).
 fn refused(out: &Output) -> String {
@@ -198,7 +182,7 @@ fn two_hosts_score_as_their_time_merged_capture(
 
 #[test]
 fn truth_of_two_hosts_is_merged_by_capture_time() {
-    let src = dir("gen-source");
+    let src = fresh_dir("gen-source");
     let whole = src.join("whole.pcap");
     // 100 k packets at the generator's 1 Mpps: 100 ms of capture, four 25 ms epochs.
     ok(&netsift()
@@ -216,10 +200,10 @@ fn truth_of_two_hosts_is_merged_by_capture_time() {
         .output()
         .unwrap());
     // The hosts' epochs on one grid: the truth's epochs are exactly theirs.
-    two_hosts_score_as_their_time_merged_capture(&dir("gen"), &whole, "25", true);
+    two_hosts_score_as_their_time_merged_capture(&fresh_dir("gen"), &whole, "25", true);
     // Each host's epochs from its own first packet (microseconds apart): accepted, the packets
     // at the epochs' bounds allowed in either epoch.
-    two_hosts_score_as_their_time_merged_capture(&dir("gen-apart"), &whole, "25", false);
+    two_hosts_score_as_their_time_merged_capture(&fresh_dir("gen-apart"), &whole, "25", false);
     let _ = std::fs::remove_dir_all(&src);
 }
 
@@ -229,7 +213,7 @@ fn truth_of_two_hosts_of_a_real_capture_is_merged_by_capture_time() {
     let Some(traces) = testkit::traces_dir() else {
         return;
     };
-    let d = dir("real");
+    let d = fresh_dir("real");
     two_hosts_score_as_their_time_merged_capture(
         &d,
         &traces.join("ndpi_gnutella.pcap"),
@@ -243,7 +227,7 @@ fn truth_of_two_hosts_of_a_real_capture_is_merged_by_capture_time() {
 /// captures without times for time epochs cannot be merged.
 #[test]
 fn a_truth_that_cannot_be_the_snapshots_epochs_is_refused() {
-    let d = dir("refused");
+    let d = fresh_dir("refused");
     let whole = d.join("whole.pcap");
     ok(&netsift()
         .args(["gen", "--packets", "40000", "--flows", "5000"])
@@ -325,7 +309,7 @@ fn a_truth_that_cannot_be_the_snapshots_epochs_is_refused() {
 /// among several truths is refused (they are read side by side).
 #[test]
 fn untimed_truths_are_read_in_turn_for_packet_epochs_and_pipes_refused() {
-    let d = dir("untimed");
+    let d = fresh_dir("untimed");
     let snaps = d.join("snaps");
     let keys: Vec<PathBuf> = (0..2)
         .map(|i| {

@@ -74,11 +74,7 @@ fn counts_of_one_are_singular() {
         .args(["--task", "cardinality"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("epoch 0: 1 packet, "), "{text}");
     assert!(

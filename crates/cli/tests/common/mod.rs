@@ -20,6 +20,29 @@ pub fn tmp(name: &str) -> PathBuf {
     testkit::scratch(&exe).join(name)
 }
 
+/// A command that must succeed: its standard error when it did not.
+pub fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The standard output of a command that must succeed.
+pub fn ok(out: &std::process::Output) -> String {
+    assert_ok(out);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An empty directory `name` of this test binary and process (emptied if it was there).
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let d = tmp(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// A report's epochs without their costs (wall time, different in every run): what two runs
 /// of the same trace, configuration and seed must give alike.
 pub fn answers(report: &serde_json::Value) -> serde_json::Value {
