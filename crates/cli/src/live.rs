@@ -690,3 +690,46 @@ fn read_loop(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Live {
+        #[command(flatten)]
+        live: LiveArgs,
+    }
+
+    fn cfg(args: &[&str]) -> RunConfig {
+        let a = Live::try_parse_from([&["live", "--iface", "lo"][..], args].concat())
+            .unwrap_or_else(|e| panic!("{e}"));
+        live_config(&a.live).unwrap()
+    }
+
+    /// Live's defaults flag what an operator calls heavy (issue 34: 273 heavy hitters at a
+    /// 5-packet threshold, 56 DDoS victims at 2 sources): 1% of the epoch, 100 peers; a
+    /// threshold given is kept for every task.
+    #[test]
+    fn live_thresholds_default_to_an_operators() {
+        let c = cfg(&[]);
+        assert_eq!(c.epoch_ms, Some(DEFAULT_EPOCH_MS));
+        let mut seen = 0;
+        for m in &c.measures {
+            let want = match m.task {
+                algo::Task::HeavyHitters | algo::Task::HeavyChangers => Some(LIVE_HEAVY),
+                algo::Task::Superspreaders | algo::Task::Ddos => Some(LIVE_SPREAD),
+                _ => None,
+            };
+            seen += usize::from(want.is_some());
+            assert_eq!(m.threshold, want, "{}", m.task.name());
+        }
+        assert_eq!(seen, 4);
+        for m in &cfg(&["--threshold", "0.002"]).measures {
+            if m.threshold.is_some() {
+                assert_eq!(m.threshold, Some(0.002), "{}", m.task.name());
+            }
+        }
+    }
+}
