@@ -462,6 +462,15 @@ pub fn machine_load() -> Option<(f64, usize)> {
 }
 
 /// One panel; returns its key (plot area, series colours and marks).
+/// A series' colour in a figure's palette (black for a name it does not hold).
+fn colour_in(colours: &[(String, (u8, u8, u8))], name: &str) -> RGBColor {
+    let (r, g, b) = colours
+        .iter()
+        .find(|c| c.0 == name)
+        .map_or((0, 0, 0), |c| c.1);
+    RGBColor(r, g, b)
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
@@ -559,13 +568,7 @@ where
         }
     }
 
-    let colour_of = |name: &str| {
-        let (r, g, b) = colours
-            .iter()
-            .find(|c| c.0 == name)
-            .map_or((0, 0, 0), |c| c.1);
-        RGBColor(r, g, b)
-    };
+    let colour_of = |name: &str| colour_in(colours, name);
     let floor = y.floor();
     let k = p.series.len().max(1) as f64;
     let mut key = PanelKey {
@@ -794,13 +797,7 @@ where
         keys.push(draw_panel(a, p, i, &colours, &mut notes)?);
     }
     // The legend, below the panels: swatch (filled: ours; hollow: the paper's) and name.
-    let colour_of = |name: &str| {
-        let (r, g, b) = colours
-            .iter()
-            .find(|c| c.0 == name)
-            .map_or((0, 0, 0), |c| c.1);
-        RGBColor(r, g, b)
-    };
+    let colour_of = |name: &str| colour_in(&colours, name);
     let text: TextStyle = (FONT, 13).into_font().into();
     for (r, row) in lay.legend.iter().enumerate() {
         let mut x = 40i32;
