@@ -72,7 +72,7 @@ pub fn partition_pcap(bytes: &[u8], n: usize, seed: u64) -> Result<Vec<Vec<u8>>>
             bail!("pcap record at offset {at} is cut short");
         };
         let v = wire::parse_with(link, &rec[16..], wire::Tunnel::Outer);
-        let host = if crate::source::keyed(v.class) {
+        let host = if engine::packet::keyed(v.class) {
             let t = &v.tuple;
             let mut k = [0u8; 37];
             k[..16].copy_from_slice(&t.src);

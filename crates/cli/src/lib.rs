@@ -13,9 +13,9 @@ pub mod live;
 pub mod merge;
 pub mod out;
 pub mod pipeline;
+pub mod print;
 pub mod run;
 pub mod signals;
-pub mod source;
 pub mod stats;
 pub mod table;
 

@@ -23,7 +23,7 @@ use wire::Class;
 
 use crate::out::Out;
 use crate::run::RecoverArg;
-use crate::source::{each_packet, each_packet_by_time};
+use engine::packet::{each_packet, each_packet_by_time};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -331,7 +331,7 @@ pub fn merged_report(
             Grid::Differ { edges, .. } => Some(edges),
             _ => None,
         };
-        let mut push = |p: &crate::source::Packet| match p.class {
+        let mut push = |p: &engine::packet::Packet| match p.class {
             Class::Ipv4 | Class::Ipv6 => {
                 if let Some(edges) = edges {
                     edges.note(p.ts_ns, p.wire_len);

@@ -16,7 +16,7 @@ use wire::{Class, Tunnel};
 
 use crate::flags;
 use crate::out::Out;
-use crate::source;
+use engine::packet as source;
 
 /// Packets per timed chunk of the reader.
 const CHUNK: u64 = 4096;

@@ -9,7 +9,7 @@ use truth::Counts;
 use wire::{Class, Tunnel};
 
 use crate::out::{Out, StdoutError};
-use crate::source::{each_packet, keyed};
+use engine::packet::{each_packet, keyed};
 
 #[derive(Debug, Default, Serialize)]
 pub struct Flows {

@@ -4,93 +4,47 @@
 //! first, each with its exact value and error when ground truth is on), and the cost table.
 //! JSON (`--json`, `--json-lines`) carries the same and more; this is for a reader.
 
+use engine::RunInfo;
 use key::KeyKind;
-use measure::report::{Coverage, Listed, PartialReason, Paths, TaskResult, ThresholdRule};
-use measure::{EpochReport, Report, Runner};
+use measure::report::{Coverage, Listed, PartialReason, Paths, TaskResult};
+use measure::{EpochReport, Report};
 
 use crate::out::{Out, StdoutError};
 
 /// Flows listed per task when `--top` is not given: a handful, the table stays readable.
 pub const DEFAULT_TOP: usize = 5;
 
-/// What the table's first lines say about the run.
-pub struct Header {
-    trace: String,
-    key: KeyKind,
-    weight: &'static str,
-    epoch: String,
-    seed: u64,
-    thresholds: Vec<ThresholdRule>,
-    /// `--normal-capacity` (Mpps per worker) and the workers: the fast path's trigger, which
-    /// surprises when read as the whole run's.
-    capacity: Option<(f64, usize)>,
-}
-
-impl Header {
-    /// A run's header, from its runner (before the report exists: `run` and `live` print it
-    /// with the first epoch).
-    pub fn of_runner(r: &Runner) -> Header {
-        let cfg = r.config();
-        Header {
-            trace: r.trace_name().to_string(),
-            key: cfg.key,
-            weight: cfg.weight.name(),
-            epoch: match &cfg.epoch_choice {
-                Some(why) => format!("{} ({why})", r.epoch_label()),
-                None => r.epoch_label(),
-            },
-            seed: cfg.seed,
-            thresholds: ThresholdRule::of_config(cfg),
-            capacity: cfg
-                .sketchvisor
-                .normal_capacity
-                .map(|c| (c, cfg.workers.max(1))),
+/// The table's first lines: what was measured (`engine::RunInfo`) and the threshold rules.
+pub fn print_header(h: &RunInfo, out: &mut Out) -> Result<(), StdoutError> {
+    writeln!(
+        out,
+        "trace {}  key {}  weight {}  epoch {}  seed {}",
+        h.trace,
+        h.key,
+        h.weight.name(),
+        h.epoch,
+        h.seed
+    )?;
+    let mut rules: Vec<String> = vec![];
+    for t in &h.thresholds {
+        let d = t.describe();
+        if !rules.contains(&d) {
+            rules.push(d);
         }
     }
-
-    /// The header of a finished report (`merge`, `demo`, a run that printed no epoch).
-    pub fn of_report(r: &Report) -> Header {
-        Header {
-            trace: r.trace.clone(),
-            key: r.key,
-            weight: r.weight.name(),
-            epoch: match &r.epoch_choice {
-                Some(why) => format!("{} ({why})", r.epoch),
-                None => r.epoch.clone(),
-            },
-            seed: r.seed,
-            thresholds: r.thresholds.clone(),
-            capacity: r.normal_capacity.map(|c| (c, r.workers.max(1))),
-        }
+    if !rules.is_empty() {
+        writeln!(out, "thresholds: {}", rules.join("; "))?;
     }
-
-    pub fn print(&self, out: &mut Out) -> Result<(), StdoutError> {
+    if let Some((mpps, workers)) = h.capacity {
         writeln!(
             out,
-            "trace {}  key {}  weight {}  epoch {}  seed {}",
-            self.trace, self.key, self.weight, self.epoch, self.seed
+            "normal path: at most {mpps} Mpps per worker ({workers} {}: {} Mpps in all); \
+             the rest takes the fast path",
+            plural(workers as u64, "worker", "workers"),
+            mpps * workers as f64
         )?;
-        let mut rules: Vec<String> = vec![];
-        for t in &self.thresholds {
-            let d = t.describe();
-            if !rules.contains(&d) {
-                rules.push(d);
-            }
-        }
-        if !rules.is_empty() {
-            writeln!(out, "thresholds: {}", rules.join("; "))?;
-        }
-        if let Some((mpps, workers)) = self.capacity {
-            writeln!(
-                out,
-                "normal path: at most {mpps} Mpps per worker ({workers} {}: {} Mpps in all); \
-                 the rest takes the fast path",
-                plural(workers as u64, "worker", "workers"),
-                mpps * workers as f64
-            )?;
-        }
-        Ok(())
     }
+    Ok(())
 }
 
 pub use measure::report::plural;
@@ -104,7 +58,7 @@ pub fn print_report(
     out: &mut Out,
 ) -> Result<(), StdoutError> {
     if !header {
-        Header::of_report(r).print(out)?;
+        print_header(&RunInfo::of_report(r), out)?;
     }
     for e in &r.epochs {
         print_epoch(out, e, r.key, top)?;

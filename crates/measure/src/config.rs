@@ -175,6 +175,10 @@ pub struct RunConfig {
     /// file: from its duration and rate), for the table's header.
     #[serde(skip)]
     pub epoch_choice: Option<String>,
+    /// The flow key was asked for (`--key`, a config file's `key`), not the default: a keys4
+    /// trace then refuses any key but `src` instead of choosing it (`engine`).
+    #[serde(skip)]
+    pub key_given: bool,
 }
 
 fn no_fast_path() -> visor::VisorConfig {
@@ -245,6 +249,7 @@ impl Default for RunConfig {
             alerts: vec![],
             notes: vec![],
             epoch_choice: None,
+            key_given: false,
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Source → packet view: the one loop that turns capture records into classified packets.
-//! `stats`, `bench parse` and `run` all read packets through [`each_packet`], so every command
-//! classifies and counts packets the same way.
+//! Capture record → packet view: the one loop that turns capture records into classified
+//! packets. Runs, `stats`, `bench parse` and `live`'s capture threads all read packets through
+//! [`each_packet`] / [`packet`], so every front door classifies and counts packets the same way.
 
 use trace::{Body, Capture, TraceError};
 use wire::{Class, Encap, Tunnel, View};
@@ -84,16 +84,6 @@ pub fn packet(rec: trace::Record<'_>, tunnel: Tunnel) -> Packet {
                 encap: Encap::NONE,
             },
         },
-    }
-}
-
-/// `--tunnel` (`run`, `stats`): the mode it names.
-impl From<crate::run::TunnelArg> for Tunnel {
-    fn from(t: crate::run::TunnelArg) -> Tunnel {
-        match t {
-            crate::run::TunnelArg::Outer => Tunnel::Outer,
-            crate::run::TunnelArg::Inner => Tunnel::Inner,
-        }
     }
 }
 

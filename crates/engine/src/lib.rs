@@ -1,0 +1,291 @@
+//! netsift's one run, behind every front door: open a [`Source`] with a validated
+//! `measure::RunConfig`, and get the run as a stream of [`Event`]s (notes, the start, each
+//! closed epoch's report, detections, warnings, progress, the finished report). The CLI's
+//! `run`, `live`, `agent`, `merge`, `controller` and `demo`, the benches that drive whole runs,
+//! the Python package and the web view consume these events; none assembles a runner itself.
+//!
+//! What lives here and not in a front door: reading the source and classifying its packets
+//! ([`packet`]), choosing the epochs and the address family ([`epochs`], `family`), what a key
+//! trace can answer, cancellation ([`Control`], not process-global state), the order in which a
+//! consumer sees things (`emit`), live capture ([`live`]) and the network-wide merge of
+//! snapshots ([`merge`]).
+//!
+//! ```no_run
+//! let cfg = measure::RunConfig::default();
+//! let run = engine::Run::new(cfg, engine::Source::Builtin)?;
+//! run.run(&mut |e| {
+//!     if let engine::Event::Epoch { report, .. } = e {
+//!         println!("epoch {}: {} packets", report.index, report.packets);
+//!     }
+//!     Ok(())
+//! })?;
+//! # anyhow::Ok(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod config;
+mod control;
+mod emit;
+pub mod epochs;
+mod family;
+pub mod live;
+mod offline;
+pub mod packet;
+
+use anyhow::Result;
+use key::KeyKind;
+use measure::instant::Detection;
+use measure::{EpochReport, Report, RunConfig, Runner, ThresholdRule, Totals, Warning};
+use serde::Serialize;
+use trace::Format;
+use truth::Weight;
+
+pub use control::Control;
+pub use packet::Packet;
+
+/// What a run reads.
+pub enum Source {
+    /// `run`'s built-in trace: the generator's default model, [`builtin_spec`].
+    Builtin,
+    /// Packets of the generator (`gen`'s model), never written to a file.
+    Gen(gen::Spec),
+    /// A capture (pcap, pcapng) or key trace (keys4, keys13, keys21); `-` is standard input,
+    /// read as it arrives. `format`: instead of detecting it.
+    File {
+        path: String,
+        format: Option<Format>,
+    },
+    /// Packets captured from network interfaces as they arrive ([`live`]).
+    Live(live::Interfaces),
+}
+
+impl Source {
+    /// The source a configuration names: its `trace` (with its `format`), else the built-in
+    /// trace.
+    pub fn of_config(cfg: &RunConfig) -> Result<Source> {
+        let format = cfg
+            .format
+            .as_deref()
+            .map(str::parse::<Format>)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("config field `format`: {e}"))?;
+        Ok(match &cfg.trace {
+            Some(path) => Source::File {
+                path: path.clone(),
+                format,
+            },
+            None => Source::Builtin,
+        })
+    }
+}
+
+/// The built-in trace of `run`: the generator's default model, 4 M packets (two epochs).
+pub fn builtin_spec() -> gen::Spec {
+    gen::Spec {
+        packets: 4_000_000,
+        ..gen::Spec::default()
+    }
+}
+
+/// A run as its consumer sees it, in this order: [`Event::Note`]s, [`Event::Started`], then
+/// [`Event::Progress`], [`Event::Detection`]s and, per closed epoch, its [`Event::Warning`]s
+/// followed by the [`Event::Epoch`]; last [`Event::Finished`].
+#[derive(Debug)]
+pub enum Event {
+    /// What the run changed from what was asked (an epoch length chosen, IPv6 sizing, a key
+    /// trace's key), before the first epoch.
+    Note(String),
+    /// The run is assembled: what it measures.
+    Started(RunInfo),
+    /// Packets read so far; `total` when known in advance (the generator).
+    Progress { packets: u64, total: Option<u64> },
+    /// A heavy hitter detected on the packet path (`instant`).
+    Detection(Detection),
+    /// Why an answer of the next epoch may be wrong (a cap reached, a degenerate threshold).
+    Warning(Warning),
+    /// An epoch closed: its report, and every packet read so far by class.
+    Epoch {
+        report: Box<EpochReport>,
+        totals: Totals,
+    },
+    /// A live run was asked to re-read its configuration ([`Control::hangup`]); answer with
+    /// [`Control::retune`] before returning.
+    Hangup,
+    /// The run's end: totals, costs, notes, and every warning. Its `epochs` are empty: each
+    /// was an [`Event::Epoch`] ([`Run::report`] puts them back).
+    Finished(Box<Report>),
+}
+
+/// The consumer of a run's events. An error ends the run: it is [`Run::run`]'s error.
+pub type Sink<'a> = dyn FnMut(Event) -> Result<()> + 'a;
+
+/// What the table's header says about a run: its trace, key, weight, epochs, seed, threshold
+/// rules and the fast path's capacity.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub trace: String,
+    pub key: KeyKind,
+    pub weight: Weight,
+    /// The epoch length, with why it was chosen when it was.
+    pub epoch: String,
+    pub seed: u64,
+    pub thresholds: Vec<ThresholdRule>,
+    /// `--normal-capacity` (Mpps per worker) and the workers.
+    pub capacity: Option<(f64, usize)>,
+}
+
+impl RunInfo {
+    pub(crate) fn of_runner(r: &Runner) -> RunInfo {
+        let cfg = r.config();
+        RunInfo {
+            trace: r.trace_name().to_string(),
+            key: cfg.key,
+            weight: cfg.weight,
+            epoch: match &cfg.epoch_choice {
+                Some(why) => format!("{} ({why})", r.epoch_label()),
+                None => r.epoch_label(),
+            },
+            seed: cfg.seed,
+            thresholds: ThresholdRule::of_config(cfg),
+            capacity: cfg
+                .sketchvisor
+                .normal_capacity
+                .map(|c| (c, cfg.workers.max(1))),
+        }
+    }
+
+    /// The header of a finished report (`merge`, a run that emitted no epoch).
+    pub fn of_report(r: &Report) -> RunInfo {
+        RunInfo {
+            trace: r.trace.clone(),
+            key: r.key,
+            weight: r.weight,
+            epoch: match &r.epoch_choice {
+                Some(why) => format!("{} ({why})", r.epoch),
+                None => r.epoch.clone(),
+            },
+            seed: r.seed,
+            thresholds: r.thresholds.clone(),
+            capacity: r.normal_capacity.map(|c| (c, r.workers.max(1))),
+        }
+    }
+}
+
+/// How a run ended besides its report.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    /// The error that stopped reading the source (it names the file and offset); the report
+    /// covers what was read before it.
+    pub read_error: Option<String>,
+    /// The stop code asked through [`Control`] when the run was cut short (its last epoch is
+    /// partial).
+    pub stopped: Option<i32>,
+}
+
+/// One run: a source and its configuration, validated.
+pub struct Run {
+    cfg: RunConfig,
+    source: Source,
+    control: Control,
+}
+
+impl Run {
+    /// A run of `cfg` over `source`: the configuration is checked against the source (a key
+    /// trace's key and epochs) and validated here, before anything is read.
+    pub fn new(mut cfg: RunConfig, source: Source) -> Result<Run> {
+        if let Source::File { path, format } = &source {
+            cfg.trace = Some(path.clone());
+            if let Some(f) = format {
+                cfg.format = Some(f.name().to_string());
+            }
+        }
+        if let Source::Live(ifs) = &source {
+            if let Some(f) = &ifs.bpf {
+                live::check_bpf_size(f)?;
+            }
+        }
+        config::key_trace(&mut cfg)?;
+        cfg.validate()?;
+        Ok(Run {
+            cfg,
+            source,
+            control: Control::new(),
+        })
+    }
+
+    /// The run's configuration as validated.
+    pub fn config(&self) -> &RunConfig {
+        &self.cfg
+    }
+
+    /// The handle that stops the run (clone it before [`Run::run`]).
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
+    /// Run under `control` instead of a handle of its own (the CLI's, which its signal
+    /// handlers set).
+    pub fn with_control(mut self, control: Control) -> Run {
+        self.control = control;
+        self
+    }
+
+    /// Read the source to its end, an error, or a stop, giving each [`Event`] to `sink` as it
+    /// happens. An error of `sink` ends the run and is returned.
+    pub fn run(self, sink: &mut Sink<'_>) -> Result<Outcome> {
+        match &self.source {
+            Source::Live(ifs) => live::run(self.cfg, ifs, &self.control, sink),
+            _ => offline::run(self.cfg, self.source, &self.control, sink),
+        }
+    }
+
+    /// [`Run::run`], its report whole: every epoch in it, as `run --json` prints it.
+    pub fn report(self) -> Result<(Report, Outcome)> {
+        let mut epochs = vec![];
+        let mut finished = None;
+        let outcome = self.run(&mut |e| {
+            match e {
+                Event::Epoch { report, .. } => epochs.push(*report),
+                Event::Finished(r) => finished = Some(r),
+                _ => {}
+            }
+            Ok(())
+        })?;
+        let mut report = *finished.ok_or_else(|| anyhow::anyhow!("the run did not finish"))?;
+        report.epochs = epochs;
+        Ok((report, outcome))
+    }
+}
+
+/// Why a reading loop was left early: a stop asked through [`Control`], or the consumer's
+/// error. Carried out of the readers (which have no early exit) by unwinding
+/// (`std::panic::resume_unwind`, which runs no panic hook and prints nothing).
+pub(crate) enum Stop {
+    Asked,
+    Sink(anyhow::Error),
+}
+
+/// Leave the reading loop when a stop was asked (checked once per packet: one relaxed load).
+#[inline]
+pub(crate) fn stop_if_asked(control: &Control) {
+    if control.stopped().is_some() {
+        std::panic::resume_unwind(Box::new(Stop::Asked));
+    }
+}
+
+/// Run a reading loop: `Ok(None)` when a stop cut it short (between two packets: the runner
+/// holds every packet pushed before), `Err` when the consumer failed. Any other panic goes on
+/// unwinding.
+pub(crate) fn until_stop<T>(f: impl FnOnce() -> T) -> Result<Option<T>> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(v) => Ok(Some(v)),
+        Err(p) => match p.downcast::<Stop>() {
+            Ok(s) => match *s {
+                Stop::Asked => Ok(None),
+                Stop::Sink(e) => Err(e),
+            },
+            Err(p) => std::panic::resume_unwind(p),
+        },
+    }
+}
