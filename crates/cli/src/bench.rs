@@ -273,25 +273,30 @@ struct EpochCost {
     packets_per_epoch: f64,
 }
 
-/// Time one pass of the runner over `packets` with `epoch` packets per epoch; past epochs are
-/// taken as they close, as a live run does, so memory stays flat.
-fn time_run(
-    cfg: &measure::RunConfig,
-    packets: &[gen::GenPacket],
-    epoch: u64,
-) -> Result<std::time::Duration> {
+/// Time one run over `trace` (a keys21 trace in memory, copied before the clock starts) with
+/// `epoch` packets per epoch, through the engine: from the run's start (its structures built)
+/// to its report; past epochs are consumed as they close, as a live run's, so memory stays flat.
+fn time_run(cfg: &measure::RunConfig, trace: &[u8], epoch: u64) -> Result<std::time::Duration> {
     let mut cfg = cfg.clone();
     cfg.epoch_packets = Some(epoch);
-    let mut runner = measure::Runner::new(cfg, "bench epochs")?;
-    let t = Instant::now();
-    for p in packets {
-        runner.push(p.ts_ns, &p.tuple, p.wire_len);
-        if !runner.completed_epochs().is_empty() {
-            black_box(runner.take_completed());
+    let cap = Capture::from_bytes("bench epochs", trace.to_vec(), Some(trace::Format::Keys21))?;
+    let run = engine::Run::new(cfg, engine::Source::Capture(cap))?;
+    let mut start = Instant::now();
+    let mut took = std::time::Duration::ZERO;
+    run.run(&mut |e| {
+        match e {
+            engine::Event::Started(_) => start = Instant::now(),
+            engine::Event::Finished(r) => {
+                took = start.elapsed();
+                black_box(r);
+            }
+            e => {
+                black_box(e);
+            }
         }
-    }
-    black_box(runner.finish());
-    Ok(t.elapsed())
+        Ok(())
+    })?;
+    Ok(took)
 }
 
 /// `netsift bench epochs`: what an epoch boundary costs each algorithm, end to end through the
@@ -308,8 +313,10 @@ pub fn cmd_epochs(a: EpochsArgs, out: &mut Out) -> Result<()> {
         flows: (a.packets / 10).max(100),
         ..gen::Spec::default()
     };
-    let mut packets = Vec::with_capacity(a.packets as usize);
-    gen::generate(&spec, |p| packets.push(*p))?;
+    // A keys21 trace (tuple and time per record) in memory: the runs read it as `run` reads a
+    // key trace, with next to no parsing.
+    let mut trace = Vec::new();
+    gen::write(&spec, gen::OutFormat::Keys21, &mut trace)?;
     let mut rows = Vec::new();
     for name in &names {
         let entry = catalog::lookup(name)?;
@@ -322,10 +329,10 @@ pub fn cmd_epochs(a: EpochsArgs, out: &mut Out) -> Result<()> {
         cfg.validate()?;
         let (mut one, mut short) = (f64::INFINITY, f64::INFINITY);
         for _ in 0..a.rounds {
-            one = one.min(time_run(&cfg, &packets, a.packets)?.as_secs_f64());
-            short = short.min(time_run(&cfg, &packets, a.epoch_packets)?.as_secs_f64());
+            one = one.min(time_run(&cfg, &trace, a.packets)?.as_secs_f64());
+            short = short.min(time_run(&cfg, &trace, a.epoch_packets)?.as_secs_f64());
         }
-        let n = packets.len() as f64;
+        let n = a.packets as f64;
         let epochs = a.packets.div_ceil(a.epoch_packets);
         let per_epoch = (short - one).max(0.0) / (epochs.max(2) - 1) as f64;
         rows.push(EpochCost {

@@ -126,19 +126,7 @@ pub fn size(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-/// The default memory budget of a run: three quarters of the machine's physical memory
-/// (`MemTotal` of /proc/meminfo), or none where that cannot be read.
-pub fn default_memory_budget() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = s
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib.saturating_mul(1024) / 4 * 3)
-}
+pub use engine::config::default_memory_budget;
 
 #[cfg(test)]
 mod bytes_tests {

@@ -349,7 +349,7 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
         // The cores this process may use (its affinity and cgroup quota), unless the config
         // file sets `workers`.
         None if !config_sets_workers => {
-            cfg.workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(256));
+            cfg.workers = engine::config::default_workers();
         }
         None => {}
     }
@@ -365,7 +365,7 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
     if a.max_memory.is_some() {
         cfg.max_memory = a.max_memory;
     } else if cfg.max_memory.is_none() {
-        cfg.max_memory = flags::default_memory_budget();
+        cfg.max_memory = engine::config::default_memory_budget();
     }
     if let Some(acc) = a.accel {
         cfg.accel = match acc {

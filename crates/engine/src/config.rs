@@ -1,5 +1,6 @@
 //! What a run's configuration needs beyond `RunConfig::validate` before it meets its source:
-//! a config file read within bounds, and what a key trace can answer.
+//! a config file read within bounds, what it takes from the machine when it does not say
+//! (workers, memory budget), and what a key trace can answer.
 
 use anyhow::{bail, Context, Result};
 use key::KeyKind;
@@ -27,6 +28,38 @@ pub fn read_config(path: &str) -> Result<String> {
             e.utf8_error().valid_up_to()
         )
     })
+}
+
+/// The configuration of `netsift run` with no flag: every task by its default algorithm, the
+/// defaults of `RunConfig`, and what this machine gives ([`default_workers`],
+/// [`default_memory_budget`]). Front doors start from it so that their answers are the CLI's.
+pub fn standard() -> Result<RunConfig> {
+    Ok(RunConfig {
+        measures: RunConfig::measures_from_lists(&[], &[])?,
+        workers: default_workers(),
+        max_memory: default_memory_budget(),
+        ..RunConfig::default()
+    })
+}
+
+/// Workers of a run that does not say: the cores this process may use (its affinity and
+/// cgroup quota), at most 256.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(256))
+}
+
+/// The default memory budget of a run: three quarters of the machine's physical memory
+/// (`MemTotal` of /proc/meminfo), or none where that cannot be read.
+pub fn default_memory_budget() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = s
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib.saturating_mul(1024) / 4 * 3)
 }
 
 /// A key trace's format (`--format` or the config's, else the file's extension, as

@@ -21,10 +21,12 @@ pub(crate) struct Emit<'s> {
     seen: usize,
     packets: u64,
     total: Option<u64>,
+    /// Packets between two [`Event::Progress`].
+    every: u64,
 }
 
 impl<'s> Emit<'s> {
-    pub(crate) fn new(sink: &'s mut Sink<'s>, total: Option<u64>) -> Emit<'s> {
+    pub(crate) fn new(sink: &'s mut Sink<'s>, total: Option<u64>, every: u64) -> Emit<'s> {
         Emit {
             sink,
             warned: None,
@@ -32,6 +34,7 @@ impl<'s> Emit<'s> {
             seen: 0,
             packets: 0,
             total,
+            every: every.max(1),
         }
     }
 
@@ -61,7 +64,7 @@ impl<'s> Emit<'s> {
     }
 
     /// After each packet pushed: the epochs that closed and the detections made go out, and
-    /// every [`PROGRESS_EVERY`] packets the progress.
+    /// every so many packets ([`PROGRESS_EVERY`] by default) the progress.
     #[inline]
     pub(crate) fn after(&mut self, runner: &mut Runner) {
         self.after_n(runner, 1);
@@ -78,7 +81,7 @@ impl<'s> Emit<'s> {
         }
         let before = self.packets;
         self.packets += n;
-        if before / PROGRESS_EVERY != self.packets / PROGRESS_EVERY {
+        if before / self.every != self.packets / self.every {
             self.send_or_unwind(Event::Progress {
                 packets: self.packets,
                 total: self.total,

@@ -56,6 +56,9 @@ pub enum Source {
         path: String,
         format: Option<Format>,
     },
+    /// A capture or key trace already open (in memory: `trace::Capture::from_bytes`; a bench
+    /// reading the same bytes in every round).
+    Capture(trace::Capture),
     /// Packets captured from network interfaces as they arrive ([`live`]).
     Live(live::Interfaces),
 }
@@ -188,17 +191,26 @@ pub struct Run {
     cfg: RunConfig,
     source: Source,
     control: Control,
+    /// Packets between two [`Event::Progress`].
+    progress_every: u64,
 }
 
 impl Run {
     /// A run of `cfg` over `source`: the configuration is checked against the source (a key
     /// trace's key and epochs) and validated here, before anything is read.
     pub fn new(mut cfg: RunConfig, source: Source) -> Result<Run> {
-        if let Source::File { path, format } = &source {
-            cfg.trace = Some(path.clone());
-            if let Some(f) = format {
-                cfg.format = Some(f.name().to_string());
+        match &source {
+            Source::File { path, format } => {
+                cfg.trace = Some(path.clone());
+                if let Some(f) = format {
+                    cfg.format = Some(f.name().to_string());
+                }
             }
+            Source::Capture(cap) => {
+                cfg.trace = Some(cap.name().to_string());
+                cfg.format = Some(cap.format().name().to_string());
+            }
+            _ => {}
         }
         if let Source::Live(ifs) = &source {
             if let Some(f) = &ifs.bpf {
@@ -211,6 +223,7 @@ impl Run {
             cfg,
             source,
             control: Control::new(),
+            progress_every: emit::PROGRESS_EVERY,
         })
     }
 
@@ -231,12 +244,25 @@ impl Run {
         self
     }
 
+    /// An [`Event::Progress`] every `packets` packets (default 65,536; at least 1): a bench
+    /// timing chunks of the run (`bench pipeline`'s tail latency).
+    pub fn progress_every(mut self, packets: u64) -> Run {
+        self.progress_every = packets.max(1);
+        self
+    }
+
     /// Read the source to its end, an error, or a stop, giving each [`Event`] to `sink` as it
     /// happens. An error of `sink` ends the run and is returned.
     pub fn run(self, sink: &mut Sink<'_>) -> Result<Outcome> {
         match &self.source {
             Source::Live(ifs) => live::run(self.cfg, ifs, &self.control, sink),
-            _ => offline::run(self.cfg, self.source, &self.control, sink),
+            _ => offline::run(
+                self.cfg,
+                self.source,
+                &self.control,
+                self.progress_every,
+                sink,
+            ),
         }
     }
 

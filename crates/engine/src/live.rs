@@ -438,7 +438,7 @@ pub(crate) fn run(
     let mut runner = Runner::new(cfg, &name)?;
     // The reads block: each epoch is answered on this thread as it closes.
     runner.answer_inline();
-    let mut emit = Emit::new(sink, None);
+    let mut emit = Emit::new(sink, None, crate::emit::PROGRESS_EVERY);
     emit.start(&runner)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::sync_channel::<Vec<Packet>>(QUEUE);

@@ -26,6 +26,7 @@ pub(crate) fn run(
     cfg: RunConfig,
     source: Source,
     control: &Control,
+    every: u64,
     sink: &mut Sink<'_>,
 ) -> Result<Outcome> {
     match source {
@@ -35,19 +36,32 @@ pub(crate) fn run(
                 "<built-in: gen --packets {} --flows {} --skew {} --seed {}>",
                 spec.packets, spec.flows, spec.skew, spec.seed
             );
-            generated(cfg, &spec, &name, control, sink)
+            generated(
+                cfg,
+                &spec,
+                &name,
+                control,
+                Emit::new(sink, Some(spec.packets), every),
+            )
         }
         Source::Gen(spec) => {
             let name = format!(
                 "<gen --packets {} --flows {} --skew {} --seed {}>",
                 spec.packets, spec.flows, spec.skew, spec.seed
             );
-            generated(cfg, &spec, &name, control, sink)
+            generated(
+                cfg,
+                &spec,
+                &name,
+                control,
+                Emit::new(sink, Some(spec.packets), every),
+            )
         }
         Source::File { path, format } => {
             let cap = Capture::open(&path, format)?;
-            file(cfg, cap, control, sink)
+            file(cfg, cap, control, Emit::new(sink, None, every))
         }
+        Source::Capture(cap) => file(cfg, cap, control, Emit::new(sink, None, every)),
         Source::Live(_) => anyhow::bail!("a live source is not read to its end"),
     }
 }
@@ -58,10 +72,9 @@ fn generated(
     spec: &gen::Spec,
     name: &str,
     control: &Control,
-    sink: &mut Sink<'_>,
+    mut emit: Emit<'_>,
 ) -> Result<Outcome> {
     let mut runner = Runner::new(cfg, name)?;
-    let mut emit = Emit::new(sink, Some(spec.packets));
     emit.start(&runner)?;
     let res = until_stop(|| {
         gen::generate(spec, |p| {
@@ -86,7 +99,7 @@ fn file(
     mut cfg: RunConfig,
     cap: Capture,
     control: &Control,
-    sink: &mut Sink<'_>,
+    mut emit: Emit<'_>,
 ) -> Result<Outcome> {
     epochs::default_epoch(&cap, &mut cfg);
     let auto = auto_ipv6(&cap, &cfg);
@@ -115,7 +128,6 @@ fn file(
     if let Some(n) = auto {
         runner.add_note(n);
     }
-    let mut emit = Emit::new(sink, None);
     if head.is_none() {
         emit.start(&runner)?;
     }
