@@ -1,6 +1,8 @@
-//! netsift as a library: the glue between the pipeline crates that the `netsift` binary and the
-//! integration tests share (the source loop, `run`, `stats`, `bench`, standard output and the
-//! process's error rule in `out`, flag value parsers in `flags`).
+//! The `netsift` command line: flags -> configuration -> `engine` -> printers. Each command's
+//! flags and front end in its file (`run`, `live`, `agent`, `merge`, `controller`, `demo`,
+//! `bench`, `pipeline`, `stats`), the consumers of a run's events in `print` and `table`,
+//! standard output and the process's error rule in `out`, flag value parsers in `flags`, the
+//! process's signals in `signals`. No command assembles a run itself: `engine` does.
 
 #![forbid(unsafe_code)]
 
@@ -19,25 +21,7 @@ pub mod signals;
 pub mod stats;
 pub mod table;
 
-use anyhow::{Context, Result};
-use trace::{Capture, Format};
-
-/// The built-in default trace: 1 M packets of the generator's default model, as an in-memory
-/// pcap, so the default run exercises the same reader and parser as a real file.
-pub fn default_capture() -> Result<Capture> {
-    let spec = gen::Spec {
-        packets: 1_000_000,
-        snaplen: 64,
-        ..gen::Spec::default()
-    };
-    let mut buf = Vec::new();
-    gen::write(&spec, gen::OutFormat::Pcap, &mut buf).context("generating the default trace")?;
-    let name = format!(
-        "<built-in: gen --packets {} --flows {} --skew {} --seed {}>",
-        spec.packets, spec.flows, spec.skew, spec.seed
-    );
-    Ok(Capture::from_bytes(&name, buf, Some(Format::Pcap))?)
-}
+use anyhow::Result;
 
 /// What an entry's defaults cost: (key length, bytes) at the first key length it holds among a
 /// 5-tuple (13), a source address (4) and an address pair (8).

@@ -7,11 +7,11 @@
 use netsift::out::{self, Out};
 use netsift::{bench, flags, stats};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use key::KeyKind;
 use trace::{Capture, Format};
@@ -266,7 +266,7 @@ fn cmd_stats(a: StatsArgs, out: &mut Out) -> Result<bool> {
     };
     for file in files {
         let (file, cap) = match file {
-            None => ("<built-in>", netsift::default_capture()),
+            None => ("<built-in>", engine::stats::builtin()),
             Some(f) => (f, Capture::open(f, a.format).map_err(anyhow::Error::from)),
         };
         match cap {
@@ -346,7 +346,7 @@ fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
     let res = if to_stdout {
         out.write_with(write).map_err(anyhow::Error::from)
     } else {
-        write_replacing(&a.out, spec.max_output_bytes(a.format), write)
+        engine::output::write_replacing(&a.out, spec.max_output_bytes(a.format), write)
     };
     if let Some(code) = netsift::signals::caught() {
         let _ = out.flush();
@@ -379,109 +379,6 @@ fn cmd_gen(a: GenArgs, out: &mut Out) -> Result<()> {
         n as f64 / s / 1e6
     );
     Ok(())
-}
-
-/// Why a file of up to `need` bytes cannot go where `free` bytes are available, if it cannot.
-fn space_error(need: u64, free: u64) -> Option<String> {
-    use measure::report::human_bytes;
-    (need > free).then(|| {
-        format!(
-            "the trace takes up to {} ({need} bytes) and the file system has {} free",
-            human_bytes(need),
-            human_bytes(free)
-        )
-    })
-}
-
-/// Bytes available to this user on the file system holding `dir` (statvfs), `None` where that
-/// cannot be told.
-fn free_space(dir: &Path) -> Option<u64> {
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let st = rustix::fs::statvfs(dir).ok()?;
-    Some(st.f_bavail.saturating_mul(st.f_frsize))
-}
-
-/// Write `path` through `write`, replacing a regular file only once the new content is complete
-/// (temporary file beside it, then rename; a symlink's target is what gets replaced), after
-/// checking that the file system has `need` bytes free (the old file's space is only released at
-/// the rename). A special file (device, FIFO) is opened and written in place.
-fn write_replacing<T>(
-    path: &Path,
-    need: u64,
-    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<T>,
-) -> Result<T> {
-    let shown = path.display();
-    let existing = match std::fs::metadata(path) {
-        Ok(m) => Some(m),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot write {shown}")),
-    };
-    if let Some(m) = existing.as_ref().filter(|m| !m.is_file()) {
-        if m.is_dir() {
-            anyhow::bail!("cannot write {shown}: is a directory");
-        }
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open {shown}"))?;
-        return write(&mut f).with_context(|| format!("writing {shown}"));
-    }
-    // Replace what a symlink points to, not the link.
-    let target = match &existing {
-        Some(_) => std::fs::canonicalize(path).with_context(|| format!("cannot write {shown}"))?,
-        None => path.to_path_buf(),
-    };
-    let name = target
-        .file_name()
-        .with_context(|| format!("cannot write {shown}: not a file name"))?;
-    if let Some(e) = target
-        .parent()
-        .and_then(free_space)
-        .and_then(|free| space_error(need, free))
-    {
-        anyhow::bail!("cannot write {shown}: {e}");
-    }
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let mut tmp = TempFile {
-        path: target.with_file_name(tmp_name),
-        keep: false,
-    };
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp.path)
-        .with_context(|| format!("cannot create {}", tmp.path.display()))?;
-    let n = write(&mut f).with_context(|| format!("writing {shown}"))?;
-    f.sync_all().with_context(|| format!("writing {shown}"))?;
-    if let Some(m) = &existing {
-        // The new file keeps the old one's permissions.
-        std::fs::set_permissions(&tmp.path, m.permissions())
-            .with_context(|| format!("writing {shown}"))?;
-    }
-    std::fs::rename(&tmp.path, &target).with_context(|| format!("cannot replace {shown}"))?;
-    tmp.keep = true;
-    Ok(n)
-}
-
-/// A temporary file removed when dropped unless kept (on every early return of
-/// [`write_replacing`]).
-struct TempFile {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -558,15 +455,5 @@ mod tests {
                 "{p} missing from the README's `{line}`"
             );
         }
-    }
-
-    #[test]
-    fn free_space_is_checked_against_the_largest_output() {
-        assert_eq!(space_error(10, 10), None);
-        let e = space_error(3 << 40, 5 << 30).unwrap();
-        assert!(e.contains("3.0 TiB") && e.contains("5.0 GiB free"), "{e}");
-        // The current directory's file system has some free space, and not 16 EiB of it.
-        let free = free_space(Path::new("")).expect("statvfs of .");
-        assert!(space_error(u64::MAX, free).is_some());
     }
 }

@@ -31,7 +31,9 @@ pub mod epochs;
 mod family;
 pub mod live;
 mod offline;
+pub mod output;
 pub mod packet;
+pub mod stats;
 
 use anyhow::Result;
 use key::KeyKind;
