@@ -138,7 +138,7 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     let lease = std::sync::Arc::new(tokio::sync::Mutex::new(None::<netwide::lease::Lease>));
     let wait = netwide::LEASE_TTL + Duration::from_secs(2);
     if reached {
-        match rt.block_on(take_lease(&js, &host, wait, errors.subscribe())) {
+        match rt.block_on(netwide::lease::take(&js, &host, wait, errors.subscribe())) {
             Ok(l) => *lease.blocking_lock() = Some(l),
             Err(e @ netwide::Error::Lease(_)) => bail!("agent: {e}"),
             Err(netwide::Error::Denied(e)) => bail!(
@@ -160,7 +160,7 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
     let publisher = {
         let (lease, drain, lost, host) = (lease.clone(), drain.clone(), lost.clone(), host.clone());
         rt.spawn(async move {
-            match hold_lease(&js, &host, &lease, &drain, &lost, &errors_rx).await {
+            match netwide::lease::hold(&js, &host, &lease, &drain, &lost, &errors_rx).await {
                 Ok(()) => {}
                 Err(e @ netwide::Error::Lease(_)) => return (Err(e), spool),
                 // Not this host's credentials: nothing can be sent; the run stops.
@@ -289,72 +289,4 @@ pub fn cmd_agent(a: AgentArgs, out: &mut Out) -> Result<bool> {
         std::process::exit(code);
     }
     Ok(ok)
-}
-
-/// `netwide::lease::Lease::acquire`, ended at once by a permissions violation from the server
-/// (credentials of another host: the lease's subject is not theirs), `netwide::Error::Denied`.
-async fn take_lease(
-    js: &async_nats::jetstream::Context,
-    host: &str,
-    wait: Duration,
-    errors: tokio::sync::watch::Receiver<Option<String>>,
-) -> Result<netwide::lease::Lease, netwide::Error> {
-    tokio::select! {
-        r = netwide::lease::Lease::acquire(js, host, wait) => r,
-        d = netwide::publish::denied(errors) => Err(netwide::Error::Denied(d)),
-    }
-}
-
-/// Take `host`'s lease if it is not held yet (the broker was away at the start), then keep it
-/// on a task of its own: renewed every third of `netwide::LEASE_TTL`; lost to another agent, the
-/// publisher is stopped (`drain` now) and `lost` says why. A lease refused is
-/// `netwide::Error::Lease`; a broker away is waited for (until the run ends).
-async fn hold_lease(
-    js: &async_nats::jetstream::Context,
-    host: &str,
-    lease: &std::sync::Arc<tokio::sync::Mutex<Option<netwide::lease::Lease>>>,
-    drain: &std::sync::Arc<tokio::sync::watch::Sender<Option<Instant>>>,
-    lost: &std::sync::Arc<std::sync::Mutex<Option<String>>>,
-    errors: &tokio::sync::watch::Receiver<Option<String>>,
-) -> Result<(), netwide::Error> {
-    let wait = netwide::LEASE_TTL + Duration::from_secs(2);
-    let mut backoff = Duration::from_millis(100);
-    while lease.lock().await.is_none() {
-        match take_lease(js, host, wait, errors.clone()).await {
-            Ok(l) => *lease.lock().await = Some(l),
-            Err(e @ (netwide::Error::Lease(_) | netwide::Error::Denied(_))) => return Err(e),
-            Err(e) => {
-                if drain.borrow().is_some_and(|d| Instant::now() >= d) {
-                    return Err(e);
-                }
-                tracing::warn!("taking the lease of --host {host}: {e}; retrying in {backoff:?}");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
-    let (lease, drain, lost) = (lease.clone(), drain.clone(), lost.clone());
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(netwide::LEASE_TTL / 3).await;
-            let mut l = lease.lock().await;
-            let Some(held) = l.as_mut() else { return };
-            match held.renew().await {
-                Ok(()) => {}
-                Err(e @ netwide::Error::Lease(_)) => {
-                    tracing::error!("{e}");
-                    if let Ok(mut w) = lost.lock() {
-                        *w = Some(e.to_string());
-                    }
-                    // Not ours any more: never released by us.
-                    *l = None;
-                    let _ = drain.send(Some(Instant::now()));
-                    return;
-                }
-                // The broker away: the next renewal tries again (the record outlives three).
-                Err(e) => tracing::warn!("renewing the lease: {e}"),
-            }
-        }
-    });
-    Ok(())
 }

@@ -140,7 +140,7 @@ pub fn cmd_live(a: LiveArgs, out: &mut Out) -> Result<bool> {
     };
     let run = engine::Run::new(cfg, engine::Source::Live(ifs))?;
     // Before any capture: a metrics port in use or a bad alert rule is one error line.
-    let mut printer = Printer::new(&a.run, run.config(), Notes::Logs)?;
+    let mut printer = a.run.printer(run.config(), Notes::Logs)?;
     let control = crate::signals::control();
     crate::signals::install();
     crate::signals::install_hangup();

@@ -11,7 +11,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use measure::{EpochReport, Report, RunConfig};
 
 use crate::out::Out;
-use crate::run::RunArgs;
+
+/// What standard output gets: the table, one JSON document, or JSON lines.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Format {
+    Table,
+    Json,
+    JsonLines,
+}
 
 /// Where the run's notes go: `run`'s stderr lines, or `live`'s structured logs.
 #[derive(Clone, Copy, PartialEq)]
@@ -42,20 +49,21 @@ pub struct Printer {
 }
 
 impl Printer {
-    /// The printer of a run of `cfg` with options `a`; its monitor is started here, so a port
-    /// in use or a bad alert rule is refused before anything is read.
-    pub fn new(a: &RunArgs, cfg: &RunConfig, notes: Notes) -> Result<Printer> {
-        Ok(Printer {
-            json: a.json,
-            lines: a.json_lines,
+    /// A printer writing `format`, listing `top` flows per task in the table, with its
+    /// monitor (started by the caller, so that a port in use or a bad alert rule is refused
+    /// before anything is read).
+    pub fn new(format: Format, top: usize, notes: Notes, mon: Option<monitor::Monitor>) -> Printer {
+        Printer {
+            json: format == Format::Json,
+            lines: format == Format::JsonLines,
             notes,
             info: None,
             header: false,
             kept: vec![],
-            top: a.top.unwrap_or(crate::table::DEFAULT_TOP),
-            mon: monitor(a, cfg)?,
+            top,
+            mon,
             bar: None,
-        })
+        }
     }
 
     /// The run's monitor, if it has one.
@@ -225,32 +233,4 @@ fn progress() -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     pb
-}
-
-/// The monitor of a run (`crates/monitor`), when metrics, alert rules or an alert sink are
-/// asked for.
-fn monitor(a: &RunArgs, cfg: &RunConfig) -> Result<Option<monitor::Monitor>> {
-    let alerting = !cfg.alerts.is_empty() || a.alerts.is_some() || a.alert_exec.is_some();
-    if a.metrics.is_none() && !alerting {
-        return Ok(None);
-    }
-    let opts = monitor::MonitorOpts {
-        metrics: a.metrics.clone(),
-        top: a.metrics_top,
-        alerts_file: a.alerts.as_ref().map(Into::into),
-        alert_exec: a.alert_exec.clone(),
-        exec_timeout: std::time::Duration::from_secs_f64(a.alert_exec_timeout),
-        max_events_per_epoch: a.alert_burst,
-        console: if a.json {
-            monitor::Console::Stderr
-        } else {
-            monitor::Console::Stdout
-        },
-        ..monitor::MonitorOpts::default()
-    };
-    let m = monitor::Monitor::new(opts, cfg.alerts.clone())?;
-    if let Some(addr) = m.metrics_addr() {
-        crate::say!("netsift: metrics: serving http://{addr}/metrics");
-    }
-    Ok(Some(m))
 }

@@ -213,7 +213,47 @@ fn exec_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
+/// The monitor of a run (`crates/monitor`), when metrics, alert rules or an alert sink are
+/// asked for.
+fn monitor(a: &RunArgs, cfg: &RunConfig) -> Result<Option<monitor::Monitor>> {
+    let alerting = !cfg.alerts.is_empty() || a.alerts.is_some() || a.alert_exec.is_some();
+    if a.metrics.is_none() && !alerting {
+        return Ok(None);
+    }
+    let opts = monitor::MonitorOpts {
+        metrics: a.metrics.clone(),
+        top: a.metrics_top,
+        alerts_file: a.alerts.as_ref().map(Into::into),
+        alert_exec: a.alert_exec.clone(),
+        exec_timeout: std::time::Duration::from_secs_f64(a.alert_exec_timeout),
+        max_events_per_epoch: a.alert_burst,
+        console: if a.json {
+            monitor::Console::Stderr
+        } else {
+            monitor::Console::Stdout
+        },
+        ..monitor::MonitorOpts::default()
+    };
+    let m = monitor::Monitor::new(opts, cfg.alerts.clone())?;
+    if let Some(addr) = m.metrics_addr() {
+        crate::say!("netsift: metrics: serving http://{addr}/metrics");
+    }
+    Ok(Some(m))
+}
+
 impl RunArgs {
+    /// The printer of a run of `cfg` with these options; its monitor is started here, so a port
+    /// in use or a bad alert rule is refused before anything is read.
+    pub fn printer(&self, cfg: &RunConfig, notes: Notes) -> Result<Printer> {
+        let format = match (self.json, self.json_lines) {
+            (true, _) => crate::print::Format::Json,
+            (_, true) => crate::print::Format::JsonLines,
+            _ => crate::print::Format::Table,
+        };
+        let top = self.top.unwrap_or(crate::table::DEFAULT_TOP);
+        Ok(Printer::new(format, top, notes, monitor(self, cfg)?))
+    }
+
     /// `--truth` was given (`live` defaults it to off otherwise, as `run -` does).
     pub fn truth_given(&self) -> bool {
         self.truth.is_some()
@@ -466,7 +506,7 @@ pub(crate) fn run_trace(a: RunCmd, out: &mut Out, exit_at_signal: bool) -> Resul
     let source = engine::Source::of_config(&cfg)?;
     let run = engine::Run::new(cfg, source)?.with_control(crate::signals::control());
     // Before reading: a port in use or a bad alert rule is refused before any work.
-    let mut p = Printer::new(&a.args, run.config(), Notes::Stderr)?;
+    let mut p = a.args.printer(run.config(), Notes::Stderr)?;
     // SIGINT/SIGTERM: stop reading, close the open epoch as partial, write the report, then
     // exit 130/143 (below).
     crate::signals::install();

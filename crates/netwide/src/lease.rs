@@ -213,3 +213,71 @@ impl Lease {
         &self.me
     }
 }
+
+/// [`Lease::acquire`], ended at once by a permissions violation from the server
+/// (credentials of another host: the lease's subject is not theirs), `Error::Denied`.
+pub async fn take(
+    js: &async_nats::jetstream::Context,
+    host: &str,
+    wait: Duration,
+    errors: tokio::sync::watch::Receiver<Option<String>>,
+) -> Result<Lease, Error> {
+    tokio::select! {
+        r = Lease::acquire(js, host, wait) => r,
+        d = crate::publish::denied(errors) => Err(Error::Denied(d)),
+    }
+}
+
+/// An agent's lease: take `host`'s if it is not held yet (the broker was away at the start), then keep it
+/// on a task of its own: renewed every third of `crate::LEASE_TTL`; lost to another agent, the
+/// publisher is stopped (`drain` now) and `lost` says why. A lease refused is
+/// `Error::Lease`; a broker away is waited for (until the run ends).
+pub async fn hold(
+    js: &async_nats::jetstream::Context,
+    host: &str,
+    lease: &std::sync::Arc<tokio::sync::Mutex<Option<Lease>>>,
+    drain: &std::sync::Arc<tokio::sync::watch::Sender<Option<Instant>>>,
+    lost: &std::sync::Arc<std::sync::Mutex<Option<String>>>,
+    errors: &tokio::sync::watch::Receiver<Option<String>>,
+) -> Result<(), Error> {
+    let wait = crate::LEASE_TTL + Duration::from_secs(2);
+    let mut backoff = Duration::from_millis(100);
+    while lease.lock().await.is_none() {
+        match take(js, host, wait, errors.clone()).await {
+            Ok(l) => *lease.lock().await = Some(l),
+            Err(e @ (Error::Lease(_) | Error::Denied(_))) => return Err(e),
+            Err(e) => {
+                if drain.borrow().is_some_and(|d| Instant::now() >= d) {
+                    return Err(e);
+                }
+                tracing::warn!("taking the lease of --host {host}: {e}; retrying in {backoff:?}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    let (lease, drain, lost) = (lease.clone(), drain.clone(), lost.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(crate::LEASE_TTL / 3).await;
+            let mut l = lease.lock().await;
+            let Some(held) = l.as_mut() else { return };
+            match held.renew().await {
+                Ok(()) => {}
+                Err(e @ Error::Lease(_)) => {
+                    tracing::error!("{e}");
+                    if let Ok(mut w) = lost.lock() {
+                        *w = Some(e.to_string());
+                    }
+                    // Not ours any more: never released by us.
+                    *l = None;
+                    let _ = drain.send(Some(Instant::now()));
+                    return;
+                }
+                // The broker away: the next renewal tries again (the record outlives three).
+                Err(e) => tracing::warn!("renewing the lease: {e}"),
+            }
+        }
+    });
+    Ok(())
+}
