@@ -51,7 +51,7 @@ fn split(d: &Path, hosts: usize) -> (PathBuf, Vec<PathBuf>) {
     let h = HashFn::new(0x5eed);
     let mut to = vec![];
     let cap = trace::Capture::open(whole.to_str().unwrap(), None).unwrap();
-    netsift::source::each_packet(&cap, wire::Tunnel::Outer, |p| {
+    engine::packet::each_packet(&cap, wire::Tunnel::Outer, |p| {
         to.push((h.hash(&p.tuple.key(KeyKind::FiveTuple)) % hosts as u64) as usize);
     })
     .unwrap();

@@ -57,9 +57,9 @@ fn split(d: &Path, whole: &Path, same_start: bool) -> (PathBuf, [PathBuf; 2]) {
     // (they do not count towards epochs), so each host's first record is keyed.
     let mut to: Vec<(usize, bool)> = vec![];
     let cap = trace::Capture::open(whole.to_str().unwrap(), None).unwrap();
-    netsift::source::each_packet(&cap, wire::Tunnel::Outer, |p| {
+    engine::packet::each_packet(&cap, wire::Tunnel::Outer, |p| {
         let host = (h.hash(&p.tuple.key(KeyKind::FiveTuple)) % 2) as usize;
-        to.push((host, netsift::source::keyed(p.class)));
+        to.push((host, engine::packet::keyed(p.class)));
     })
     .unwrap();
     let first = to.iter().position(|t| t.1).unwrap();

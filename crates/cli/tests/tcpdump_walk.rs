@@ -202,7 +202,7 @@ fn encapsulation_captures() {
         }
         if let Some((_, addr)) = inner_first.iter().find(|x| x.0 == file) {
             let mut first = None;
-            netsift::source::each_packet(&cap, Tunnel::Inner, |p| {
+            engine::packet::each_packet(&cap, Tunnel::Inner, |p| {
                 if first.is_none() && p.class.is_ip() {
                     first = Some(p.tuple);
                 }
