@@ -286,6 +286,79 @@ impl Run {
     }
 }
 
+/// A run on a thread of its own, its events pulled one at a time (a front door that iterates:
+/// Python, a web view's event stream). At most [`Events::BOUND`] events wait unread: a slow
+/// reader holds the run back rather than letting them grow. Dropping it stops the run.
+pub struct Events {
+    rx: Option<std::sync::mpsc::Receiver<Event>>,
+    thread: Option<std::thread::JoinHandle<Result<Outcome>>>,
+    control: Control,
+}
+
+impl Events {
+    /// Events that may wait unread.
+    pub const BOUND: usize = 256;
+
+    /// The run's control (stop it from here).
+    pub fn control(&self) -> Control {
+        self.control.clone()
+    }
+
+    /// Wait for the run's end (the events not read are dropped): how it ended, or its error.
+    pub fn finish(mut self) -> Result<Outcome> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<Outcome> {
+        // The receiver goes first: a run blocked on a full channel sees it closed and ends.
+        drop(self.rx.take());
+        match self.thread.take() {
+            Some(t) => t
+                .join()
+                .map_err(|_| anyhow::anyhow!("the run's thread panicked"))?,
+            None => Ok(Outcome::default()),
+        }
+    }
+}
+
+impl Iterator for Events {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        self.rx.as_ref()?.recv().ok()
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            self.control.stop();
+            let _ = self.join();
+        }
+    }
+}
+
+/// The consumer went away ([`Events`] dropped): the run ends.
+#[derive(Debug, thiserror::Error)]
+#[error("the run's events are no longer read")]
+pub struct Gone;
+
+impl Run {
+    /// The run on a thread of its own, its events an iterator ([`Events`]).
+    pub fn events(self) -> Result<Events> {
+        let control = self.control();
+        let (tx, rx) = std::sync::mpsc::sync_channel(Events::BOUND);
+        let thread = std::thread::Builder::new()
+            .name("netsift run".into())
+            .spawn(move || self.run(&mut |e| tx.send(e).map_err(|_| Gone.into())))?;
+        Ok(Events {
+            rx: Some(rx),
+            thread: Some(thread),
+            control,
+        })
+    }
+}
+
 /// Why a reading loop was left early: a stop asked through [`Control`], or the consumer's
 /// error. Carried out of the readers (which have no early exit) by unwinding
 /// (`std::panic::resume_unwind`, which runs no panic hook and prints nothing).
