@@ -21,8 +21,10 @@ pub(crate) struct Emit<'s> {
     seen: usize,
     packets: u64,
     total: Option<u64>,
-    /// Packets between two [`Event::Progress`].
+    /// Packets between two [`Event::Progress`], and those left before the next: a countdown,
+    /// so that the packet path pays a decrement, not a division.
     every: u64,
+    left: u64,
 }
 
 impl<'s> Emit<'s> {
@@ -35,6 +37,7 @@ impl<'s> Emit<'s> {
             packets: 0,
             total,
             every: every.max(1),
+            left: every.max(1),
         }
     }
 
@@ -79,13 +82,15 @@ impl<'s> Emit<'s> {
                 std::panic::resume_unwind(Box::new(Stop::Sink(err)));
             }
         }
-        let before = self.packets;
         self.packets += n;
-        if before / self.every != self.packets / self.every {
+        if n >= self.left {
+            self.left = self.every - (n - self.left) % self.every;
             self.send_or_unwind(Event::Progress {
                 packets: self.packets,
                 total: self.total,
             });
+        } else {
+            self.left -= n;
         }
     }
 

@@ -213,3 +213,22 @@ fn a_keys4_trace_refuses_another_key_before_reading() {
         .iter()
         .any(|n| n.contains("keyed by source")));
 }
+
+#[test]
+fn progress_comes_every_so_many_packets() {
+    let (cfg, src) = small();
+    let mut at = vec![];
+    Run::new(cfg, src)
+        .unwrap()
+        .progress_every(3_000)
+        .run(&mut |e| {
+            if let Event::Progress { packets, total } = e {
+                assert_eq!(total, Some(40_000), "the generator's count is known");
+                at.push(packets);
+            }
+            Ok(())
+        })
+        .unwrap();
+    let want: Vec<u64> = (0..=13).map(|i| i * 3_000).collect();
+    assert_eq!(at, want);
+}
