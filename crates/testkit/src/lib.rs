@@ -20,6 +20,8 @@
 //!
 //! Files: [`scratch`], a test's temporary directory, swept once its process has ended.
 //!
+//! Layering: [`modules`], the circles among a crate's top-level modules and its oversized files.
+//!
 //! # Captures
 //!
 //! [`traces_dir`] and [`trace`] locate the shared real captures (`../shared/traces` beside the
@@ -45,6 +47,8 @@
 //!   unset.
 
 #![forbid(unsafe_code)]
+
+pub mod modules;
 
 use std::ffi::OsString;
 use std::io::Write;
