@@ -119,7 +119,10 @@ fn root_exports(root: &str) -> BTreeMap<String, String> {
         let Some(path) = s.strip_prefix("pub use ") else {
             continue;
         };
-        let path = path.trim().trim_start_matches("crate::").trim_start_matches("self::");
+        let path = path
+            .trim()
+            .trim_start_matches("crate::")
+            .trim_start_matches("self::");
         let module = ident(path).to_string();
         let tail = &path[module.len()..];
         let names: Vec<&str> = match (tail.find('{'), tail.rfind('}')) {
@@ -141,9 +144,8 @@ fn root_exports(root: &str) -> BTreeMap<String, String> {
 /// The references between the top-level modules of the crate at `src_dir` (its `src`).
 pub fn edges(src_dir: &Path) -> Edges {
     let files = rs_files(src_dir);
-    let read = |p: &Path| {
-        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    };
+    let read =
+        |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     let modules: BTreeSet<String> = files
         .iter()
         .filter_map(|f| top_module(src_dir, f))
@@ -155,7 +157,10 @@ pub fn edges(src_dir: &Path) -> Edges {
             exports.extend(root_exports(&code_of(&read(&p))));
         }
     }
-    let mut out: Edges = modules.iter().map(|m| (m.clone(), BTreeMap::new())).collect();
+    let mut out: Edges = modules
+        .iter()
+        .map(|m| (m.clone(), BTreeMap::new()))
+        .collect();
     for f in &files {
         let Some(from) = top_module(src_dir, f) else {
             continue;
@@ -278,8 +283,8 @@ pub fn long_files(src_dir: &Path, max: usize) -> Vec<(String, usize)> {
     rs_files(src_dir)
         .into_iter()
         .filter_map(|f| {
-            let text = std::fs::read_to_string(&f)
-                .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+            let text =
+                std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
             let n = text.lines().count();
             let said = text
                 .lines()
@@ -309,14 +314,23 @@ mod tests {
         write(
             &dir,
             &[
-                ("lib.rs", "mod a;\nmod b;\nmod c;\nmod d;\npub use c::Gamma;\n"),
+                (
+                    "lib.rs",
+                    "mod a;\nmod b;\nmod c;\nmod d;\npub use c::Gamma;\n",
+                ),
                 // a -> b through a group, b -> c through a root re-export, c -> a via super.
                 ("a.rs", "use crate::{b::Beta, d};\npub struct Alpha;\n"),
                 ("b/mod.rs", "mod inner;\npub struct Beta;\n"),
-                ("b/inner.rs", "use super::Beta;\nfn f() -> crate::Gamma { todo!() }\n"),
+                (
+                    "b/inner.rs",
+                    "use super::Beta;\nfn f() -> crate::Gamma { todo!() }\n",
+                ),
                 ("c.rs", "pub struct Gamma(super::a::Alpha);\n"),
                 // d is below them all; a doc link up is not an import.
-                ("d.rs", "/// Used by [`crate::a::Alpha`].\npub struct Delta;\n"),
+                (
+                    "d.rs",
+                    "/// Used by [`crate::a::Alpha`].\npub struct Delta;\n",
+                ),
             ],
         );
         assert_eq!(cycles(&dir), vec![vec!["a", "b", "c"]]);
@@ -334,7 +348,10 @@ mod tests {
             &dir,
             &[
                 ("lib.rs", "mod a;\nmod b;\nmod c;\npub use a::Alpha;\n"),
-                ("a.rs", "pub struct Alpha;\n#[cfg(test)]\nmod tests { use super::*; }\n"),
+                (
+                    "a.rs",
+                    "pub struct Alpha;\n#[cfg(test)]\nmod tests { use super::*; }\n",
+                ),
                 ("b.rs", "use crate::Alpha;\npub struct Beta(Alpha);\n"),
                 ("c/mod.rs", "mod x;\nuse crate::{a::Alpha, b::Beta};\n"),
                 ("c/x.rs", "use super::super::b::Beta;\nuse crate::c::y;\n"),
@@ -356,7 +373,10 @@ mod tests {
             &[
                 ("lib.rs", "mod a;\n"),
                 ("a.rs", &body),
-                ("b.rs", &format!("//! Over 25 lines: one state machine.\n{body}")),
+                (
+                    "b.rs",
+                    &format!("//! Over 25 lines: one state machine.\n{body}"),
+                ),
                 ("c.rs", "fn g() {}\n"),
             ],
         );
