@@ -16,12 +16,9 @@ use crate::config::{MeasureSpec, RunConfig};
 use crate::metrics::{are_of, mrd, rel_err, set_accuracy, Accuracy};
 use crate::report::{Answer, Exact, Listed, TaskResult};
 
-/// Default thresholds (SketchVisor 7.1: heavy hitters and changers at 0.05%, DDoS and
-/// superspreaders at 0.5% of the addresses) and top-k size.
-pub const DEFAULT_HH: f64 = 0.0005;
-pub const DEFAULT_HC: f64 = 0.0005;
-pub const DEFAULT_SPREAD: f64 = 0.005;
-pub const DEFAULT_K: usize = 100;
+// The defaults are configuration (a measure's `threshold` and `k` when none is given): they
+// live in `config`, below the report that lists them.
+pub use crate::config::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 
 /// Resolve a threshold that is a fraction (< 1) of `base` or an absolute value (>= 1).
 pub(crate) fn resolve(t: f64, base: f64) -> u64 {

@@ -10,15 +10,15 @@ mod evaluate;
 pub mod instant;
 pub mod metrics;
 pub mod report;
-pub mod rules;
 pub mod runner;
 pub mod snap;
 mod workers;
 
+pub use config::rules;
+pub use config::rules::AlertRule;
 pub use config::{ConfigError, MeasureSpec, RunConfig};
-pub use evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
+pub use config::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 pub use front::{Accel, AggMode};
 pub use report::{EpochReport, Report, ThresholdRule, Totals, Warning};
-pub use rules::AlertRule;
 pub use runner::Runner;
 pub use workers::{WorkerFailure, ANSWERS};

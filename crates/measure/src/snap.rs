@@ -8,6 +8,9 @@ use snapshot::{EpochSpan, FastPart, InstanceState, Snapshot};
 use truth::EpochTruth;
 
 use crate::config::RunConfig;
+// The counter of unwritten snapshots is configuration data (`RunConfig::unwritten`): it lives
+// in `config`, below every module that writes snapshots, and keeps its old path here.
+pub use crate::config::{Unwritten, UnwrittenLog};
 use crate::report::{EpochCover, PartialReason};
 use crate::runner::Measure;
 
@@ -216,37 +219,5 @@ fn store(cfg: &RunConfig, dir: &str, s: &Snapshot) -> Result<Option<std::path::P
                 Ok(None)
             }
         },
-    }
-}
-
-/// The snapshots a run could not write (`RunConfig::unwritten`): shared by the run's clones of
-/// its configuration and whoever reports them (the agent's closing line).
-#[derive(Clone, Debug, Default)]
-pub struct Unwritten(std::sync::Arc<std::sync::Mutex<UnwrittenLog>>);
-
-/// What [`Unwritten`] holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UnwrittenLog {
-    /// Snapshots not written.
-    pub count: u64,
-    /// Their epochs, the first 64.
-    pub epochs: Vec<u64>,
-    /// The last failure's reason.
-    pub reason: Option<String>,
-}
-
-impl Unwritten {
-    fn add(&self, epoch: u64, e: &std::io::Error) {
-        let mut l = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        l.count += 1;
-        if l.epochs.len() < 64 {
-            l.epochs.push(epoch);
-        }
-        l.reason = Some(e.to_string());
-    }
-
-    /// What was not written so far.
-    pub fn log(&self) -> UnwrittenLog {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

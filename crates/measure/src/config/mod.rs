@@ -9,6 +9,9 @@ use truth::{EpochSpec, Weight, DEFAULT_EPOCH_PACKETS};
 
 pub use front::Accel;
 
+/// Alert rules are configuration (`[[alert]]` tables), parsed and checked with the rest of it.
+pub mod rules;
+
 /// One algorithm answering one task.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -161,12 +164,12 @@ pub struct RunConfig {
     /// What a failed snapshot write does: `None` (`run --snapshots`) ends the run with the
     /// error; `Some` (`netsift agent`, whose capture must not stop because its spool's disk is
     /// full) drops that epoch's snapshot, warns naming the epoch and the reason, counts it
-    /// here, and goes on (`crate::snap::Unwritten`).
+    /// here, and goes on (`Unwritten`).
     #[serde(skip)]
-    pub unwritten: Option<crate::snap::Unwritten>,
-    /// Alert rules (`[[alert]]` tables, `crate::rules`), watched by `crates/monitor`.
+    pub unwritten: Option<Unwritten>,
+    /// Alert rules (`[[alert]]` tables, [`rules`]), watched by `crates/monitor`.
     #[serde(default, rename = "alert", skip_serializing_if = "Vec::is_empty")]
-    pub alerts: Vec<crate::rules::AlertRule>,
+    pub alerts: Vec<rules::AlertRule>,
     /// What the caller chose for the user before the run (the key of a key trace, the epoch
     /// length of a capture): the report's first notes (`Runner::notes`).
     #[serde(skip)]
@@ -340,7 +343,7 @@ impl RunConfig {
                 return Err(field("weight", FSD_IN_BYTES));
             }
         }
-        crate::rules::check_rules(&self.alerts)?;
+        rules::check_rules(&self.alerts)?;
         for r in &self.alerts {
             r.check_in(&self.measures)?;
         }
@@ -488,6 +491,45 @@ impl RunConfig {
             }
         }
         Ok(out)
+    }
+}
+
+/// Default thresholds (SketchVisor 7.1: heavy hitters and changers at 0.05%, DDoS and
+/// superspreaders at 0.5% of the addresses) and top-k size.
+pub const DEFAULT_HH: f64 = 0.0005;
+pub const DEFAULT_HC: f64 = 0.0005;
+pub const DEFAULT_SPREAD: f64 = 0.005;
+pub const DEFAULT_K: usize = 100;
+
+/// The snapshots a run could not write (`RunConfig::unwritten`): shared by the run's clones of
+/// its configuration and whoever reports them (the agent's closing line).
+#[derive(Clone, Debug, Default)]
+pub struct Unwritten(std::sync::Arc<std::sync::Mutex<UnwrittenLog>>);
+
+/// What [`Unwritten`] holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnwrittenLog {
+    /// Snapshots not written.
+    pub count: u64,
+    /// Their epochs, the first 64.
+    pub epochs: Vec<u64>,
+    /// The last failure's reason.
+    pub reason: Option<String>,
+}
+
+impl Unwritten {
+    pub(crate) fn add(&self, epoch: u64, e: &std::io::Error) {
+        let mut l = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        l.count += 1;
+        if l.epochs.len() < 64 {
+            l.epochs.push(epoch);
+        }
+        l.reason = Some(e.to_string());
+    }
+
+    /// What was not written so far.
+    pub fn log(&self) -> UnwrittenLog {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

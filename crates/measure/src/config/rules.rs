@@ -5,7 +5,7 @@
 use algo::Task;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ConfigError, MeasureSpec};
+use super::{ConfigError, MeasureSpec};
 
 /// One alert rule. A rule watches one task's answer of one algorithm: per key for the tasks
 /// that report keys (heavy hitters, heavy changers, superspreaders, DDoS victims, top-k, flow

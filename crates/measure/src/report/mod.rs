@@ -8,6 +8,8 @@ use truth::Weight;
 
 use crate::metrics::Accuracy;
 
+pub mod instant;
+
 /// One reported key with its estimate.
 #[derive(Clone, Debug, Serialize)]
 pub struct Listed {
@@ -360,7 +362,7 @@ pub struct Report {
     pub warnings: Vec<Warning>,
     /// `--instant`: the detections against exact detection (`crate::instant`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub instant: Option<crate::instant::InstantReport>,
+    pub instant: Option<instant::InstantReport>,
     /// Worker threads the run measured with.
     pub workers: usize,
     /// SketchVisor's `normal_capacity`, in Mpps per worker (the whole run's is `workers` times).
@@ -393,8 +395,8 @@ pub struct ThresholdRule {
 impl ThresholdRule {
     /// The rules of a run's measurements, one per task and value (two algorithms on one task
     /// with the same rule are one line).
-    pub fn of_config(cfg: &crate::RunConfig) -> Vec<ThresholdRule> {
-        use crate::evaluate::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
+    pub fn of_config(cfg: &crate::config::RunConfig) -> Vec<ThresholdRule> {
+        use crate::config::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
         let weight = match cfg.weight {
             Weight::Packets => "packets",
             Weight::Bytes => "bytes",
