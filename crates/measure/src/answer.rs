@@ -24,8 +24,8 @@ use truth::EpochTruth;
 
 use crate::config::RunConfig;
 use crate::evaluate::{answer_only, evaluate};
+use crate::instance::{Measure, Peers, UpdateSpent};
 use crate::report::{EpochCost, EpochReport, TaskResult};
-use crate::runner::{Measure, Peers, UpdateSpent};
 use crate::workers::{Handover, WorkerFailure, ANSWERS};
 
 /// What an instance's finished state is, as the packet path hands it over.

@@ -28,7 +28,7 @@ use truth::{Counts, EpochSpec, Weight};
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::config::{ConfigError, RunConfig};
-use crate::runner::Instance;
+use crate::instance::Instance;
 
 // The report's part and its bounds are report data (`report::instant`), kept at their old paths.
 pub use crate::report::instant::{

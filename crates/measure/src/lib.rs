@@ -7,8 +7,10 @@
 mod answer;
 pub mod config;
 mod evaluate;
+mod instance;
 pub mod instant;
 pub mod metrics;
+mod plane;
 pub mod report;
 pub mod runner;
 pub mod snap;

@@ -11,8 +11,8 @@ use crate::config::RunConfig;
 // The counter of unwritten snapshots is configuration data (`RunConfig::unwritten`): it lives
 // in `config`, below every module that writes snapshots, and keeps its old path here.
 pub use crate::config::{Unwritten, UnwrittenLog};
+use crate::instance::Measure;
 use crate::report::{EpochCover, PartialReason};
-use crate::runner::Measure;
 
 /// Fields of a run configuration that are this host's business and may differ between the
 /// snapshots of one merge: input, batching, report size, memory budget, threads, truth,

@@ -26,7 +26,8 @@ use key::{FlowKey, HashFn, KeyKind, Tuple, V4};
 use truth::{Counts, FlowTable};
 
 use crate::config::RunConfig;
-use crate::runner::{Peers, Plane, UpdateSpent};
+use crate::instance::{Peers, UpdateSpent};
+use crate::plane::Plane;
 
 /// Packets per key kind gathered for one worker before they are sent. The message itself is
 /// cheap (about 100 ns); what a message can cost is a wake-up: with three threads on two cores
