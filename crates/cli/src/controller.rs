@@ -1,6 +1,6 @@
 //! `netsift controller`: the control plane over NATS JetStream (crate `netwide`). Consumes every
 //! host's snapshots through a durable consumer, merges each epoch with `netsift merge`'s code
-//! (`merge::merged_report`: the same runner, recovery and report), prints each network-wide
+//! (`engine::merge::epoch_report`: the same run, recovery and report), prints each network-wide
 //! report as one JSON line, publishes it on `netsift.reports` and stores it in the key-value
 //! bucket `netsift-reports` by epoch.
 
@@ -16,7 +16,7 @@ use snapshot::Snapshot;
 use crate::agent::BrokerArgs;
 use crate::flags;
 use crate::out::Out;
-use crate::run::RecoverArg;
+use crate::flags::RecoverArg;
 
 #[derive(Args)]
 pub struct ControllerArgs {
@@ -24,7 +24,7 @@ pub struct ControllerArgs {
     pub broker: BrokerArgs,
     /// The hosts each epoch waits for, comma-separated; a snapshot of any other is rejected.
     #[arg(long, value_delimiter = ',', required_unless_present = "hosts_from_stream",
-          conflicts_with = "hosts_from_stream", value_parser = crate::merge::host_id)]
+          conflicts_with = "hosts_from_stream", value_parser = flags::host_id)]
     pub hosts: Vec<String>,
     /// Wait for every host that has published to the stream (any host is accepted).
     #[arg(long)]
@@ -68,73 +68,6 @@ pub struct ControllerArgs {
     pub stream_max_bytes: Option<u64>,
 }
 
-/// The snapshot every host's must agree with, from `--expect`'s file: a snapshot (by its magic
-/// number) or a run configuration (TOML, as `run --config` reads it), built into a runner to
-/// resolve its defaults and preset as an agent's run does.
-pub fn expected(path: &std::path::Path) -> Result<Snapshot> {
-    let bytes = std::fs::read(path).with_context(|| format!("--expect {}", path.display()))?;
-    if bytes.starts_with(&snapshot::MAGIC) {
-        return snapshot::decode(&bytes)
-            .map_err(|e| anyhow::anyhow!("--expect {}: {e}", path.display()));
-    }
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "--expect {}: neither a snapshot nor a TOML run configuration (byte {} is not \
-             UTF-8)",
-            path.display(),
-            e.valid_up_to()
-        )
-    })?;
-    let mut cfg = measure::RunConfig::from_toml(text)
-        .with_context(|| format!("--expect {}", path.display()))?;
-    if cfg.measures.is_empty() {
-        cfg.measures = measure::RunConfig::measures_from_lists(&[], &[])?;
-    }
-    // Host-local fields (they do not enter what must agree): the cheapest values.
-    cfg.workers = 1;
-    cfg.truth = false;
-    cfg.max_memory = None;
-    cfg.snapshots = None;
-    let runner = measure::Runner::new(cfg, &path.display().to_string())
-        .with_context(|| format!("--expect {}", path.display()))?;
-    runner
-        .reference_snapshot("expected")
-        .map_err(|e| anyhow::anyhow!("--expect {}: {e}", path.display()))
-}
-
-/// The network-wide report of `epoch` from its hosts' snapshots (`cur`) and, when held, the
-/// previous epoch's (`prev`, merged only when a task is heavy changers: they answer against
-/// it, as in `netsift merge`): the
-/// `Report` of `netsift merge --json` with this epoch alone in `epochs` and `warnings`.
-pub fn epoch_report(
-    epoch: u64,
-    prev: &[(PathBuf, Snapshot)],
-    cur: &[(PathBuf, Snapshot)],
-    recover: visor::Method,
-) -> Result<serde_json::Value, String> {
-    // The previous epoch costs a second merge: only heavy changers answer against it.
-    let changers = cur.first().is_some_and(|(_, s)| {
-        measure::RunConfig::from_toml(&s.config).is_ok_and(|c| {
-            c.measures
-                .iter()
-                .any(|m| m.task == algo::Task::HeavyChangers)
-        })
-    });
-    let prev = if changers { prev } else { &[] };
-    let (files, snaps): (Vec<PathBuf>, Vec<Snapshot>) = prev.iter().chain(cur).cloned().unzip();
-    let (mut report, _) = crate::merge::merged_report(files, snaps, recover, &[], false)
-        .map_err(|e| format!("{e:#}"))?;
-    report.epochs.retain(|e| e.index == epoch);
-    report.warnings.retain(|w| w.epoch == epoch);
-    if !prev.is_empty() {
-        report.notes.push(format!(
-            "epoch {} merged too, as heavy changers' previous epoch: totals and costs cover both",
-            epoch.saturating_sub(1)
-        ));
-    }
-    serde_json::to_value(&report).map_err(|e| e.to_string())
-}
-
 pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
     crate::live::init_logs(Some(
         &std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()),
@@ -145,7 +78,7 @@ pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
     } else {
         Hosts::List(a.hosts.iter().cloned().collect::<BTreeSet<_>>())
     };
-    let expected = expected(&a.expect)?;
+    let expected = engine::merge::expected(&a.expect)?;
     let epoch = measure::RunConfig::from_toml(&expected.config)
         .ok()
         .and_then(|c| c.epoch_ms)
@@ -182,7 +115,7 @@ pub fn cmd_controller(a: ControllerArgs, out: &mut Out) -> Result<bool> {
     let js = async_nats::jetstream::new(client);
     let recover = visor::Method::from(a.recover);
     let mut merge = |e: u64, prev: &[(PathBuf, Snapshot)], cur: &[(PathBuf, Snapshot)]| {
-        epoch_report(e, prev, cur, recover)
+        engine::merge::epoch_report(e, prev, cur, recover)
     };
     let mut write_error = None;
     let mut on_report = |r: &NetReport| {

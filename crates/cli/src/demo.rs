@@ -356,8 +356,12 @@ pub fn cmd_network(a: NetworkArgs, out: &mut Out) -> Result<bool> {
     }
     // The same merge as the controller's, over every epoch, scored against the whole trace.
     let truth = [all.display().to_string()];
-    let (report, err) =
-        crate::merge::merged_report(names, snaps, visor::Method::Sketchvisor, &truth, false)?;
+    let merge = engine::merge::Snapshots {
+        truth: truth.to_vec(),
+        ..engine::merge::Snapshots::of(names, snaps)
+    };
+    let (report, outcome) = engine::Run::merge(merge)?.report()?;
+    let err = outcome.read_error;
     writeln!(
         out,
         "\nnetwork-wide answers of {} hosts, scored against the whole trace:",
@@ -388,7 +392,7 @@ pub struct BenchNetwideArgs {
 
 /// `netsift bench netwide`: what the network-wide path costs per epoch for N simulated agents
 /// sending copies of one snapshot: encoding and decoding, the controller's merge and answers
-/// (`controller::epoch_report`, in process), and with `nats-server` on the PATH, through a local
+/// (`engine::merge::epoch_report`, in process), and with `nats-server` on the PATH, through a local
 /// broker: each agent's publication until acknowledged, and the delay from the last agent's
 /// acknowledgement to the controller's report.
 pub fn cmd_bench_netwide(a: BenchNetwideArgs, out: &mut Out) -> Result<bool> {
@@ -437,7 +441,7 @@ pub fn cmd_bench_netwide(a: BenchNetwideArgs, out: &mut Out) -> Result<bool> {
         let method = visor::Method::Sketchvisor;
         let t = Instant::now();
         for _ in 0..rounds {
-            crate::controller::epoch_report(base.epoch.index, &[], &parts, method)
+            engine::merge::epoch_report(base.epoch.index, &[], &parts, method)
                 .map_err(anyhow::Error::msg)?;
         }
         let merge = t.elapsed().as_secs_f64() * 1e3 / rounds as f64;
@@ -505,7 +509,7 @@ fn broker_costs(
         };
         let mut merge =
             |e: u64, p: &[(PathBuf, snapshot::Snapshot)], c: &[(PathBuf, snapshot::Snapshot)]| {
-                crate::controller::epoch_report(e, p, c, visor::Method::Sketchvisor)
+                engine::merge::epoch_report(e, p, c, visor::Method::Sketchvisor)
             };
         let mut on_report = |r: &netwide::controller::NetReport| {
             let _ = tx.send((r.epoch, Instant::now()));

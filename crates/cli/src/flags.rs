@@ -142,3 +142,28 @@ mod bytes_tests {
         }
     }
 }
+
+/// `--host`: an id that can go into a file name (`snapshot::check_host`).
+pub fn host_id(s: &str) -> Result<String, String> {
+    snapshot::check_host(s).map(|_| s.to_string())
+}
+
+/// `--recover` (`run`, `merge`, `controller`): how the fast path's part is recovered.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum RecoverArg {
+    Sketchvisor,
+    Lower,
+    Upper,
+    None,
+}
+
+impl From<RecoverArg> for visor::Method {
+    fn from(r: RecoverArg) -> Self {
+        match r {
+            RecoverArg::Sketchvisor => visor::Method::Sketchvisor,
+            RecoverArg::Lower => visor::Method::Lower,
+            RecoverArg::Upper => visor::Method::Upper,
+            RecoverArg::None => visor::Method::None,
+        }
+    }
+}

@@ -9,7 +9,7 @@ use measure::RunConfig;
 use trace::Format;
 use truth::Weight;
 
-use crate::flags;
+use crate::flags::{self, RecoverArg};
 use crate::out::Out;
 use crate::print::{Notes, Printer};
 
@@ -161,7 +161,7 @@ pub struct RunArgs {
     pub(crate) snapshots: Option<String>,
     /// This host's id in snapshot file names (letters, digits, '.', '_', '-'); with `run`, only
     /// with --snapshots (`agent` requires it: its snapshots go to --spool).
-    #[arg(long, value_parser = crate::merge::host_id)]
+    #[arg(long, value_parser = crate::flags::host_id)]
     pub(crate) host: Option<String>,
     /// `agent`: a snapshot that cannot be written is counted here and the run goes on
     /// (`RunConfig::unwritten`); not a flag.
@@ -287,31 +287,12 @@ pub enum FastPathArg {
     MisraGries,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum RecoverArg {
-    Sketchvisor,
-    Lower,
-    Upper,
-    None,
-}
-
 /// `--tunnel` (`run`, `stats`): the mode it names.
 impl From<TunnelArg> for wire::Tunnel {
     fn from(t: TunnelArg) -> wire::Tunnel {
         match t {
             TunnelArg::Outer => wire::Tunnel::Outer,
             TunnelArg::Inner => wire::Tunnel::Inner,
-        }
-    }
-}
-
-impl From<RecoverArg> for visor::Method {
-    fn from(r: RecoverArg) -> Self {
-        match r {
-            RecoverArg::Sketchvisor => visor::Method::Sketchvisor,
-            RecoverArg::Lower => visor::Method::Lower,
-            RecoverArg::Upper => visor::Method::Upper,
-            RecoverArg::None => visor::Method::None,
         }
     }
 }

@@ -529,7 +529,7 @@ fn a_partial_host_makes_the_merged_epoch_partial_and_is_named() {
         .iter()
         .map(|f| (f.clone(), snapshot::read(f).unwrap()))
         .collect();
-    let c = netsift::controller::epoch_report(0, &[], &cur, visor::Method::default()).unwrap();
+    let c = engine::merge::epoch_report(0, &[], &cur, visor::Method::default()).unwrap();
     let ce = &c["epochs"][0];
     assert_eq!(ce["partial"], true, "{ce}");
     assert_eq!(ce["partial_reasons"], e["partial_reasons"]);

@@ -30,6 +30,7 @@ mod emit;
 pub mod epochs;
 mod family;
 pub mod live;
+pub mod merge;
 mod offline;
 pub mod output;
 pub mod packet;
@@ -63,6 +64,9 @@ pub enum Source {
     Capture(trace::Capture),
     /// Packets captured from network interfaces as they arrive ([`live`]).
     Live(live::Interfaces),
+    /// Hosts' epoch snapshots, merged and answered for the whole network ([`merge`]); the
+    /// run's configuration is the snapshots' ([`Run::merge`]).
+    Snapshots(merge::Snapshots),
 }
 
 impl Source {
@@ -202,6 +206,9 @@ impl Run {
     /// trace's key and epochs) and validated here, before anything is read.
     pub fn new(mut cfg: RunConfig, source: Source) -> Result<Run> {
         match &source {
+            Source::Snapshots(_) => {
+                anyhow::bail!("snapshots carry their run's configuration: merge them with Run::merge")
+            }
             Source::File { path, format } => {
                 cfg.trace = Some(path.clone());
                 if let Some(f) = format {
@@ -224,6 +231,19 @@ impl Run {
         Ok(Run {
             cfg,
             source,
+            control: Control::new(),
+            progress_every: emit::PROGRESS_EVERY,
+        })
+    }
+
+    /// The network-wide run of hosts' snapshots ([`merge`]): its configuration is the first
+    /// snapshot's, validated here, before anything is merged or a truth trace read.
+    pub fn merge(snapshots: merge::Snapshots) -> Result<Run> {
+        let cfg = merge::config(&snapshots)?;
+        cfg.validate()?;
+        Ok(Run {
+            cfg,
+            source: Source::Snapshots(snapshots),
             control: Control::new(),
             progress_every: emit::PROGRESS_EVERY,
         })
@@ -256,15 +276,10 @@ impl Run {
     /// Read the source to its end, an error, or a stop, giving each [`Event`] to `sink` as it
     /// happens. An error of `sink` ends the run and is returned.
     pub fn run(self, sink: &mut Sink<'_>) -> Result<Outcome> {
-        match &self.source {
-            Source::Live(ifs) => live::run(self.cfg, ifs, &self.control, sink),
-            _ => offline::run(
-                self.cfg,
-                self.source,
-                &self.control,
-                self.progress_every,
-                sink,
-            ),
+        match self.source {
+            Source::Live(ifs) => live::run(self.cfg, &ifs, &self.control, sink),
+            Source::Snapshots(s) => merge::run(self.cfg, s, &self.control, sink),
+            source => offline::run(self.cfg, source, &self.control, self.progress_every, sink),
         }
     }
 

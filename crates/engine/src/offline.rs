@@ -63,6 +63,7 @@ pub(crate) fn run(
         }
         Source::Capture(cap) => file(cfg, cap, control, Emit::new(sink, None, every)),
         Source::Live(_) => anyhow::bail!("a live source is not read to its end"),
+        Source::Snapshots(_) => anyhow::bail!("snapshots are merged, not read packet by packet"),
     }
 }
 
