@@ -15,8 +15,8 @@ use snapshot::Snapshot;
 
 use crate::agent::BrokerArgs;
 use crate::flags;
-use crate::out::Out;
 use crate::flags::RecoverArg;
+use crate::out::Out;
 
 #[derive(Args)]
 pub struct ControllerArgs {

@@ -207,7 +207,9 @@ impl Run {
     pub fn new(mut cfg: RunConfig, source: Source) -> Result<Run> {
         match &source {
             Source::Snapshots(_) => {
-                anyhow::bail!("snapshots carry their run's configuration: merge them with Run::merge")
+                anyhow::bail!(
+                    "snapshots carry their run's configuration: merge them with Run::merge"
+                )
             }
             Source::File { path, format } => {
                 cfg.trace = Some(path.clone());

@@ -124,7 +124,9 @@ fn merged_snapshots_answer_as_one_run_and_a_corrupt_one_is_rejected_by_name() {
     let finished = finished.expect("a finished report");
     assert!(finished.epochs.is_empty());
     assert!(
-        notes.iter().any(|n| n.starts_with("merged 2 snapshots of 2 hosts (a, b)")),
+        notes
+            .iter()
+            .any(|n| n.starts_with("merged 2 snapshots of 2 hosts (a, b)")),
         "{notes:?}"
     );
     let rejected = format!("rejected snapshot {}", forged.display());
