@@ -56,21 +56,12 @@ pub fn cmd_merge(a: MergeArgs, out: &mut Out) -> Result<bool> {
         ..snaps
     })?;
     // The merge's notes on stderr; its task warnings are in the report (not repeated there).
-    let mut epochs = vec![];
-    let mut finished = None;
-    let outcome = run.run(&mut |e| {
-        match e {
-            Event::Note(n) => crate::say!("netsift: {n}"),
-            Event::Epoch { report, .. } => epochs.push(*report),
-            Event::Finished(r) => finished = Some(r),
-            _ => {}
+    let (report, outcome) = run.report_with(&mut |e| {
+        if let Event::Note(n) = e {
+            crate::say!("netsift: {n}");
         }
         Ok(())
     })?;
-    let Some(mut report) = finished else {
-        bail!("the merge did not finish");
-    };
-    report.epochs = epochs;
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {

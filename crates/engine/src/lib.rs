@@ -287,15 +287,24 @@ impl Run {
 
     /// [`Run::run`], its report whole: every epoch in it, as `run --json` prints it.
     pub fn report(self) -> Result<(Report, Outcome)> {
+        self.report_with(&mut |_| Ok(()))
+    }
+
+    /// [`Run::report`], every event but the epochs and the end also given to `sink` (notes,
+    /// warnings, progress) as it happens.
+    pub fn report_with(self, sink: &mut Sink<'_>) -> Result<(Report, Outcome)> {
         let mut epochs = vec![];
         let mut finished = None;
-        let outcome = self.run(&mut |e| {
-            match e {
-                Event::Epoch { report, .. } => epochs.push(*report),
-                Event::Finished(r) => finished = Some(r),
-                _ => {}
+        let outcome = self.run(&mut |e| match e {
+            Event::Epoch { report, .. } => {
+                epochs.push(*report);
+                Ok(())
             }
-            Ok(())
+            Event::Finished(r) => {
+                finished = Some(r);
+                Ok(())
+            }
+            e => sink(e),
         })?;
         let mut report = *finished.ok_or_else(|| anyhow::anyhow!("the run did not finish"))?;
         report.epochs = epochs;
