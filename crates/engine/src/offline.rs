@@ -30,32 +30,17 @@ pub(crate) fn run(
     sink: &mut Sink<'_>,
 ) -> Result<Outcome> {
     match source {
-        Source::Builtin => {
-            let spec = builtin_spec();
+        Source::Builtin | Source::Gen(_) => {
+            let (spec, label) = match source {
+                Source::Gen(spec) => (spec, "gen"),
+                _ => (builtin_spec(), "built-in: gen"),
+            };
             let name = format!(
-                "<built-in: gen --packets {} --flows {} --skew {} --seed {}>",
+                "<{label} --packets {} --flows {} --skew {} --seed {}>",
                 spec.packets, spec.flows, spec.skew, spec.seed
             );
-            generated(
-                cfg,
-                &spec,
-                &name,
-                control,
-                Emit::new(sink, Some(spec.packets), every),
-            )
-        }
-        Source::Gen(spec) => {
-            let name = format!(
-                "<gen --packets {} --flows {} --skew {} --seed {}>",
-                spec.packets, spec.flows, spec.skew, spec.seed
-            );
-            generated(
-                cfg,
-                &spec,
-                &name,
-                control,
-                Emit::new(sink, Some(spec.packets), every),
-            )
+            let emit = Emit::new(sink, Some(spec.packets), every);
+            generated(cfg, &spec, &name, control, emit)
         }
         Source::File { path, format } => {
             let cap = Capture::open(&path, format)?;
