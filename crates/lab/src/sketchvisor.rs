@@ -382,11 +382,12 @@ fn injected(o: &Overload, method: Method) -> Box<dyn Algorithm> {
     a
 }
 
-const SERIES: [&str; 5] = [
+const SERIES: [&str; 6] = [
     "NoRecovery",
     "LowerRecovery",
     "UpperRecovery",
     "SketchVisor",
+    "Proportional",
     "Ideal",
 ];
 
@@ -396,6 +397,7 @@ fn series_of(method: Method) -> &'static str {
         Method::Lower => SERIES[1],
         Method::Upper => SERIES[2],
         Method::Sketchvisor => SERIES[3],
+        Method::Proportional => SERIES[4],
     }
 }
 

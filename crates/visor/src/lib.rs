@@ -39,5 +39,8 @@ pub use fast::{
 pub use fifo::{Fifo, FifoError, Path, PathCounts};
 pub use linear::{columns, Linear};
 pub use plane::{DataPlane, EpochPart, PlaneError, VisorConfig};
-pub use recover::{inject, recover, rel_error, Bound, Method, Options, RecoverError, Recovered};
+pub use recover::{
+    inject, proportional_fit, recover, rel_error, Bound, Fit, Method, Options, RecoverError,
+    Recovered,
+};
 pub use restore::recovered;

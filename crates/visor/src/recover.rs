@@ -9,7 +9,41 @@
 //! - [`Method::Sketchvisor`]: minimise `alpha ||T||_* + beta ||x||_1 + (1/2 gamma) ||Y||_F^2`
 //!   subject to `T = N + A x + Y`, per mass row `c_i sum(x) + 1'Y_i = c_i V`, `lo <= x <= hi`,
 //!   `Y >= 0`, with `y` modelled in counter space (`Y = sk(y)`), by the alternating direction
-//!   method of RECOVERY.md 5 (LENS's update order, the mass constraints dualised).
+//!   method of RECOVERY.md 5 (LENS's update order, the mass constraints dualised);
+//! - [`Method::Proportional`]: the uniform-overflow prior ([`proportional_fit`], below), when a
+//!   per-epoch test says the data fits it, else the paper's method (and [`Recovered::method`]
+//!   says `Sketchvisor`).
+//!
+//! ## The proportional prior (beyond the paper; issue 36 point 3)
+//!
+//! The paper's objective puts every tracked flow at its lower bound (RECOVERY.md 7: the
+//! `beta ||x||_1` term outweighs the rest), so it answers like LowerRecovery: a heavy flow whose
+//! fast-path part the table under-counts stays below a threshold it crosses in truth. When the
+//! overflow is *uniform* (the FIFO drops to the fast path whatever packet arrives while it is
+//! full, section 3.1), the fast path sampled every flow at the same rate `f`, the fast share:
+//! each flow's fast-path weight is about its normal-path weight times `q = f / (1 - f)`, and the
+//! normal path measured `f` for us (`q = V / W_N`, `W_N` the normal path's total, read from any
+//! row with a mass constant: `sum_row(N) / c_i`). So:
+//!
+//! - (a) tracked flow `j`: `x_j = clamp(q n_j, lo_j, hi_j)`, `n_j` the sketch's point query of
+//!   `N` (Count-Min's slight over-estimate), Lemma 4.1's bounds kept (scaled toward `lo` if
+//!   `sum x > V`);
+//! - (b) the untracked remainder `V - sum x` spread over the normal path's flows in proportion
+//!   to their normal weight: as the sketch is linear, `y = r n` gives `Y = r (N - A n_tracked)`
+//!   (cells floored at 0), with `r` per mass row so that `c_i sum(x) + 1'Y_i = c_i V` holds
+//!   exactly (constraint (1) of RECOVERY.md 2, as the paper's method keeps it).
+//!
+//! The output is a sketch state `T = N + A x + Y` as the other methods', so every task answers
+//! from it. The test, per epoch: under a uniform overflow the prediction `q n_j` falls in (or
+//! near: sampling noise, Count-Min's over-estimate) each tracked flow's `[lo_j, hi_j]`; when
+//! only some flows overflow (the heaviest, or a burst), their fast parts are far above `q n_j`
+//! and the intervals miss it. The prior is used when at least [`FIT_SHARE`] of the tracked
+//! flows' intervals, widened by [`FIT_SLACK`] relative and [`FIT_FLOOR`] absolute, contain the
+//! prediction; otherwise the paper's method answers. Assumptions: the fast-path weight of a
+//! flow follows the same sampling as its packets (no per-flow bias in the overflow), one
+//! sketch over the whole overflow (a merge of hosts with different shares is read as their
+//! pooled share), and a row with a mass constant (else the prior cannot measure `f` and the
+//! paper's method answers).
 //!
 //! The output `T^ = N + A x^ + Y^` satisfies constraint (1) exactly. Parameters (RECOVERY.md 2,
 //! 5): `alpha = (sqrt m + sqrt n) sqrt(eta)`, `eta = nnz(N) / (m n)`; `beta = sqrt(2 log2 of the
@@ -39,14 +73,19 @@ pub enum Method {
     /// SketchVisor's compressive-sensing recovery.
     #[default]
     Sketchvisor,
+    /// The uniform-overflow prior (module docs), when the epoch's data fits it; else
+    /// SketchVisor's. Only for sketches whose recovered counters can be written back
+    /// ([`Method::refusal`]).
+    Proportional,
 }
 
 impl Method {
-    pub const ALL: [Method; 4] = [
+    pub const ALL: [Method; 5] = [
         Method::None,
         Method::Lower,
         Method::Upper,
         Method::Sketchvisor,
+        Method::Proportional,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,9 +94,37 @@ impl Method {
             Method::Lower => "lower",
             Method::Upper => "upper",
             Method::Sketchvisor => "sketchvisor",
+            Method::Proportional => "proportional",
+        }
+    }
+
+    /// Why this method cannot recover the algorithm named `algo` (its catalog name), if it
+    /// cannot: a run or merge refuses it at start-up with this reason. The proportional prior
+    /// needs a linear view whose counters are written back (Count-Min, MRAC). The older
+    /// methods never refuse: for other algorithms they answer as LowerRecovery
+    /// ([`crate::recovered`] returns the method it used).
+    pub fn refusal(self, algo: &str) -> Option<String> {
+        match self {
+            Method::Proportional if !crate::restore::WRITES_BACK.contains(&algo) => Some(format!(
+                "--recover {} needs a sketch whose counters the recovery writes back ({}); {algo} has none",
+                self.name(),
+                crate::restore::WRITES_BACK.join(", ")
+            )),
+            _ => None,
         }
     }
 }
+
+/// [`proportional_fit`]: the share of tracked flows whose widened interval must contain the
+/// proportional prediction for the prior to be used.
+pub const FIT_SHARE: f64 = 0.8;
+/// Relative widening of `[lo, hi]` in the test: a 4-sigma band of binomial sampling for a flow
+/// with 256 fast-path packets (smaller tracked flows have intervals wider than their noise, as
+/// their `hi - lo` is the table's `E` at insertion).
+pub const FIT_SLACK: f64 = 0.25;
+/// Absolute widening, in weight units (one packet of 64 bytes, or 64 packets' worth of a
+/// weight of one): tiny flows' predictions are within noise of anything.
+pub const FIT_FLOOR: f64 = 64.0;
 
 /// Which bound [`inject`] adds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +224,147 @@ pub enum RecoverError {
     Columns(#[from] ColumnError),
     #[error("the counter matrix is empty")]
     Empty,
+    #[error("recovery {method} cannot recover {algo}: {reason}")]
+    Refused {
+        method: &'static str,
+        algo: &'static str,
+        reason: String,
+    },
+}
+
+/// The per-epoch test of the proportional prior (module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fit {
+    /// `q = f / (1 - f)`: the fast path's weight per unit of normal-path weight (`V / W_N`).
+    pub ratio: f64,
+    /// Tracked flows tested, and those whose widened interval holds the prediction.
+    pub tested: usize,
+    pub inside: usize,
+    /// Whether the prior is used (`inside >= FIT_SHARE tested`, and a ratio could be measured).
+    pub uniform: bool,
+}
+
+/// The per-epoch test (module docs) for `normal` and the flows' `cells` (their columns of `A`,
+/// in `summary.flows` order), and the tracked flows' normal-path estimates `n_j`.
+pub fn proportional_fit<S: Linear>(
+    normal: &S,
+    summary: &Summary,
+    cells: &[Vec<u32>],
+) -> (Fit, Vec<f64>) {
+    let (_, n) = normal.shape();
+    let nc = normal.counters();
+    let w_n = normal_total(&nc, n, &normal.row_mass());
+    let v = summary.v as f64;
+    let est: Vec<f64> = cells.iter().map(|c| normal.point(&nc, c)).collect();
+    let Some(w_n) = w_n.filter(|&w| w > 0.0) else {
+        return (
+            Fit {
+                ratio: f64::NAN,
+                tested: summary.flows.len(),
+                inside: 0,
+                uniform: false,
+            },
+            est,
+        );
+    };
+    let q = v / w_n;
+    let inside = summary
+        .flows
+        .iter()
+        .zip(&est)
+        .filter(|(t, &nj)| {
+            let p = q * nj;
+            let (lo, hi) = (t.lo as f64, t.hi as f64);
+            p >= lo / (1.0 + FIT_SLACK) - FIT_FLOOR && p <= hi * (1.0 + FIT_SLACK) + FIT_FLOOR
+        })
+        .count();
+    let tested = summary.flows.len();
+    let fit = Fit {
+        ratio: q,
+        tested,
+        inside,
+        uniform: inside as f64 >= FIT_SHARE * tested as f64,
+    };
+    (fit, est)
+}
+
+/// The normal path's total weight: the mean of `sum_row / c_i` over the rows with a mass
+/// constant, `None` without one.
+fn normal_total(nc: &[f64], n: usize, mass: &[Option<f64>]) -> Option<f64> {
+    let (mut sum, mut rows) = (0.0, 0usize);
+    for (i, c) in mass.iter().enumerate() {
+        if let Some(c) = c.filter(|&c| c > 0.0) {
+            sum += nc[i * n..(i + 1) * n].iter().sum::<f64>() / c;
+            rows += 1;
+        }
+    }
+    (rows > 0).then(|| sum / rows as f64)
+}
+
+/// The proportional prior's `(x, T)` (module docs (a), (b)), given the test's ratio `q` and the
+/// tracked flows' normal-path estimates.
+fn proportional<S: Linear>(
+    normal: &S,
+    summary: &Summary,
+    cells: &[Vec<u32>],
+    q: f64,
+    est: &[f64],
+) -> (Vec<f64>, Vec<f64>) {
+    let (m, n) = normal.shape();
+    let nc = normal.counters();
+    let mass = normal.row_mass();
+    let lo: Vec<f64> = summary.flows.iter().map(|t| t.lo as f64).collect();
+    let sum_lo: f64 = lo.iter().sum();
+    let v = (summary.v as f64).max(sum_lo);
+    let mut x: Vec<f64> = summary
+        .flows
+        .iter()
+        .zip(est)
+        .map(|(t, &nj)| (q * nj).clamp(t.lo as f64, t.hi as f64))
+        .collect();
+    let sum_x: f64 = x.iter().sum();
+    if sum_x > v && sum_x > sum_lo {
+        // Keep sum(x) <= V: move every x toward its lower bound by the same fraction.
+        let lam = (v - sum_lo) / (sum_x - sum_lo);
+        x.iter_mut().zip(&lo).for_each(|(xj, l)| *xj = l + lam * (*xj - l));
+    }
+    let rest = (v - x.iter().sum::<f64>()).max(0.0);
+    // The untracked flows' normal weight per cell: N less the tracked flows' estimates.
+    let mut base = nc.clone();
+    for (col, &nj) in cells.iter().zip(est) {
+        for &c in col {
+            base[c as usize] -= nj;
+        }
+    }
+    base.iter_mut().for_each(|b| *b = b.max(0.0));
+    let w_n = normal_total(&nc, n, &mass).unwrap_or(0.0);
+    let untracked = (w_n - est.iter().sum::<f64>()).max(0.0);
+    let mut t = nc;
+    for (col, &xj) in cells.iter().zip(&x) {
+        for &c in col {
+            t[c as usize] += xj;
+        }
+    }
+    for (i, c) in mass.iter().enumerate() {
+        let row = i * n..(i + 1) * n;
+        let b: f64 = base[row.clone()].iter().sum();
+        let r = match c {
+            // Constraint (1) exactly: this row's Y sums to c_i (V - sum x).
+            Some(c) if b > 0.0 => c * rest / b,
+            // No normal weight left in the row: spread the remainder evenly.
+            Some(c) => {
+                base[row.clone()].iter_mut().for_each(|v| *v = 1.0);
+                c * rest / n as f64
+            }
+            None if untracked > 0.0 => rest / untracked,
+            None => 0.0,
+        };
+        for (tc, bc) in t[row.clone()].iter_mut().zip(&base[row]) {
+            *tc += r * bc;
+        }
+    }
+    debug_assert_eq!(t.len(), m * n);
+    (x, t)
 }
 
 /// Recover `normal` (the merged normal-path sketch) with the fast-path `summary` by `method`.
@@ -198,6 +406,16 @@ pub fn recover<S: Linear>(
                 .map(|t| if b == Bound::Lower { t.lo } else { t.hi } as f64)
                 .collect();
             Ok(base(x, s.counters()))
+        }
+        Method::Proportional => {
+            let (fit, est) = proportional_fit(normal, summary, &cells);
+            if fit.uniform {
+                let (x, t) = proportional(normal, summary, &cells, fit.ratio, &est);
+                return Ok(base(x, t));
+            }
+            // The data does not look like a uniform overflow: the paper's method answers, and
+            // says so through `Recovered::method`.
+            recover(normal, summary, Method::Sketchvisor, opts)
         }
         Method::Sketchvisor => {
             let bits = opts

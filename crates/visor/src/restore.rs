@@ -9,13 +9,21 @@
 //!   written back (Count-Min, MRAC): a copy with the tracked flows' recovered `x^` added first
 //!   (so Count-Min's candidate set holds them), then every counter replaced by the recovered
 //!   `T^ = N + A x^ + Y^`; for every other algorithm LowerRecovery, and the caller is told so
-//!   (the method returned).
+//!   (the method returned);
+//! - `proportional`: the uniform-overflow prior of [`crate::recover`], written back the same way
+//!   (the method returned is `sketchvisor` on an epoch whose test rejects the prior); for an
+//!   algorithm without a written-back view it is refused ([`RecoverError::Refused`]; a run
+//!   refuses it at start-up through [`Method::refusal`]), never replaced.
 
 use algo::Algorithm;
 
 use crate::fast::Summary;
 use crate::linear::Linear;
 use crate::recover::{inject, recover, Bound, Method, Options, RecoverError};
+
+/// The catalog names of the algorithms whose recovered counters are written back (the ones
+/// [`recovered`] solves for; the rest get LowerRecovery, or are refused by `proportional`).
+pub(crate) const WRITES_BACK: [&str; 2] = [sketch::count_min::ENTRY.name, sketch::mrac::ENTRY.name];
 
 /// The state an instance answers from, and the method that made it: `None` when the normal
 /// state answers as it is (NoRecovery, or nothing took the fast path this epoch).
@@ -36,11 +44,17 @@ pub fn recovered(
         Method::None => (None, Method::None),
         Method::Lower => (inject(Bound::Lower), Method::Lower),
         Method::Upper => (inject(Bound::Upper), Method::Upper),
-        Method::Sketchvisor => {
+        Method::Sketchvisor | Method::Proportional => {
             if let Some(cm) = algo::downcast::<sketch::CountMin>(normal) {
-                (Some(solve(cm, summary)?), Method::Sketchvisor)
+                solve(cm, summary, method)?
             } else if let Some(m) = algo::downcast::<sketch::Mrac>(normal) {
-                (Some(solve(m, summary)?), Method::Sketchvisor)
+                solve(m, summary, method)?
+            } else if let Some(reason) = method.refusal(normal.name()) {
+                return Err(RecoverError::Refused {
+                    method: method.name(),
+                    algo: normal.name(),
+                    reason,
+                });
             } else {
                 (inject(Bound::Lower), Method::Lower)
             }
@@ -65,11 +79,15 @@ impl WriteBack for sketch::Mrac {
     }
 }
 
-/// SketchVisor's recovery of `normal` with the fast path's `summary`, as a state of the same
+/// The recovery `method` of `normal` with the fast path's `summary`, as a state of the same
 /// algorithm: each tracked flow's recovered `x^` (rounded) added through the update, then every
-/// counter set to the recovered `T^ = N + A x^ + Y^`.
-fn solve<S: WriteBack>(normal: &S, summary: &Summary) -> Result<Box<dyn Algorithm>, RecoverError> {
-    let r = recover(normal, summary, Method::Sketchvisor, &Options::default())?;
+/// counter set to the recovered `T^ = N + A x^ + Y^`; and the method that made it.
+fn solve<S: WriteBack>(
+    normal: &S,
+    summary: &Summary,
+    method: Method,
+) -> Result<(Option<Box<dyn Algorithm>>, Method), RecoverError> {
+    let r = recover(normal, summary, method, &Options::default())?;
     let mut out = normal.clone();
     for (t, &x) in summary.flows.iter().zip(&r.x) {
         let w = x.round().max(0.0) as u64;
@@ -80,5 +98,5 @@ fn solve<S: WriteBack>(normal: &S, summary: &Summary) -> Result<Box<dyn Algorith
     // The shapes agree by construction (the recovery's matrix is this sketch's).
     let written = out.write_back(&r.t);
     debug_assert!(written, "recovered matrix of another shape");
-    Ok(Box::new(out))
+    Ok((Some(Box::new(out)), r.method))
 }
