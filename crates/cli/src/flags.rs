@@ -152,6 +152,8 @@ pub fn host_id(s: &str) -> Result<String, String> {
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum RecoverArg {
     Sketchvisor,
+    /// The uniform-overflow prior when the epoch fits it, else sketchvisor (Count-Min, MRAC).
+    Proportional,
     Lower,
     Upper,
     None,
@@ -161,6 +163,7 @@ impl From<RecoverArg> for visor::Method {
     fn from(r: RecoverArg) -> Self {
         match r {
             RecoverArg::Sketchvisor => visor::Method::Sketchvisor,
+            RecoverArg::Proportional => visor::Method::Proportional,
             RecoverArg::Lower => visor::Method::Lower,
             RecoverArg::Upper => visor::Method::Upper,
             RecoverArg::None => visor::Method::None,

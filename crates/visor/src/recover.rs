@@ -320,7 +320,8 @@ fn proportional<S: Linear>(
         .flows
         .iter()
         .zip(est)
-        .map(|(t, &nj)| (q * nj).clamp(t.lo as f64, t.hi as f64))
+        // max then min, not clamp: a forged summary with lo > hi must not panic (hi wins).
+        .map(|(t, &nj)| (q * nj).max(t.lo as f64).min(t.hi as f64))
         .collect();
     let sum_x: f64 = x.iter().sum();
     if sum_x > v && sum_x > sum_lo {

@@ -142,7 +142,8 @@ pub struct RunConfig {
     /// normal path cannot (`normal_capacity` in Mpps per worker, drained in capture time by a
     /// deterministic FIFO model of `fifo_depth` packets; key traces without timestamps arrive at
     /// `key_trace_mpps`), and every task is answered from the sketch recovered from both paths
-    /// (`recover`: `sketchvisor`, `lower`, `upper` or `none`). Without the table: no fast path.
+    /// (`recover`: `sketchvisor`, `proportional`, `lower`, `upper` or `none`). Without the
+    /// table: no fast path.
     /// A table given without `fast_path` takes SketchVisor's.
     #[serde(default = "no_fast_path")]
     pub sketchvisor: visor::VisorConfig,
@@ -330,7 +331,13 @@ impl RunConfig {
             catalog::presets::params(p, "")?;
         }
         for m in &self.measures {
-            catalog::check(&m.algorithm, m.task)?;
+            let entry = catalog::check(&m.algorithm, m.task)?;
+            // A recovery that cannot apply to the algorithm is refused here, never replaced.
+            if self.sketchvisor.fast_path != visor::FastKind::None {
+                if let Some(why) = self.sketchvisor.recover.refusal(entry.name) {
+                    return Err(field("recover", why));
+                }
+            }
             if let Some(t) = m.threshold {
                 if !(t > 0.0 && t.is_finite()) {
                     return Err(field("threshold", format!("{t} must be a positive number")));
@@ -584,6 +591,29 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("epoch_ms"));
+    }
+
+    /// `recover = "proportional"` needs a written-back linear view (issue 36): refused at
+    /// validation for any other algorithm, naming both, and accepted for Count-Min; the older
+    /// methods keep answering as LowerRecovery for the others.
+    #[test]
+    fn a_recovery_that_cannot_apply_is_refused_at_start_up() {
+        let text = |algo: &str, recover: &str| {
+            format!(
+                "[sketchvisor]\nfast_path = \"sketchvisor\"\nrecover = \"{recover}\"\n\
+                 [[measure]]\ntask = \"heavy_hitters\"\nalgo = \"{algo}\"\n"
+            )
+        };
+        let c = RunConfig::from_toml(&text("space_saving", "proportional")).unwrap();
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("proportional") && e.contains("space_saving"), "{e}");
+        for (algo, recover) in [
+            ("count_min", "proportional"),
+            ("space_saving", "sketchvisor"),
+        ] {
+            let c = RunConfig::from_toml(&text(algo, recover)).unwrap();
+            c.validate().unwrap();
+        }
     }
 
     #[test]
