@@ -771,54 +771,56 @@ impl Bench<'_> {
                 let (hh, hc) = score_algo(a.as_ref(), p.as_ref());
                 push(series_of(method), hh, hc);
             }
-            // SketchVisor: point queries on the recovered counters over candidate keys.
-            if let (Some(r2), Some(r1)) = (
-                linear_recover(&o2, Method::Sketchvisor)?,
-                linear_recover(&o1, Method::Sketchvisor)?,
-            ) {
-                // Candidates: the tracked flows and the keys the sketch itself reports at half
-                // the threshold from its NoRecovery and UpperRecovery states (a reversible
-                // sketch finds keys only above a threshold). The true keys are added to the
-                // query for the relative error only; `known` keeps them out of the reports.
-                let half = (t / 2).max(1);
-                let mut known: KeySet = o2.summary.flows.iter().map(|f| f.key).collect();
-                known.extend(o1.summary.flows.iter().map(|f| f.key));
-                for o in [&o1, &o2] {
-                    for method in [Method::None, Method::Upper] {
-                        let a = injected(o, method);
-                        known.extend(
-                            a.heavy_hitters(half)
-                                .unwrap_or_default()
-                                .into_iter()
-                                .map(|e| e.0),
-                        );
+            // SketchVisor and the proportional prior (issue 36; the paper's method on an epoch
+            // whose test rejects it): point queries on the recovered counters over candidates.
+            for method in [Method::Sketchvisor, Method::Proportional] {
+                if let (Some(r2), Some(r1)) =
+                    (linear_recover(&o2, method)?, linear_recover(&o1, method)?)
+                {
+                    // Candidates: the tracked flows and the keys the sketch itself reports at half
+                    // the threshold from its NoRecovery and UpperRecovery states (a reversible
+                    // sketch finds keys only above a threshold). The true keys are added to the
+                    // query for the relative error only; `known` keeps them out of the reports.
+                    let half = (t / 2).max(1);
+                    let mut known: KeySet = o2.summary.flows.iter().map(|f| f.key).collect();
+                    known.extend(o1.summary.flows.iter().map(|f| f.key));
+                    for o in [&o1, &o2] {
+                        for method in [Method::None, Method::Upper] {
+                            let a = injected(o, method);
+                            known.extend(
+                                a.heavy_hitters(half)
+                                    .unwrap_or_default()
+                                    .into_iter()
+                                    .map(|e| e.0),
+                            );
+                        }
                     }
+                    let mut cands = known.clone();
+                    cands.extend(tru.keys().copied());
+                    cands.extend(tru_c.keys().copied());
+                    let keys: Vec<FlowKey> = cands.into_iter().collect();
+                    let e2 = (r2.point)(&r2.t, &keys)?;
+                    let e1 = (r1.point)(&r1.t, &keys)?;
+                    let est2: KeyMap<f64> = keys.iter().copied().zip(e2.iter().copied()).collect();
+                    let ch: KeyMap<f64> = keys
+                        .iter()
+                        .zip(e2.iter().zip(&e1))
+                        .map(|(k, (a, b))| (*k, (a - b).abs()))
+                        .collect();
+                    let rep: Vec<(FlowKey, f64)> = est2
+                        .iter()
+                        .filter(|(k, &e)| known.contains(*k) && e >= t as f64)
+                        .map(|(k, &e)| (*k, e))
+                        .collect();
+                    let hh = set_scores(&rep, &tru, |k| est2.get(k).copied());
+                    let rep_c: Vec<(FlowKey, f64)> = ch
+                        .iter()
+                        .filter(|(k, &c)| known.contains(*k) && c >= tc as f64)
+                        .map(|(k, &c)| (*k, c))
+                        .collect();
+                    let hc = set_scores(&rep_c, &tru_c, |_| None);
+                    push(series_of(method), hh, Some(hc));
                 }
-                let mut cands = known.clone();
-                cands.extend(tru.keys().copied());
-                cands.extend(tru_c.keys().copied());
-                let keys: Vec<FlowKey> = cands.into_iter().collect();
-                let e2 = (r2.point)(&r2.t, &keys)?;
-                let e1 = (r1.point)(&r1.t, &keys)?;
-                let est2: KeyMap<f64> = keys.iter().copied().zip(e2.iter().copied()).collect();
-                let ch: KeyMap<f64> = keys
-                    .iter()
-                    .zip(e2.iter().zip(&e1))
-                    .map(|(k, (a, b))| (*k, (a - b).abs()))
-                    .collect();
-                let rep: Vec<(FlowKey, f64)> = est2
-                    .iter()
-                    .filter(|(k, &e)| known.contains(*k) && e >= t as f64)
-                    .map(|(k, &e)| (*k, e))
-                    .collect();
-                let hh = set_scores(&rep, &tru, |k| est2.get(k).copied());
-                let rep_c: Vec<(FlowKey, f64)> = ch
-                    .iter()
-                    .filter(|(k, &c)| known.contains(*k) && c >= tc as f64)
-                    .map(|(k, &c)| (*k, c))
-                    .collect();
-                let hc = set_scores(&rep_c, &tru_c, |_| None);
-                push("SketchVisor", hh, Some(hc));
             }
             let (hh, hc) = score_algo(o2.ideal.as_ref(), o1.ideal.as_ref());
             push("Ideal", hh, hc);

@@ -39,7 +39,8 @@
 //! only some flows overflow (the heaviest, or a burst), their fast parts are far above `q n_j`
 //! and the intervals miss it. The prior is used when at least [`FIT_SHARE`] of the tracked
 //! flows' intervals, widened by [`FIT_SLACK`] relative and [`FIT_FLOOR`] absolute, contain the
-//! prediction; otherwise the paper's method answers. Assumptions: the fast-path weight of a
+//! prediction (an epoch without tracked flows has nothing against it: the prior is used);
+//! otherwise the paper's method answers. Assumptions: the fast-path weight of a
 //! flow follows the same sampling as its packets (no per-flow bias in the overflow), one
 //! sketch over the whole overflow (a merge of hosts with different shares is read as their
 //! pooled share), and a row with a mass constant (else the prior cannot measure `f` and the
@@ -106,7 +107,7 @@ impl Method {
     pub fn refusal(self, algo: &str) -> Option<String> {
         match self {
             Method::Proportional if !crate::restore::WRITES_BACK.contains(&algo) => Some(format!(
-                "--recover {} needs a sketch whose counters the recovery writes back ({}); {algo} has none",
+                "recovery {} needs a sketch whose recovered counters are written back ({}), and {algo} has none",
                 self.name(),
                 crate::restore::WRITES_BACK.join(", ")
             )),
@@ -327,7 +328,9 @@ fn proportional<S: Linear>(
     if sum_x > v && sum_x > sum_lo {
         // Keep sum(x) <= V: move every x toward its lower bound by the same fraction.
         let lam = (v - sum_lo) / (sum_x - sum_lo);
-        x.iter_mut().zip(&lo).for_each(|(xj, l)| *xj = l + lam * (*xj - l));
+        x.iter_mut()
+            .zip(&lo)
+            .for_each(|(xj, l)| *xj = l + lam * (*xj - l));
     }
     let rest = (v - x.iter().sum::<f64>()).max(0.0);
     // The untracked flows' normal weight per cell: N less the tracked flows' estimates.

@@ -156,7 +156,10 @@ fn proportional_beats_the_paper_on_a_uniform_overflow() {
     );
     assert!(prop >= sv, "proportional {prop} < sketchvisor {sv}");
     assert!(prop >= 0.9, "proportional F1 {prop} below the target 0.9");
-    assert!(prop <= ideal + 0.02, "proportional {prop} above Ideal {ideal}?");
+    assert!(
+        prop <= ideal + 0.02,
+        "proportional {prop} above Ideal {ideal}?"
+    );
 }
 
 /// Only the heaviest flows overflow: the prior does not fit, the test says so and the paper's
@@ -181,7 +184,10 @@ fn proportional_falls_back_when_only_the_heaviest_overflow() {
 #[test]
 fn proportional_is_refused_for_other_sketches() {
     let why = Method::Proportional.refusal("univmon").unwrap();
-    assert!(why.contains("proportional") && why.contains("univmon"), "{why}");
+    assert!(
+        why.contains("proportional") && why.contains("univmon"),
+        "{why}"
+    );
     assert_eq!(Method::Proportional.refusal("count_min"), None);
     assert_eq!(Method::Sketchvisor.refusal("univmon"), None);
     let ss = algo_state("space_saving");
@@ -204,7 +210,9 @@ fn proportional_is_refused_for_other_sketches() {
 
 fn algo_state(name: &str) -> Box<dyn Algorithm> {
     match name {
-        "space_saving" => Box::new(table::SpaceSaving::new(table::SpaceSavingConfig { k: 64 }).unwrap()),
+        "space_saving" => {
+            Box::new(table::SpaceSaving::new(table::SpaceSavingConfig { k: 64 }).unwrap())
+        }
         _ => unreachable!(),
     }
 }

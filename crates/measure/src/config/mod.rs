@@ -606,7 +606,10 @@ mod tests {
         };
         let c = RunConfig::from_toml(&text("space_saving", "proportional")).unwrap();
         let e = c.validate().unwrap_err().to_string();
-        assert!(e.contains("proportional") && e.contains("space_saving"), "{e}");
+        assert!(
+            e.contains("proportional") && e.contains("space_saving"),
+            "{e}"
+        );
         for (algo, recover) in [
             ("count_min", "proportional"),
             ("space_saving", "sketchvisor"),
