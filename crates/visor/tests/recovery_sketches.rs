@@ -83,7 +83,7 @@ fn heavy(s: &Split<impl Algorithm>) -> Vec<(FlowKey, u64)> {
 }
 
 /// Counter error against Ideal and heavy-hitter mean relative error, per method.
-fn scores<S: Linear>(s: &Split<S>) -> [(f64, f64); 4] {
+fn scores<S: Linear>(s: &Split<S>) -> [(f64, f64); 5] {
     let hh = heavy(s);
     let keys: Vec<FlowKey> = hh.iter().map(|h| h.0).collect();
     let cells = columns(&s.normal, &keys).unwrap();
@@ -108,7 +108,7 @@ fn check<S: Linear>(s: &Split<S>) {
         "fast share {}",
         s.fast_share
     );
-    let [none, lower, upper, sv] = scores(s);
+    let [none, lower, upper, sv, _proportional] = scores(s);
     assert!(
         sv.0 <= lower.0 && sv.0 <= upper.0,
         "{sv:?} {lower:?} {upper:?}"
