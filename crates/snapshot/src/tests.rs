@@ -349,6 +349,14 @@ fn recoveries_put_the_fast_path_back() {
         (before + 10..=before + 20).contains(&got),
         "{got} from {before}"
     );
+    // The proportional prior (or the paper's method, if the epoch's test rejects it): the same
+    // bounds hold, the tracked flow at least its lower bound and at most V added.
+    let p = merge_epoch(&[&f], &[&a], visor::Method::Proportional).unwrap();
+    let got = p.states[0].flow_size(&k).unwrap();
+    assert!(
+        (before + 10..=before + 20).contains(&got),
+        "{got} from {before}"
+    );
 }
 
 #[test]
