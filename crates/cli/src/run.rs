@@ -144,8 +144,9 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) normal_capacity: Option<f64>,
     /// How a run with a fast path answers from both paths: sketchvisor (compressive sensing for
-    /// Count-Min and MRAC, LowerRecovery for the others), lower, upper, or none (the normal path
-    /// alone).
+    /// Count-Min and MRAC, LowerRecovery for the others), proportional (the uniform-overflow
+    /// prior when the epoch's data fits it, else sketchvisor; Count-Min and MRAC only, refused
+    /// for the others), lower, upper, or none (the normal path alone).
     #[arg(long)]
     pub(crate) recover: Option<RecoverArg>,
     /// Write the report as one JSON document at the end (it keeps every epoch until then).
