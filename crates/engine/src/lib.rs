@@ -1,8 +1,9 @@
 //! netsift's one run, behind every front door: open a [`Source`] with a validated
 //! `measure::RunConfig`, and get the run as a stream of [`Event`]s (notes, the start, each
 //! closed epoch's report, detections, warnings, progress, the finished report). The CLI's
-//! `run`, `live`, `agent`, `merge`, `controller` and `demo`, the benches that drive whole runs,
-//! the Python package and the web view consume these events; none assembles a runner itself.
+//! `run`, `live`, `agent`, `merge`, `controller` and `demo`, the benches that drive whole runs and
+//! `examples/embed.rs` consume these events (the coming Python package and web view are to do the
+//! same); none assembles a runner itself.
 //!
 //! What lives here and not in a front door: reading the source and classifying its packets
 //! ([`packet`]), choosing the epochs and the address family ([`epochs`], `family`), what a key
@@ -11,7 +12,7 @@
 //! snapshots ([`merge`]).
 //!
 //! ```no_run
-//! let cfg = measure::RunConfig::default();
+//! let cfg = engine::config::standard()?; // every task, as `netsift run` with no flag
 //! let run = engine::Run::new(cfg, engine::Source::Builtin)?;
 //! run.run(&mut |e| {
 //!     if let engine::Event::Epoch { report, .. } = e {
