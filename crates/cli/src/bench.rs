@@ -504,6 +504,38 @@ pub struct SketchvisorArgs {
     /// Print every measured point as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Accuracy figures: the normal path drains at this share of the offered packets, the same
+    /// for every sketch (the default regime, 0.5).
+    #[arg(long, value_name = "SHARE", group = "regime", value_parser = share_parser())]
+    normal_share: Option<f64>,
+    /// Accuracy figures, the paper's regime (section 7.1): the trace offered at this many Gbps,
+    /// each sketch's normal path draining at its own one-core rate measured in the run.
+    #[arg(long, value_name = "GBPS", group = "regime", value_parser = positive_parser())]
+    offered_gbps: Option<f64>,
+    /// Accuracy figures: offered at this multiple of each sketch's own one-core rate (2: about
+    /// half the packets overflow on any machine).
+    #[arg(long, value_name = "FACTOR", group = "regime", value_parser = positive_parser())]
+    overload: Option<f64>,
+    /// Heavy-hitter and changer thresholds as 0.05% of this NIC capacity x the epoch's length
+    /// (section 7.1; 40 for the paper's) instead of 0.05% of the epoch's bytes.
+    #[arg(long, value_name = "GBPS", value_parser = positive_parser())]
+    nic_gbps: Option<f64>,
+}
+
+/// A finite number above 0.
+fn positive_parser() -> impl TypedValueParser<Value = f64> {
+    clap::builder::StringValueParser::new().try_map(|s: String| match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?}: expected a number above 0")),
+    })
+}
+
+/// A share in (0, 1].
+fn share_parser() -> impl TypedValueParser<Value = f64> {
+    clap::builder::StringValueParser::new().try_map(|s: String| match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 1.0 => Ok(v),
+        _ => Err(format!("{s:?}: expected a share above 0 and at most 1")),
+    })
 }
 
 fn sv_figure_parser() -> impl TypedValueParser<Value = lab::SvFigure> {
@@ -517,7 +549,22 @@ pub fn cmd_sketchvisor(a: SketchvisorArgs, out: &mut Out) -> Result<()> {
         out: a.out.clone(),
         quick: a.quick,
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        regime: match (a.normal_share, a.offered_gbps, a.overload) {
+            (_, Some(g), _) => lab::SvRegime::OfferedGbps(g),
+            (_, _, Some(k)) => lab::SvRegime::Overload(k),
+            (Some(f), _, _) => lab::SvRegime::Share(f),
+            _ => lab::SvRegime::default(),
+        },
+        nic_gbps: a.nic_gbps,
     };
+    crate::say!(
+        "netsift bench sketchvisor: accuracy figures with the {}; thresholds 0.05% of {}",
+        args.regime.describe(),
+        args.nic_gbps
+            .map_or("the epoch's bytes".to_string(), |g| format!(
+                "{g} Gbps x the epoch"
+            ))
+    );
     let points = lab::run_sketchvisor(&args)?;
     if a.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&points)?)?;

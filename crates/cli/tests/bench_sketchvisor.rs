@@ -116,3 +116,61 @@ fn sketchvisor_quick_writes_every_figure_with_the_papers_properties() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--overload 2`: each sketch offered at twice its own measured one-core rate, so whatever the
+/// machine's speed about half the packets overflow, a different number per sketch (its own
+/// FIFO); the regime is named on standard error. Bad values and two regimes at once are
+/// refused naming the flag.
+#[test]
+fn the_papers_regime_overloads_each_sketch_by_its_own_cost() {
+    let dir = testkit::scratch("bench").join("sketchvisor-overload");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsift"))
+        .args(["bench", "sketchvisor", "--figure", "9", "--quick"])
+        .args(["--overload", "2", "--nic-gbps", "40", "--json", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("offered at 2x each sketch's own rate"),
+        "{err}"
+    );
+    assert!(err.contains("0.05% of 40 Gbps x the epoch"), "{err}");
+    let points: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let mut fast: Vec<(String, u64)> = Vec::new();
+    for sk in ["fm", "kmin", "linear_counting"] {
+        let p = points
+            .iter()
+            .find(|p| p["figure"] == "9" && p["source"] == "measured" && p["x"] == sk)
+            .unwrap_or_else(|| panic!("no point for {sk}"));
+        assert_eq!(p["packets"], 60_000, "{p}");
+        let f = p["fast_packets"].as_u64().unwrap();
+        // Offered at twice the drain rate: the FIFO passes about half (its 64-packet depth and
+        // the timing noise of a shared machine move it a little).
+        assert!((15_000..45_000).contains(&f), "{sk}: {f} fast packets");
+        fast.push((sk.to_string(), f));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    for (args, flag) in [
+        (vec!["--overload", "0"], "--overload"),
+        (vec!["--normal-share", "1.5"], "--normal-share"),
+        (vec!["--offered-gbps", "fast"], "--offered-gbps"),
+        (vec!["--nic-gbps", "0"], "--nic-gbps"),
+        (
+            vec!["--overload", "2", "--offered-gbps", "40"],
+            "--offered-gbps",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsift"))
+            .args(["bench", "sketchvisor", "--figure", "9", "--quick"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}

@@ -25,7 +25,7 @@ pub use reeval::{run_reeval, ReevalArgs, ReevalFigure, ReevalPoint};
 pub mod run;
 pub mod sketchvisor;
 pub use run::PRESET;
-pub use sketchvisor::{run_sketchvisor, SvArgs, SvFigure, SvPoint};
+pub use sketchvisor::{run_sketchvisor, SvArgs, SvFigure, SvPoint, SvRegime};
 pub mod workload;
 
 use std::fmt;

@@ -47,10 +47,7 @@ use key::{FlowKey, KeyKind, KeyMap, KeySet};
 use measure::metrics::{mrd, rel_err, set_accuracy};
 use serde::Serialize;
 use truth::{EpochTruth, Host, Weight};
-use visor::{
-    inject, recover, Bound, FastKind, FastTable, Fifo, Linear, Method, Options, Path as VPath,
-    Summary,
-};
+use visor::{FastKind, FastTable, Fifo, Linear, Method, Path as VPath, RecoverError, Summary};
 
 use crate::output::{Panel, Row};
 use crate::LabError;
@@ -121,6 +118,44 @@ pub struct SvArgs {
     pub quick: bool,
     /// One line per figure on standard error.
     pub progress: bool,
+    /// How the normal path is overloaded in the accuracy figures (7-12, 14).
+    pub regime: SvRegime,
+    /// Heavy-hitter and heavy-changer thresholds as a fraction of this NIC capacity x the
+    /// epoch's length (section 7.1: 0.05% of 40 Gbps x epoch), instead of the epoch's bytes.
+    pub nic_gbps: Option<f64>,
+}
+
+/// How the normal path is overloaded in figures 7-12 and 14 (issue 36, point 2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SvRegime {
+    /// The normal path drains at this share of the trace's packet rate, for every sketch alike,
+    /// so that the same packets overflow on every machine (the default, [`NORMAL_SHARE`]).
+    Share(f64),
+    /// The paper's (section 7.1): the trace offered at this many Gbps and each sketch's normal
+    /// path draining at its own one-core rate, measured on this machine in the same run: the
+    /// overflow differs per sketch and follows the trace's order (bursts overflow together).
+    /// Our sketches are fast: at the paper's 40 Gbps most take no fast path at all.
+    OfferedGbps(f64),
+    /// Offered at this multiple of each sketch's own one-core rate: the overloaded regime on
+    /// any machine (2.0: about half the packets overflow).
+    Overload(f64),
+}
+
+impl Default for SvRegime {
+    fn default() -> Self {
+        SvRegime::Share(NORMAL_SHARE)
+    }
+}
+
+impl SvRegime {
+    /// The regime as the CSV and the progress lines name it.
+    pub fn describe(&self) -> String {
+        match self {
+            SvRegime::Share(f) => format!("normal path at {f} of the offered packets"),
+            SvRegime::OfferedGbps(g) => format!("offered at {g} Gbps, each sketch at its own rate"),
+            SvRegime::Overload(k) => format!("offered at {k}x each sketch's own rate"),
+        }
+    }
 }
 
 /// One value of a chart: ours (`source` = "measured") or the paper's (`source` = "paper").
@@ -322,6 +357,31 @@ struct Overload {
     truth: EpochTruth,
     packets: u64,
     fast_packets: u64,
+    /// The epoch's length at the offered rate (seconds).
+    secs: f64,
+}
+
+/// How one sketch's normal path drains in an accuracy figure: its capacity (Mpps, all hosts
+/// together) and the spacing the trace is offered at (`None`: the trace's own timestamps).
+#[derive(Clone, Copy, Debug)]
+struct Drain {
+    cap_mpps: f64,
+    period_ns: Option<f64>,
+}
+
+impl Drain {
+    /// The packet's arrival time.
+    fn at(&self, j: usize, p: &Pkt) -> u64 {
+        self.period_ns.map_or(p.ts, |d| (j as f64 * d) as u64)
+    }
+
+    /// The epoch's length at this offered rate.
+    fn secs(&self, pkts: &[Pkt]) -> f64 {
+        match self.period_ns {
+            Some(d) => pkts.len() as f64 * d / 1e9,
+            None => pkts.len() as f64 / RATE_PPS,
+        }
+    }
 }
 
 fn overload(
@@ -330,9 +390,10 @@ fn overload(
     pkts: &[Pkt],
     hosts: usize,
     fast_bytes: usize,
+    drain: Drain,
 ) -> Result<Overload, LabError> {
     let mut fifos: Vec<Fifo> = (0..hosts)
-        .map(|_| Fifo::new(NORMAL_SHARE * RATE_PPS / 1e6 / hosts as f64, DEPTH, 1.0))
+        .map(|_| Fifo::new(drain.cap_mpps / hosts as f64, DEPTH, 1.0))
         .collect::<Result<_, _>>()
         .map_err(|e| LabError::Config(e.to_string()))?;
     let proto = build(name, m)?;
@@ -342,12 +403,12 @@ fn overload(
         .collect::<Result<_, _>>()?;
     let mut ideal = proto.clone_box();
     let part = key::HashFn::new(99);
-    for p in pkts {
+    for (j, p) in pkts.iter().enumerate() {
         let k = m.key(p);
         let w = m.w(p);
         ideal.update(&k, w);
         let h = key::reduce(part.hash(&k), hosts);
-        match fifos[h].offer_at(p.ts, u64::from(p.len)) {
+        match fifos[h].offer_at(drain.at(j, p), u64::from(p.len)) {
             VPath::Normal => normal[h].update(&k, w),
             VPath::Fast => fast[h].update(&k, w),
         }
@@ -368,18 +429,8 @@ fn overload(
         truth: m.truth(pkts),
         packets,
         fast_packets,
+        secs: drain.secs(pkts),
     })
-}
-
-/// The four recoveries' sketches that the algorithm itself answers from.
-fn injected(o: &Overload, method: Method) -> Box<dyn Algorithm> {
-    let mut a = o.normal.clone_box();
-    match method {
-        Method::Lower => inject(a.as_mut(), &o.summary, Bound::Lower),
-        Method::Upper => inject(a.as_mut(), &o.summary, Bound::Upper),
-        _ => {}
-    }
-    a
 }
 
 const SERIES: [&str; 6] = [
@@ -401,50 +452,30 @@ fn series_of(method: Method) -> &'static str {
     }
 }
 
-/// Point estimates of keys from a counter matrix.
-type PointFn = Box<dyn Fn(&[f64], &[FlowKey]) -> Result<Vec<f64>, LabError>>;
-
-/// A linear sketch's recovered counters, answering point queries.
-struct Recovered {
-    t: Vec<f64>,
-    /// Counter error against Ideal's counters.
-    counter_error: f64,
-    point: PointFn,
+/// The state `method` answers from, through [`visor::recovered`]: the one interface `run
+/// --fast-path`, `merge` and the controller answer from (issue 36), so the figures score what a
+/// user gets. `Ok(Err(reason))`: the method is refused for this sketch (its series is not drawn,
+/// and the reason is said), never replaced by another.
+fn state(o: &Overload, method: Method) -> Result<Result<Box<dyn Algorithm>, String>, LabError> {
+    match visor::recovered(o.normal.as_ref(), &o.summary, method) {
+        Ok((Some(s), _)) => Ok(Ok(s)),
+        Ok((None, _)) => Ok(Ok(o.normal.clone_box())),
+        Err(e @ RecoverError::Refused { .. }) => Ok(Err(e.to_string())),
+        Err(e) => Err(LabError::Config(format!("{}: {e}", o.normal.name()))),
+    }
 }
 
-/// `visor::recover` of `normal` by `method` if the sketch has a [`Linear`] view (by type).
-fn linear_recover(o: &Overload, method: Method) -> Result<Option<Recovered>, LabError> {
-    fn go<S: Linear>(o: &Overload, method: Method) -> Result<Option<Recovered>, LabError> {
-        let (Some(n), Some(i)) = (
-            algo::downcast::<S>(o.normal.as_ref()),
-            algo::downcast::<S>(o.ideal.as_ref()),
-        ) else {
-            return Ok(None);
-        };
-        let r = recover(n, &o.summary, method, &Options::default())
-            .map_err(|e| LabError::Config(e.to_string()))?;
-        let counter_error = r.error_against(&i.counters());
-        let n2 = n.clone();
-        Ok(Some(Recovered {
-            t: r.t,
-            counter_error,
-            point: Box::new(move |t: &[f64], keys: &[FlowKey]| {
-                let cells =
-                    visor::columns(&n2, keys).map_err(|e| LabError::Config(e.to_string()))?;
-                Ok(cells.iter().map(|c| n2.point(t, c)).collect())
-            }),
-        }))
+/// `||T - T_ideal|| / ||T_ideal||` of a state's counters against Ideal's, for the sketches
+/// with a [`Linear`] view (RECOVERY.md 7's counter error).
+fn counter_error(a: &dyn Algorithm, ideal: &dyn Algorithm) -> Option<f64> {
+    fn go<S: Linear>(a: &dyn Algorithm, ideal: &dyn Algorithm) -> Option<f64> {
+        let (a, i) = (algo::downcast::<S>(a)?, algo::downcast::<S>(ideal)?);
+        Some(visor::rel_error(&a.counters(), &i.counters()))
     }
-    if let Some(r) = go::<sketch::CountMin>(o, method)? {
-        return Ok(Some(r));
-    }
-    if let Some(r) = go::<reversible::RevSketch>(o, method)? {
-        return Ok(Some(r));
-    }
-    if let Some(r) = go::<table::FlowRadar>(o, method)? {
-        return Ok(Some(r));
-    }
-    go::<sketch::Mrac>(o, method)
+    go::<sketch::CountMin>(a, ideal)
+        .or_else(|| go::<sketch::Mrac>(a, ideal))
+        .or_else(|| go::<reversible::RevSketch>(a, ideal))
+        .or_else(|| go::<table::FlowRadar>(a, ideal))
 }
 
 /// Precision, recall and mean relative error over the true instances (estimate 0 for a
@@ -483,9 +514,100 @@ fn threshold(total: f64, fraction: f64) -> u64 {
 
 struct Bench<'a> {
     args: &'a SvArgs,
+    /// Refusals said so far (each once).
+    said: std::cell::RefCell<KeySetOfText>,
+    /// One-core rates measured so far ([`Bench::own_mpps`]).
+    rates: std::cell::RefCell<std::collections::HashMap<String, f64>>,
 }
 
+type KeySetOfText = std::collections::BTreeSet<String>;
+
 impl Bench<'_> {
+    /// Measure one sketch's one-core update rate (Mpps) on `pkts`: a warm-up pass, then the
+    /// best of [`Bench::reps`] timed passes (the machine is shared). Cached per sketch and key.
+    fn own_mpps(&self, name: &str, m: &Measure, pkts: &[Pkt]) -> Result<f64, LabError> {
+        let id = format!("{name}/{:?}/{:?}", m.kind, m.side);
+        if let Some(&v) = self.rates.borrow().get(&id) {
+            return Ok(v);
+        }
+        let mut a = build(name, m)?;
+        for p in pkts.iter().take(10_000) {
+            a.update(&m.key(p), m.w(p));
+        }
+        let mut best = f64::INFINITY;
+        for _ in 0..self.reps() {
+            a.reset();
+            let t = Instant::now();
+            for p in pkts {
+                a.update(&m.key(p), m.w(p));
+            }
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        let v = pkts.len() as f64 / best.max(1e-9) / 1e6;
+        self.rates.borrow_mut().insert(id, v);
+        Ok(v)
+    }
+
+    /// The drain of `name`'s normal path under the run's regime.
+    fn drain(&self, name: &str, m: &Measure, pkts: &[Pkt]) -> Result<Drain, LabError> {
+        let mean_len =
+            pkts.iter().map(|p| f64::from(p.len)).sum::<f64>() / pkts.len().max(1) as f64;
+        Ok(match self.args.regime {
+            SvRegime::Share(f) => Drain {
+                cap_mpps: f * RATE_PPS / 1e6,
+                period_ns: None,
+            },
+            SvRegime::OfferedGbps(g) => Drain {
+                cap_mpps: self.own_mpps(name, m, pkts)?,
+                period_ns: Some(1e9 / (g * 1e9 / 8.0 / mean_len.max(1.0))),
+            },
+            SvRegime::Overload(k) => {
+                let own = self.own_mpps(name, m, pkts)?;
+                Drain {
+                    cap_mpps: own,
+                    period_ns: Some(1e3 / (own * k)),
+                }
+            }
+        })
+    }
+
+    /// One epoch of `name` under the run's regime (see [`overload`]).
+    fn overload(
+        &self,
+        name: &str,
+        m: &Measure,
+        pkts: &[Pkt],
+        hosts: usize,
+        fast_bytes: usize,
+    ) -> Result<Overload, LabError> {
+        let drain = self.drain(name, m, pkts)?;
+        let o = overload(name, m, pkts, hosts, fast_bytes, drain)?;
+        self.say(&format!(
+            "{name}: {} of {} packets on the fast path ({})",
+            o.fast_packets,
+            o.packets,
+            self.args.regime.describe()
+        ));
+        Ok(o)
+    }
+
+    /// A heavy-hitter / changer threshold: `fraction` of the epoch's `total` weight, or with
+    /// `--nic-gbps` of the NIC's capacity over the epoch (bytes; section 7.1).
+    fn hh_threshold(&self, o: &Overload, m: &Measure, total: f64) -> u64 {
+        match self.args.nic_gbps {
+            Some(g) if m.weight == Weight::Bytes => threshold(g * 1e9 / 8.0 * o.secs, HH_FRACTION),
+            _ => threshold(total, HH_FRACTION),
+        }
+    }
+
+    /// A method refused for a sketch: its series is left out of the figure and the reason is
+    /// said on standard error (always, once), never replaced by another method's answers.
+    fn refused(&self, why: &str) {
+        if self.said.borrow_mut().insert(why.to_string()) {
+            eprintln!("bench sketchvisor: not drawn: {why}");
+        }
+    }
+
     fn say(&self, msg: &str) {
         if self.args.progress {
             eprintln!("bench sketchvisor: {msg}");
@@ -594,21 +716,8 @@ impl Bench<'_> {
                 m
             };
             let x = i as f64;
-            // Warm-up pass, then NoFastPath: every packet through the sketch.
-            let mut a = build(name, &mm)?;
-            for p in pkts.iter().take(10_000) {
-                a.update(&mm.key(p), mm.w(p));
-            }
-            let mut best = f64::INFINITY;
-            for _ in 0..self.reps() {
-                a.reset();
-                let t = Instant::now();
-                for p in pkts {
-                    a.update(&mm.key(p), mm.w(p));
-                }
-                best = best.min(t.elapsed().as_secs_f64());
-            }
-            let base = n as f64 / best.max(1e-9) / 1e6;
+            // NoFastPath: every packet through the sketch.
+            let base = self.own_mpps(name, &mm, pkts)?;
             out.push(
                 SvPoint::new("6", "throughput", "NoFastPath", name, x, base, "Mpps").over(n, 0),
             );
@@ -720,11 +829,11 @@ impl Bench<'_> {
         let mut out = Vec::new();
         for (i, name) in HH_SKETCHES.iter().enumerate() {
             let x = i as f64;
-            let o1 = overload(name, &m, &trace.epochs[0], 1, visor::DEFAULT_BYTES)?;
-            let o2 = overload(name, &m, &trace.epochs[1], 1, visor::DEFAULT_BYTES)?;
+            let o1 = self.overload(name, &m, &trace.epochs[0], 1, visor::DEFAULT_BYTES)?;
+            let o2 = self.overload(name, &m, &trace.epochs[1], 1, visor::DEFAULT_BYTES)?;
             let (n, fp) = (o2.packets, o2.fast_packets);
             // Heavy hitters of epoch 2.
-            let t = threshold(o2.truth.total(m.weight) as f64, HH_FRACTION);
+            let t = self.hh_threshold(&o2, &m, o2.truth.total(m.weight) as f64);
             let tru: KeyMap<f64> = o2
                 .truth
                 .sizes(m.weight)
@@ -733,7 +842,7 @@ impl Bench<'_> {
                 .collect();
             // Heavy changers between the epochs: |s2 - s1|, 0.05% of the total change.
             let change = truth::answers::change(&o2.truth, &o1.truth, m.weight);
-            let tc = threshold(change.values().sum(), HH_FRACTION);
+            let tc = self.hh_threshold(&o2, &m, change.values().sum());
             let tru_c: KeyMap<f64> = change
                 .into_iter()
                 .filter(|&(_, c)| c >= tc as f64)
@@ -766,61 +875,18 @@ impl Bench<'_> {
                 });
                 (hh, hc)
             };
-            for method in [Method::None, Method::Lower, Method::Upper] {
-                let (a, p) = (injected(&o2, method), injected(&o1, method));
+            // Every method answers with the algorithm's own queries on the state it recovers
+            // (heavy changers: this epoch's recovered state against the last one's).
+            for method in Method::ALL {
+                let (a, p) = match (state(&o2, method)?, state(&o1, method)?) {
+                    (Ok(a), Ok(p)) => (a, p),
+                    (Err(why), _) | (_, Err(why)) => {
+                        self.refused(&why);
+                        continue;
+                    }
+                };
                 let (hh, hc) = score_algo(a.as_ref(), p.as_ref());
                 push(series_of(method), hh, hc);
-            }
-            // SketchVisor and the proportional prior (issue 36; the paper's method on an epoch
-            // whose test rejects it): point queries on the recovered counters over candidates.
-            for method in [Method::Sketchvisor, Method::Proportional] {
-                if let (Some(r2), Some(r1)) =
-                    (linear_recover(&o2, method)?, linear_recover(&o1, method)?)
-                {
-                    // Candidates: the tracked flows and the keys the sketch itself reports at half
-                    // the threshold from its NoRecovery and UpperRecovery states (a reversible
-                    // sketch finds keys only above a threshold). The true keys are added to the
-                    // query for the relative error only; `known` keeps them out of the reports.
-                    let half = (t / 2).max(1);
-                    let mut known: KeySet = o2.summary.flows.iter().map(|f| f.key).collect();
-                    known.extend(o1.summary.flows.iter().map(|f| f.key));
-                    for o in [&o1, &o2] {
-                        for method in [Method::None, Method::Upper] {
-                            let a = injected(o, method);
-                            known.extend(
-                                a.heavy_hitters(half)
-                                    .unwrap_or_default()
-                                    .into_iter()
-                                    .map(|e| e.0),
-                            );
-                        }
-                    }
-                    let mut cands = known.clone();
-                    cands.extend(tru.keys().copied());
-                    cands.extend(tru_c.keys().copied());
-                    let keys: Vec<FlowKey> = cands.into_iter().collect();
-                    let e2 = (r2.point)(&r2.t, &keys)?;
-                    let e1 = (r1.point)(&r1.t, &keys)?;
-                    let est2: KeyMap<f64> = keys.iter().copied().zip(e2.iter().copied()).collect();
-                    let ch: KeyMap<f64> = keys
-                        .iter()
-                        .zip(e2.iter().zip(&e1))
-                        .map(|(k, (a, b))| (*k, (a - b).abs()))
-                        .collect();
-                    let rep: Vec<(FlowKey, f64)> = est2
-                        .iter()
-                        .filter(|(k, &e)| known.contains(*k) && e >= t as f64)
-                        .map(|(k, &e)| (*k, e))
-                        .collect();
-                    let hh = set_scores(&rep, &tru, |k| est2.get(k).copied());
-                    let rep_c: Vec<(FlowKey, f64)> = ch
-                        .iter()
-                        .filter(|(k, &c)| known.contains(*k) && c >= tc as f64)
-                        .map(|(k, &c)| (*k, c))
-                        .collect();
-                    let hc = set_scores(&rep_c, &tru_c, |_| None);
-                    push(series_of(method), hh, Some(hc));
-                }
             }
             let (hh, hc) = score_algo(o2.ideal.as_ref(), o1.ideal.as_ref());
             push("Ideal", hh, hc);
@@ -858,7 +924,7 @@ impl Bench<'_> {
                 side,
                 preset: false,
             };
-            let o = overload(
+            let o = self.overload(
                 THROUGHPUT_SKETCHES[5],
                 &m,
                 &trace.epochs[0],
@@ -882,8 +948,11 @@ impl Bench<'_> {
                     );
                 }
             };
-            for method in [Method::None, Method::Lower, Method::Upper] {
-                score(series_of(method), injected(&o, method).as_ref());
+            for method in Method::ALL {
+                match state(&o, method)? {
+                    Ok(a) => score(series_of(method), a.as_ref()),
+                    Err(why) => self.refused(&why),
+                }
             }
             score("Ideal", o.ideal.as_ref());
         }
@@ -899,7 +968,7 @@ impl Bench<'_> {
         };
         let mut out = Vec::new();
         for (i, name) in sketches.iter().enumerate() {
-            let o = overload(name, &m, &trace.epochs[0], 1, visor::DEFAULT_BYTES)?;
+            let o = self.overload(name, &m, &trace.epochs[0], 1, visor::DEFAULT_BYTES)?;
             let score = |a: &dyn Algorithm| -> f64 {
                 match fig {
                     "9" => rel_err(
@@ -917,43 +986,34 @@ impl Bench<'_> {
                 "10" => ("mrd", "MRD"),
                 _ => ("error", "relative error"),
             };
-            for method in [Method::None, Method::Lower, Method::Upper] {
-                let v = score(injected(&o, method).as_ref());
+            // Every method answers from its recovered state with the sketch's own query; the
+            // counters' error against Ideal where the sketch has a linear view.
+            for method in Method::ALL {
+                let a = match state(&o, method)? {
+                    Ok(a) => a,
+                    Err(why) => {
+                        self.refused(&why);
+                        continue;
+                    }
+                };
+                let v = score(a.as_ref());
                 out.push(
                     SvPoint::new(fig, panel, series_of(method), name, i as f64, v, unit)
                         .over(o.packets, o.fast_packets),
                 );
-            }
-            // The recovered counters' error where the sketch has a linear view (MRAC): its
-            // answers need the counters written back, which the sketch does not offer.
-            if let Some(r) = linear_recover(&o, Method::Sketchvisor)? {
-                out.push(
-                    SvPoint::new(
-                        fig,
-                        "counter_error",
-                        "SketchVisor",
-                        name,
-                        i as f64,
-                        r.counter_error,
-                        "relative error",
-                    )
-                    .over(o.packets, o.fast_packets),
-                );
-                for method in [Method::None, Method::Lower, Method::Upper] {
-                    if let Some(b) = linear_recover(&o, method)? {
-                        out.push(
-                            SvPoint::new(
-                                fig,
-                                "counter_error",
-                                series_of(method),
-                                name,
-                                i as f64,
-                                b.counter_error,
-                                "relative error",
-                            )
-                            .over(o.packets, o.fast_packets),
-                        );
-                    }
+                if let Some(e) = counter_error(a.as_ref(), o.ideal.as_ref()) {
+                    out.push(
+                        SvPoint::new(
+                            fig,
+                            "counter_error",
+                            series_of(method),
+                            name,
+                            i as f64,
+                            e,
+                            "relative error",
+                        )
+                        .over(o.packets, o.fast_packets),
+                    );
                 }
             }
             let v = score(o.ideal.as_ref());
@@ -990,7 +1050,7 @@ impl Bench<'_> {
         };
         let mut out = Vec::new();
         for &h in hosts {
-            let o = overload(
+            let o = self.overload(
                 HH_SKETCHES[0],
                 &m,
                 &trace.epochs[0],
@@ -998,38 +1058,34 @@ impl Bench<'_> {
                 visor::DEFAULT_BYTES,
             )?;
             let x = format!("{h} hosts");
-            let t = threshold(o.truth.total(m.weight) as f64, HH_FRACTION);
+            let t = self.hh_threshold(&o, &m, o.truth.total(m.weight) as f64);
             let tru: KeyMap<f64> = o
                 .truth
                 .sizes(m.weight)
                 .filter(|&(_, s)| s >= t)
                 .map(|(k, s)| (*k, s as f64))
                 .collect();
-            let keys: Vec<FlowKey> = tru.keys().copied().collect();
             for method in Method::ALL {
-                let Some(r) = linear_recover(&o, method)? else {
-                    continue;
+                let a = match state(&o, method)? {
+                    Ok(a) => a,
+                    Err(why) => {
+                        self.refused(&why);
+                        continue;
+                    }
                 };
-                let est = (r.point)(&r.t, &keys)?;
-                let errs: f64 = keys
+                // The relative error of the true heavy hitters' point queries on the state.
+                let errs: f64 = tru
                     .iter()
-                    .zip(&est)
-                    .map(|(k, e)| rel_err(tru[k], *e))
+                    .map(|(k, &v)| rel_err(v, a.flow_size(k).unwrap_or(0) as f64))
                     .sum::<f64>()
-                    / keys.len().max(1) as f64;
+                    / tru.len().max(1) as f64;
                 let s = series_of(method);
-                out.push(
-                    SvPoint::new(
-                        "12",
-                        "counter_error",
-                        s,
-                        &x,
-                        h as f64,
-                        r.counter_error,
-                        "relative error",
-                    )
-                    .over(o.packets, o.fast_packets),
-                );
+                if let Some(e) = counter_error(a.as_ref(), o.ideal.as_ref()) {
+                    out.push(
+                        SvPoint::new("12", "counter_error", s, &x, h as f64, e, "relative error")
+                            .over(o.packets, o.fast_packets),
+                    );
+                }
                 out.push(
                     SvPoint::new("12", "hh_error", s, &x, h as f64, errs, "relative error")
                         .over(o.packets, o.fast_packets),
@@ -1069,38 +1125,33 @@ impl Bench<'_> {
                 mpps,
                 "Mpps",
             ));
-            let o = overload(HH_SKETCHES[0], &m, pkts, 1, bytes)?;
-            let t = threshold(o.truth.total(m.weight) as f64, HH_FRACTION);
+            let o = self.overload(HH_SKETCHES[0], &m, pkts, 1, bytes)?;
+            let t = self.hh_threshold(&o, &m, o.truth.total(m.weight) as f64);
             let tru: KeyMap<f64> = o
                 .truth
                 .sizes(m.weight)
                 .filter(|&(_, s)| s >= t)
                 .map(|(k, s)| (*k, s as f64))
                 .collect();
-            if let Some(r) = linear_recover(&o, Method::Sketchvisor)? {
-                let up = injected(&o, Method::Upper);
-                let mut cands: KeySet = o.summary.flows.iter().map(|f| f.key).collect();
-                cands.extend(
-                    up.heavy_hitters(1)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|e| e.0),
-                );
-                let keys: Vec<FlowKey> = cands.iter().copied().chain(tru.keys().copied()).collect();
-                let est: KeyMap<f64> = keys.iter().copied().zip((r.point)(&r.t, &keys)?).collect();
-                let rep: Vec<(FlowKey, f64)> = cands
-                    .iter()
-                    .filter_map(|k| est.get(k).filter(|&&e| e >= t as f64).map(|&e| (*k, e)))
-                    .collect();
-                let (p, rc, e) = set_scores(&rep, &tru, |k| est.get(k).copied());
+            for method in [Method::Sketchvisor, Method::Proportional] {
+                let a = match state(&o, method)? {
+                    Ok(a) => a,
+                    Err(why) => {
+                        self.refused(&why);
+                        continue;
+                    }
+                };
+                let rep = as_f64(a.heavy_hitters(t).unwrap_or_default());
+                let (p, rc, e) = set_scores(&rep, &tru, |k| a.flow_size(k).map(|v| v as f64));
+                let ce = counter_error(a.as_ref(), o.ideal.as_ref()).unwrap_or(f64::NAN);
                 for (panel, v) in [
                     ("hh_precision", p),
                     ("hh_recall", rc),
                     ("hh_error", e),
-                    ("counter_error", r.counter_error),
+                    ("counter_error", ce),
                 ] {
                     out.push(
-                        SvPoint::new("14", panel, "SketchVisor", &x, kb as f64, v, "score")
+                        SvPoint::new("14", panel, series_of(method), &x, kb as f64, v, "score")
                             .over(o.packets, o.fast_packets),
                     );
                 }
@@ -1282,7 +1333,12 @@ fn write_figure(
 
 /// Run the figure(s) of `args.figure`, write their files under `args.out`, return every point.
 pub fn run_sketchvisor(args: &SvArgs) -> Result<Vec<SvPoint>, LabError> {
-    Bench { args }.figure(args.figure)
+    Bench {
+        args,
+        said: Default::default(),
+        rates: Default::default(),
+    }
+    .figure(args.figure)
 }
 
 #[cfg(test)]

@@ -118,6 +118,8 @@ fn sketchvisor_quick_figures_are_readable() {
         out: out.clone(),
         quick: true,
         progress: false,
+        regime: lab::SvRegime::default(),
+        nic_gbps: None,
     };
     lab::run_sketchvisor(&a).unwrap();
     let stems: Vec<String> = lab::SvFigure::EACH
