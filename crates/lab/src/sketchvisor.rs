@@ -6,29 +6,32 @@
 //! `measured` or `paper` (a value the paper's text states, drawn beside ours; most of its bars
 //! are only in the charts and are not reproduced).
 //!
-//! Overload is forced, never timed, for the accuracy figures: the trace's timestamps run at
-//! 1 Mpps and the normal path's FIFO ([`visor::Fifo`], 64 packets deep) drains at
-//! [`NORMAL_SHARE`] of that, so the same packets take the fast path on every machine. The
-//! paper's sketches are built from the catalog with the `sketchvisor` preset (section 7.1) and
-//! the algorithms' defaults otherwise (TwoLevel at its defaults: see figure 8); Count-Min 4 x 4096 is added because the recovery's
-//! solver covers it (and it is the reference).
+//! Overload in the accuracy figures ([`SvRegime`]): by default it is forced, never timed: the
+//! trace's timestamps run at 1 Mpps and the normal path's FIFO ([`visor::Fifo`], 64 packets
+//! deep) drains at [`NORMAL_SHARE`] of that, so the same packets take the fast path on every
+//! machine. The paper's regime (`--offered-gbps`) offers the trace at a rate and drains each
+//! sketch's FIFO at its own one-core rate measured in the run; `--overload K` offers K times
+//! that rate. `--nic-gbps` puts the heavy-hitter and changer thresholds at 0.05% of the NIC's
+//! capacity x the epoch (section 7.1). The paper's sketches are built from the catalog with the
+//! `sketchvisor` preset (section 7.1) and the algorithms' defaults otherwise (TwoLevel at its
+//! defaults: see figure 8); Count-Min 4 x 4096 is added as the reference.
 //!
 //! * 6: one-core throughput of NoFastPath / MGFastPath / SketchVisor per Table 1 sketch, measured
 //!   in one run: NoFastPath times every packet's update; with a fast path the trace is offered at
-//!   [`OFFERED_GBPS`] (the paper's in-memory tester's scale), the FIFO drains at the sketch's own
+//!   [`OFFERED_GBPS`] (the paper's in-memory tester's scale; `--offered-gbps`, or with
+//!   `--overload K` K times the sketch's own rate), the FIFO drains at the sketch's own
 //!   NoFastPath rate, and the time of everything (FIFO decision, normal-path updates, fast-path
 //!   updates) is summed on one core, as the in-memory tester runs. Values are Mpps; the
 //!   ratios to NoFastPath are the comparable part.
 //! * 7-11: accuracy under overload of NoRecovery / LowerRecovery / UpperRecovery / SketchVisor /
-//!   Ideal: heavy hitters and changers (7; bytes, 0.05%), DDoS and superspreaders (8; 0.5% of
-//!   the addresses), cardinality (9), flow-size distribution (10; packets, MRD), entropy (11;
-//!   packets). Scores are the repo's (`measure::metrics`, `truth` and its `answers`); every method
-//!   but SketchVisor answers with the algorithm's own query on its sketch (Lower/Upper: the
-//!   tracked flows' bounds injected with [`visor::inject`]). SketchVisor's recovery
-//!   ([`visor::recover`]) needs a [`visor::Linear`] view of the sketch; for the others it is
-//!   not drawn (see docs/sketchvisor-results.md). On recovered counters a linear sketch answers
-//!   by its point query ([`visor::Linear::point`]) over candidate keys (the fast path's flows and
-//!   the keys the Upper sketch reports).
+//!   Proportional / Ideal: heavy hitters and changers (7; bytes, 0.05%), DDoS and
+//!   superspreaders (8; 0.5% of the addresses), cardinality (9), flow-size distribution (10;
+//!   packets, MRD), entropy (11; packets). Scores are the repo's (`measure::metrics`, `truth` and
+//!   its `answers`). Every method answers with the algorithm's own queries on the state
+//!   [`visor::recovered`] returns, the one interface `run --fast-path`, `merge` and the
+//!   controller answer from; a method it refuses for a sketch is said on standard error and
+//!   not drawn (never replaced by another). Where the sketch has a [`visor::Linear`] view, the
+//!   state's counter error against Ideal is drawn too.
 //! * 12: recovery against the number of hosts (1..128), the trace partitioned by flow, each host
 //!   with its own FIFO at the same share and its own 8 KB fast path; counter error of the
 //!   merged, recovered Count-Min against Ideal, and heavy-hitter recall / relative error.
@@ -700,9 +703,7 @@ impl Bench<'_> {
         let pkts = &trace.epochs[0];
         let n = pkts.len() as u64;
         let mean_len = pkts.iter().map(|p| f64::from(p.len)).sum::<f64>() / n.max(1) as f64;
-        let offered_pps = OFFERED_GBPS * 1e9 / 8.0 / mean_len;
-        // The offered trace: the same packets at the offered rate.
-        let period = 1e9 / offered_pps;
+        let gbps_pps = |g: f64| g * 1e9 / 8.0 / mean_len.max(1.0);
         let mut out = Vec::new();
         for (i, name) in THROUGHPUT_SKETCHES.iter().enumerate() {
             let mm = if *name == THROUGHPUT_SKETCHES[5] {
@@ -721,6 +722,15 @@ impl Bench<'_> {
             out.push(
                 SvPoint::new("6", "throughput", "NoFastPath", name, x, base, "Mpps").over(n, 0),
             );
+            // The offered rate: the paper's 40 Gbps (or `--offered-gbps`), or with `--overload K`
+            // K times this sketch's own rate (the overloaded regime on any machine). The trace
+            // is the same packets at that rate.
+            let offered_pps = match self.args.regime {
+                SvRegime::Overload(k) => k * base * 1e6,
+                SvRegime::OfferedGbps(g) => gbps_pps(g),
+                SvRegime::Share(_) => gbps_pps(OFFERED_GBPS),
+            };
+            let period = 1e9 / offered_pps;
             let cap = base.min(offered_pps / 1e6);
             for kind in [FastKind::MisraGries, FastKind::Sketchvisor] {
                 // The same warm-up (pages touched) as NoFastPath's.
