@@ -54,6 +54,14 @@ pub fn threshold(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A rate in Gbit/s (`--nic-gbps`): a positive finite number.
+pub fn gbps(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(g) if g > 0.0 && g.is_finite() => Ok(g),
+        _ => Err(format!("must be a positive number of Gbit/s, got {s}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,17 @@ pub struct RunArgs {
     /// fraction, else absolute.
     #[arg(long, allow_negative_numbers = true, value_parser = flags::threshold)]
     pub(crate) threshold: Option<f64>,
+    /// NIC capacity in Gbit/s (SketchVisor 7.1): heavy hitters' fractional threshold is then a
+    /// fraction of G x 1e9 / 8 x the epoch's length in bytes, the same every epoch, instead of
+    /// each epoch's own bytes (heavy changers keep the total change, as the paper does). Needs
+    /// --epoch-ms and --weight bytes; the header gives the threshold in bytes.
+    #[arg(long, value_name = "G", allow_negative_numbers = true, value_parser = flags::gbps)]
+    pub(crate) nic_gbps: Option<f64>,
+    /// Absolute threshold of heavy hitters and heavy changers in bytes (at least 1): over
+    /// --threshold for those two tasks (which keeps the others'). Needs --weight bytes.
+    #[arg(long, value_name = "N", conflicts_with = "nic_gbps", allow_negative_numbers = true,
+          value_parser = flags::whole::<u64>(1..=u64::MAX))]
+    pub(crate) threshold_bytes: Option<u64>,
     /// k of top-k (at least 1).
     #[arg(long, allow_negative_numbers = true, value_parser = flags::whole::<usize>(1..=u64::MAX))]
     pub(crate) k: Option<usize>,
@@ -99,7 +110,9 @@ pub struct RunArgs {
     /// A paper's configuration: every algorithm it used gets the parameters it ran with
     /// (agg-evict: Agg-Evict 4.1; sketchvisor: SketchVisor 7.1; reeval: Re-evaluating 5). The
     /// defaults are sized to answer well instead. A `[[measure]]`'s own `params` in a --config
-    /// file are applied after the preset, so they win.
+    /// file are applied after the preset, so they win. sketchvisor also sets the paper's run:
+    /// --fast-path sketchvisor --fast-path-bytes 8192 --weight bytes --epoch-ms 1000 --nic-gbps
+    /// 40 (heavy hitters at 0.05% of 40 Gbps x 1 s), each unless given (a note says what).
     #[arg(long, value_parser = PossibleValuesParser::new(catalog::presets::names()))]
     pub(crate) preset: Option<String>,
     /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6
@@ -321,12 +334,20 @@ pub enum WeightArg {
 pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Result<RunConfig> {
     let mut config_sets_workers = false;
     let mut config_sets_key = false;
+    // The config file's own top-level fields and `[sketchvisor]` keys (a preset leaves them).
+    let mut file_sets: Vec<String> = vec![];
     let mut cfg = match &a.config {
         Some(path) => {
             let text = engine::config::read_config(path)?;
             let top = text.parse::<toml::Table>();
             config_sets_workers = top.as_ref().is_ok_and(|t| t.contains_key("workers"));
             config_sets_key = top.as_ref().is_ok_and(|t| t.contains_key("key"));
+            if let Ok(t) = &top {
+                file_sets.extend(t.keys().cloned());
+                if let Some(sv) = t.get("sketchvisor").and_then(|v| v.as_table()) {
+                    file_sets.extend(sv.keys().map(|k| format!("sketchvisor.{k}")));
+                }
+            }
             let c = RunConfig::from_toml(&text).with_context(|| format!("in config {path}"))?;
             let lists_given = !a.task.is_empty() || !a.algo.is_empty();
             if lists_given && !c.measures.is_empty() {
@@ -435,9 +456,16 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
     if a.instant {
         cfg.instant = true;
     }
+    if a.nic_gbps.is_some() {
+        cfg.nic_gbps = a.nic_gbps;
+    }
+    let in_bytes = |t: algo::Task| matches!(t, algo::Task::HeavyHitters | algo::Task::HeavyChangers);
     for m in &mut cfg.measures {
         if a.threshold.is_some() {
             m.threshold = a.threshold;
+        }
+        if let (Some(b), true) = (a.threshold_bytes, in_bytes(m.task)) {
+            m.threshold = Some(b as f64);
         }
         if a.k.is_some() {
             m.k = a.k;
@@ -454,6 +482,36 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
         cfg.unwritten = a.unwritten.clone();
     }
     cfg.key_given = a.key.is_some() || config_sets_key;
+    let file = |k: &str| file_sets.iter().any(|f| f == k);
+    let given = measure::Given {
+        weight: a.weight.is_some() || file("weight"),
+        epoch: a.epoch_packets.is_some()
+            || a.epoch_ms.is_some()
+            || file("epoch_packets")
+            || file("epoch_ms"),
+        // An absolute threshold in bytes has no base to take from the NIC.
+        nic_gbps: a.nic_gbps.is_some() || a.threshold_bytes.is_some() || file("nic_gbps"),
+        fast_path: a.fast_path.is_some() || file("sketchvisor.fast_path"),
+        fast_path_bytes: a.fast_path_bytes.is_some() || file("sketchvisor.fast_path_bytes"),
+        timeless: engine::config::timeless_key_trace(&cfg),
+    };
+    if let Some(note) = cfg.preset_settings(given) {
+        cfg.notes.push(note);
+    }
+    if let Some(b) = a.threshold_bytes {
+        if cfg.weight != Weight::Bytes {
+            bail!(
+                "--threshold-bytes {b}: the run counts packets: give --weight bytes, or \
+                 --threshold {b} for a threshold in packets"
+            );
+        }
+        if !cfg.measures.iter().any(|m| in_bytes(m.task)) {
+            bail!(
+                "--threshold-bytes {b}: it is the threshold of heavy_hitters and heavy_changers, \
+                 and the run measures neither"
+            );
+        }
+    }
     // The aggregator's flags configure nothing without the aggregator: say so once.
     if matches!(cfg.accel, measure::Accel::None) {
         let ignored: Vec<&str> = [

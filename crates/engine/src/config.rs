@@ -76,6 +76,12 @@ fn key_trace_format(cfg: &RunConfig) -> Option<Format> {
         .filter(|f| f.key_record_len().is_some())
 }
 
+/// The trace is a key trace whose records carry no time (keys4, keys13): no time epochs, so
+/// no `--preset sketchvisor` one-second epochs either.
+pub fn timeless_key_trace(cfg: &RunConfig) -> bool {
+    matches!(key_trace_format(cfg), Some(Format::Keys4 | Format::Keys13))
+}
+
 /// What a key trace can answer (issue 34): keys4 and keys13 records carry no time, so time
 /// epochs are refused; keys4 records are IPv4 source addresses alone (every other field 0), so
 /// the run keys by source (refused when another key is asked for) and leaves out the tasks of
@@ -88,6 +94,13 @@ pub(crate) fn key_trace(cfg: &mut RunConfig) -> Result<()> {
     };
     let trace = cfg.trace.clone().unwrap_or_default();
     let fmt = f.name();
+    if matches!(f, Format::Keys4 | Format::Keys13) && cfg.nic_gbps.is_some() {
+        bail!(
+            "--nic-gbps (nic_gbps): {trace} is a {fmt} key trace, whose records carry no \
+             timestamps: no epoch length in time to take the NIC's capacity over; give an \
+             absolute --threshold-bytes (with --weight bytes)"
+        );
+    }
     if matches!(f, Format::Keys4 | Format::Keys13) && cfg.epoch_ms.is_some() {
         bail!(
             "--epoch-ms (epoch_ms): {trace} is a {fmt} key trace, whose records carry no \

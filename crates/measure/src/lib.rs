@@ -18,7 +18,7 @@ mod workers;
 
 pub use config::rules;
 pub use config::rules::AlertRule;
-pub use config::{ConfigError, MeasureSpec, RunConfig};
+pub use config::{ConfigError, Given, MeasureSpec, RunConfig};
 pub use config::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
 pub use front::{Accel, AggMode};
 pub use report::{EpochReport, Report, ThresholdRule, Totals, Warning};

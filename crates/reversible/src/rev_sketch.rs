@@ -86,12 +86,25 @@ impl RevSketchConfig {
     /// Check the fields for keys of `key_len` bytes; the error names the field.
     pub fn validate(&self, key_len: usize) -> Result<(), ConfigError> {
         if key_len != 4 && key_len != 8 {
+            // The key kinds of this length, so the refusal names what the user asked for.
+            let kinds: Vec<String> = key::KeyKind::ALL
+                .into_iter()
+                .filter(|k| k.len(false) == key_len || k.len(true) == key_len)
+                .map(|k| format!("--key {k}"))
+                .collect();
+            let kinds = if kinds.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", kinds.join(", "))
+            };
             return Err(invalid(
                 "key_len",
                 format!(
-                    "{key_len}-byte keys are not supported: reverse hashing needs 4-byte (IPv4 \
-                     address) or 8-byte (IPv4 pair) keys; with 16-bit bucket indices a 13-byte \
-                     5-tuple leaves ~2^40 consistent candidates per heavy-bucket combination"
+                    "{key_len}-byte keys{kinds} are not supported: reverse hashing needs 4-byte \
+                     (--key src or dst) or 8-byte (--key pair) IPv4 keys. A 13-byte 5-tuple \
+                     under rows x 16-bit bucket indices is constrained by 64 of its 104 bits \
+                     (4 rows), leaving ~2^40 consistent candidates per heavy-bucket \
+                     combination; deltoid finds heavy hitters and changers on five-tuples"
                 ),
             ));
         }

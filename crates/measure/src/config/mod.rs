@@ -147,6 +147,13 @@ pub struct RunConfig {
     /// A table given without `fast_path` takes SketchVisor's.
     #[serde(default = "no_fast_path")]
     pub sketchvisor: visor::VisorConfig,
+    /// The NIC's capacity in Gbit/s (`--nic-gbps`, SketchVisor 7.1): a fractional heavy-hitter
+    /// threshold is then a fraction of `nic_gbps x 1e9 / 8 x epoch length` bytes, the same every
+    /// epoch, instead of the epoch's own bytes ([`RunConfig::nic_base`]). Needs time epochs
+    /// (`epoch_ms`) and `weight = "bytes"`. Heavy changers keep the total change over two
+    /// epochs as their base (SketchVisor 7.1 does).
+    #[serde(default)]
+    pub nic_gbps: Option<f64>,
     /// Heavy hitters detected on the packet path as they cross the threshold, each reported
     /// with its capture time, and their delay against exact detection (`crate::instant`).
     #[serde(default)]
@@ -246,6 +253,7 @@ impl Default for RunConfig {
             instant: false,
             inject_failure: None,
             sketchvisor: no_fast_path(),
+            nic_gbps: None,
             measures: vec![],
             snapshots: None,
             host: None,
@@ -330,6 +338,7 @@ impl RunConfig {
         if let Some(p) = &self.preset {
             catalog::presets::params(p, "")?;
         }
+        self.check_nic()?;
         for m in &self.measures {
             let entry = catalog::check(&m.algorithm, m.task)?;
             // A recovery that cannot apply to the algorithm is refused here, never replaced.
@@ -355,6 +364,136 @@ impl RunConfig {
             r.check_in(&self.measures)?;
         }
         Ok(())
+    }
+
+    /// The base of a fractional heavy-hitter threshold when it is the NIC's capacity over an
+    /// epoch (SketchVisor 7.1: "0.05% of the NIC capacity multiplied by the epoch length"), in
+    /// bytes: `nic_gbps x 1e9 / 8 x epoch_ms / 1000`. `None`: the epoch's own total is the base.
+    pub fn nic_base(&self) -> Option<f64> {
+        let (g, ms) = (self.nic_gbps?, self.epoch_ms?);
+        Some(g * 1e9 / 8.0 * ms as f64 / 1000.0)
+    }
+
+    /// `nic_gbps` applies: a positive finite rate, time epochs, a run counting bytes, and a
+    /// heavy-hitter measure with a fractional threshold (an absolute one has no base).
+    fn check_nic(&self) -> Result<(), ConfigError> {
+        let Some(g) = self.nic_gbps else {
+            return Ok(());
+        };
+        let bad = |why: String| field("nic_gbps", format!("--nic-gbps {g} (nic_gbps): {why}"));
+        if !(g > 0.0 && g.is_finite()) {
+            return Err(bad("must be a positive number of Gbit/s".into()));
+        }
+        if self.epoch_ms.is_none() {
+            return Err(bad(
+                "the threshold is the NIC's capacity over an epoch's length in time: give \
+                 --epoch-ms (epoch_ms), not packet epochs"
+                    .into(),
+            ));
+        }
+        if self.weight != Weight::Bytes {
+            return Err(bad(
+                "the NIC's capacity x epoch is bytes and the run counts packets: give --weight \
+                 bytes, or a threshold in packets (--threshold)"
+                    .into(),
+            ));
+        }
+        let hh: Vec<&MeasureSpec> = self
+            .measures
+            .iter()
+            .filter(|m| m.task == Task::HeavyHitters)
+            .collect();
+        if hh.is_empty() {
+            return Err(bad(
+                "it sets the base of heavy_hitters' threshold, and the run does not measure \
+                 heavy_hitters (heavy_changers keep the total change, SketchVisor 7.1)"
+                    .into(),
+            ));
+        }
+        if let Some(t) = hh.iter().find_map(|m| m.threshold.filter(|&t| t >= 1.0)) {
+            return Err(bad(format!(
+                "heavy_hitters' threshold {t} is absolute, not a fraction of the NIC's capacity: \
+                 give a fraction below 1, or leave --nic-gbps out"
+            )));
+        }
+        Ok(())
+    }
+
+    /// A preset's run settings (`--preset sketchvisor`: SketchVisor section 7.1), each where
+    /// `given` says the user did not choose it: the fast path on with 8 KB
+    /// ([`SKETCHVISOR_FAST_PATH_BYTES`]), byte counts, one-second epochs, and heavy-hitter
+    /// thresholds of the NIC's capacity x epoch at [`SKETCHVISOR_NIC_GBPS`] (the fractions stay
+    /// the defaults, 0.05%). Returns the note saying what it set and what it left. Other presets
+    /// set no run setting.
+    pub fn preset_settings(&mut self, given: Given) -> Option<String> {
+        if self.preset.as_deref() != Some("sketchvisor") {
+            return None;
+        }
+        let mut set: Vec<String> = vec![];
+        let mut left: Vec<String> = vec![];
+        let sv = &mut self.sketchvisor;
+        if !given.fast_path && sv.fast_path == visor::FastKind::None {
+            sv.fast_path = visor::FastKind::Sketchvisor;
+            set.push("--fast-path sketchvisor".into());
+        }
+        if !given.fast_path_bytes {
+            sv.fast_path_bytes = SKETCHVISOR_FAST_PATH_BYTES;
+            set.push(format!("--fast-path-bytes {SKETCHVISOR_FAST_PATH_BYTES}"));
+        }
+        // The paper's flow size distribution is of byte ranges; ours is in packets and refused
+        // in bytes: a run that names it keeps packets.
+        let fsd_named = self
+            .measures
+            .iter()
+            .any(|m| m.task == Task::FlowSizeDistribution && !m.task_by_default);
+        if given.weight || fsd_named {
+            left.push(format!("weight {} (given)", self.weight.name()));
+        } else {
+            self.weight = Weight::Bytes;
+            set.push("--weight bytes".into());
+        }
+        if given.epoch {
+            left.push("the epochs given".into());
+        } else if given.timeless {
+            left.push("packet epochs (a key trace without timestamps)".into());
+        } else {
+            (self.epoch_ms, self.epoch_packets) = (Some(SKETCHVISOR_EPOCH_MS), None);
+            set.push(format!("--epoch-ms {SKETCHVISOR_EPOCH_MS}"));
+        }
+        if !given.nic_gbps && self.nic_gbps.is_none() {
+            self.nic_gbps = Some(SKETCHVISOR_NIC_GBPS);
+            match self.check_nic() {
+                Ok(()) => set.push(format!("--nic-gbps {SKETCHVISOR_NIC_GBPS}")),
+                Err(e) => {
+                    self.nic_gbps = None;
+                    let why = e.to_string();
+                    let why = why.split_once("): ").map_or(why.as_str(), |w| w.1);
+                    left.push(format!(
+                        "heavy-hitter thresholds of each epoch's weight (--nic-gbps not set: {why})"
+                    ));
+                }
+            }
+        }
+        let mut note = format!(
+            "preset sketchvisor (SketchVisor 7.1) sets {}",
+            if set.is_empty() {
+                "nothing the flags did not give".to_string()
+            } else {
+                set.join(", ")
+            }
+        );
+        if !left.is_empty() {
+            note.push_str(&format!("; keeps {}", left.join("; ")));
+        }
+        note.push_str("; any of these flags given overrides it");
+        if self.sketchvisor.fast_path != visor::FastKind::None
+            && self.sketchvisor.normal_capacity.is_none()
+        {
+            // A file is read as fast as the normal path takes it: nothing overflows unless its
+            // rate is capped.
+            note.push_str(" (the fast path takes packets only when --normal-capacity caps the normal path)");
+        }
+        Some(note)
     }
 
     /// Leave out the measures a run in this weight cannot score and that were not asked for by
@@ -500,6 +639,27 @@ impl RunConfig {
         Ok(out)
     }
 }
+
+/// What the user chose for a run (flags, the config file's own fields, the trace): a preset's
+/// run settings ([`RunConfig::preset_settings`]) leave these as they are.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Given {
+    pub weight: bool,
+    /// `epoch_packets` or `epoch_ms`.
+    pub epoch: bool,
+    pub nic_gbps: bool,
+    pub fast_path: bool,
+    pub fast_path_bytes: bool,
+    /// The trace is a key trace whose records carry no time (keys4, keys13): no time epochs.
+    pub timeless: bool,
+}
+
+/// SketchVisor 7.1's run settings (`--preset sketchvisor`): the NIC capacity its heavy-hitter
+/// threshold is a fraction of (40 Gbit/s, the rate of its in-memory tester, figure 6(b); its
+/// testbed NICs are 10 Gbit/s: `--nic-gbps 10`), its one-second epochs and 8 KB fast path.
+pub const SKETCHVISOR_NIC_GBPS: f64 = 40.0;
+pub const SKETCHVISOR_EPOCH_MS: u64 = 1000;
+pub const SKETCHVISOR_FAST_PATH_BYTES: usize = 8192;
 
 /// Default thresholds (SketchVisor 7.1: heavy hitters and changers at 0.05%, DDoS and
 /// superspreaders at 0.5% of the addresses) and top-k size.

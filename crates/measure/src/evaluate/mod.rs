@@ -176,7 +176,10 @@ pub(crate) fn evaluate(
     match spec.task {
         Task::HeavyHitters => {
             let frac = spec.threshold.unwrap_or(DEFAULT_HH);
-            let t = resolve(frac, truth.total(w) as f64);
+            // A fraction of the NIC's capacity x epoch when `--nic-gbps` is given, the same
+            // every epoch (SketchVisor 7.1), else of this epoch's weight.
+            let nic = cfg.nic_base();
+            let t = resolve(frac, nic.unwrap_or(truth.total(w) as f64));
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.heavy_hitters(t)).unwrap_or_default();
             let tru: KeyMap<u64> = truth
@@ -184,7 +187,7 @@ pub(crate) fn evaluate(
                 .filter(|&(_, s)| s >= t)
                 .map(|(k, s)| (*k, s))
                 .collect();
-            if frac < 1.0 && !tru.is_empty() && tru.len() == truth.flows.len() {
+            if frac < 1.0 && nic.is_none() && !tru.is_empty() && tru.len() == truth.flows.len() {
                 r.warnings.push(degenerate_warning(
                     spec.task,
                     frac,
@@ -381,7 +384,8 @@ pub(crate) fn answer_only(
     };
     match spec.task {
         Task::HeavyHitters => {
-            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HH), total as f64);
+            let base = cfg.nic_base().unwrap_or(total as f64);
+            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HH), base);
             r.threshold = Some(t as f64);
             set(&mut r, q(spent, || a.heavy_hitters(t)).unwrap_or_default());
         }

@@ -385,9 +385,13 @@ pub struct ThresholdRule {
     /// The configured value: a fraction when `of` is given, else absolute (k for top-k).
     pub value: f64,
     /// What a fraction is of, in each epoch (`packets`, `bytes`, `total change`, `distinct
-    /// destinations`, `distinct sources`); `None` for an absolute value.
+    /// destinations`, `distinct sources`, or `NIC capacity x epoch (40 Gbps x 1000 ms)`);
+    /// `None` for an absolute value.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub of: Option<&'static str>,
+    pub of: Option<String>,
+    /// The threshold every epoch resolves to when the base is fixed (`--nic-gbps`: bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved: Option<u64>,
     /// The task's default, not given by the user.
     pub default: bool,
 }
@@ -414,6 +418,7 @@ impl ThresholdRule {
                         algorithm: m.algorithm.clone(),
                         value: m.k.unwrap_or(DEFAULT_K) as f64,
                         of: None,
+                        resolved: None,
                         default: m.k.is_none(),
                     });
                     continue;
@@ -421,11 +426,21 @@ impl ThresholdRule {
                 _ => continue,
             };
             let value = m.threshold.unwrap_or(default);
+            let nic = cfg
+                .nic_base()
+                .filter(|_| m.task == Task::HeavyHitters && value < 1.0);
+            let of = match (nic, cfg.nic_gbps, cfg.epoch_ms) {
+                (Some(_), Some(g), Some(ms)) => {
+                    format!("NIC capacity x epoch ({g} Gbps x {ms} ms)")
+                }
+                _ => of.to_string(),
+            };
             v.push(ThresholdRule {
                 task: m.task,
                 algorithm: m.algorithm.clone(),
                 value,
                 of: (value < 1.0).then_some(of),
+                resolved: nic.map(|b| crate::evaluate::resolve(value, b)),
                 default: m.threshold.is_none(),
             });
         }
@@ -435,8 +450,13 @@ impl ThresholdRule {
     /// `heavy_hitters >= 0.05% of each epoch's packets`, `top_k k = 100`.
     pub fn describe(&self) -> String {
         let t = self.task.name();
-        match (self.task, self.of) {
+        match (self.task, &self.of) {
             (Task::TopK, _) => format!("{t} k = {}", self.value),
+            (_, Some(of)) if self.resolved.is_some() => format!(
+                "{t} >= {}% of {of} = {} bytes",
+                self.value * 100.0,
+                self.resolved.unwrap_or(0)
+            ),
             (_, Some(of)) => format!("{t} >= {}% of each epoch's {of}", self.value * 100.0),
             (_, None) => format!("{t} >= {}", self.value),
         }

@@ -167,9 +167,15 @@ fn fit_defaults(cfg: &mut RunConfig) -> Result<Vec<String>, ConfigError> {
         let Err(why) = holds(&spec.algorithm) else {
             continue;
         };
+        // Not one the task is measured with already (a preset gives a task several).
         let other = catalog::answering(spec.task)
             .into_iter()
             .filter(|&a| a != spec.algorithm)
+            .filter(|&a| {
+                !cfg.measures
+                    .iter()
+                    .any(|m| m.task == spec.task && m.algorithm == a)
+            })
             .find(|a| holds(a).is_ok());
         let Some(other) = other else {
             return Err(why.into());
@@ -178,14 +184,21 @@ fn fit_defaults(cfg: &mut RunConfig) -> Result<Vec<String>, ConfigError> {
             "{}: {} cannot hold these keys ({why}); answered by {other}",
             spec.task, spec.algorithm
         ));
-        let t = spec.task;
-        // Every measure of this task that took the same default moves with it.
+        let (t, was) = (spec.task, spec.algorithm.clone());
+        // The replacement's own preset parameters, not those of the algorithm it replaces.
+        let params = match &cfg.preset {
+            Some(p) => catalog::presets::params(p, other)?,
+            None => toml::Table::new(),
+        };
+        // Every measure of this task that took the same default moves with it (not the task's
+        // other algorithms).
         for m in cfg
             .measures
             .iter_mut()
-            .filter(|m| m.by_default && m.task == t)
+            .filter(|m| m.by_default && m.task == t && m.algorithm == was)
         {
             m.algorithm = other.to_string();
+            m.params = params.clone();
         }
     }
     Ok(notes)
