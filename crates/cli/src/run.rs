@@ -459,7 +459,8 @@ pub fn config(a: &RunArgs, trace: Option<&str>, format: Option<Format>) -> Resul
     if a.nic_gbps.is_some() {
         cfg.nic_gbps = a.nic_gbps;
     }
-    let in_bytes = |t: algo::Task| matches!(t, algo::Task::HeavyHitters | algo::Task::HeavyChangers);
+    let in_bytes =
+        |t: algo::Task| matches!(t, algo::Task::HeavyHitters | algo::Task::HeavyChangers);
     for m in &mut cfg.measures {
         if a.threshold.is_some() {
             m.threshold = a.threshold;

@@ -15,7 +15,15 @@ fn trace(format: &str) -> PathBuf {
     let f = tmp(&format!("t.{format}"));
     if !f.exists() {
         let out = netsift()
-            .args(["gen", "--packets", "300000", "--flows", "20000", "--seed", "5"])
+            .args([
+                "gen",
+                "--packets",
+                "300000",
+                "--flows",
+                "20000",
+                "--seed",
+                "5",
+            ])
             .args(["--format", format, "--out"])
             .arg(&f)
             .output()
@@ -117,7 +125,10 @@ fn nic_threshold_is_the_fraction_of_capacity_times_epoch() {
         assert_eq!(n, 3, "three epochs of 100 ms in 0.3 s");
         let r = rule(&v, "heavy_hitters");
         assert_eq!(r["resolved"].as_f64(), Some(want), "{r}");
-        assert!(r["of"].as_str().unwrap().contains("10 Gbps x 100 ms"), "{r}");
+        assert!(
+            r["of"].as_str().unwrap().contains("10 Gbps x 100 ms"),
+            "{r}"
+        );
     }
     // Without it, the same fraction is of each epoch's own bytes: another threshold.
     let v = run(
@@ -172,9 +183,19 @@ fn threshold_bytes_is_absolute_and_wins_over_threshold_for_its_tasks() {
     assert_eq!(ss["value"].as_f64(), Some(0.01), "{ss}");
     let e = refused(
         &t,
-        &["--weight", "bytes", "--threshold-bytes", "50000", "--nic-gbps", "10"],
+        &[
+            "--weight",
+            "bytes",
+            "--threshold-bytes",
+            "50000",
+            "--nic-gbps",
+            "10",
+        ],
     );
-    assert!(e.contains("--threshold-bytes") && e.contains("--nic-gbps"), "{e}");
+    assert!(
+        e.contains("--threshold-bytes") && e.contains("--nic-gbps"),
+        "{e}"
+    );
 }
 
 /// Values and settings the two flags cannot take are refused before reading, naming the flag.
@@ -193,7 +214,14 @@ fn bad_values_are_refused_naming_the_flag() {
         ),
         // Packet epochs have no length in time.
         (
-            &["--nic-gbps", "10", "--weight", "bytes", "--epoch-packets", "1000"],
+            &[
+                "--nic-gbps",
+                "10",
+                "--weight",
+                "bytes",
+                "--epoch-packets",
+                "1000",
+            ],
             &["--nic-gbps", "--epoch-ms"],
         ),
         // An absolute threshold has no base to take from the NIC.
@@ -237,7 +265,10 @@ fn bad_values_are_refused_naming_the_flag() {
             "100",
         ],
     );
-    assert!(e.contains("--nic-gbps") && e.contains("heavy_hitters"), "{e}");
+    assert!(
+        e.contains("--nic-gbps") && e.contains("heavy_hitters"),
+        "{e}"
+    );
     // A key trace without timestamps has no epoch in time.
     let k = trace("keys13");
     let e = refused(&k, &["--nic-gbps", "10", "--weight", "bytes"]);
@@ -281,7 +312,10 @@ fn preset_sketchvisor_sets_the_papers_run_and_flags_override_it() {
     algos.sort_unstable();
     algos.dedup();
     assert_eq!(algos.len(), 4, "{algos:?}");
-    assert!(algos.contains(&"deltoid") && algos.contains(&"univmon"), "{algos:?}");
+    assert!(
+        algos.contains(&"deltoid") && algos.contains(&"univmon"),
+        "{algos:?}"
+    );
 
     // Explicit flags win.
     let v = run(
@@ -320,7 +354,11 @@ fn preset_sketchvisor_sets_the_papers_run_and_flags_override_it() {
     let r = rule(&v, "heavy_hitters");
     assert!(r["resolved"].is_null(), "{r}");
     assert_eq!(r["of"], "packets");
-    assert!(v["notes"].to_string().contains("--nic-gbps not set"), "{}", v["notes"]);
+    assert!(
+        v["notes"].to_string().contains("--nic-gbps not set"),
+        "{}",
+        v["notes"]
+    );
 
     // The fast path's 8 KB: with the normal path capped, it tracks fewer flows than 64 KB does.
     let tracked = |bytes: Option<&str>| {
@@ -380,7 +418,14 @@ fn five_tuple_keys_for_the_key_recovering_sketches() {
     assert_eq!(n, 2);
     let e = refused(
         &t,
-        &["--task", "heavy_hitters", "--algo", "rev_sketch", "--key", "five_tuple"],
+        &[
+            "--task",
+            "heavy_hitters",
+            "--algo",
+            "rev_sketch",
+            "--key",
+            "five_tuple",
+        ],
     );
     assert!(
         e.contains("rev_sketch") && e.contains("--key five_tuple") && e.contains("deltoid"),

@@ -491,7 +491,9 @@ impl RunConfig {
         {
             // A file is read as fast as the normal path takes it: nothing overflows unless its
             // rate is capped.
-            note.push_str(" (the fast path takes packets only when --normal-capacity caps the normal path)");
+            note.push_str(
+                " (the fast path takes packets only when --normal-capacity caps the normal path)",
+            );
         }
         Some(note)
     }
@@ -777,6 +779,71 @@ mod tests {
             let c = RunConfig::from_toml(&text(algo, recover)).unwrap();
             c.validate().unwrap();
         }
+    }
+
+    /// `nic_gbps` (SketchVisor 7.1): heavy hitters' base is the NIC's capacity x epoch, in
+    /// bytes; refused naming the flag where it cannot apply.
+    #[test]
+    fn nic_capacity_is_the_heavy_hitter_base_where_it_applies() {
+        let c = RunConfig::from_toml(
+            "weight = \"bytes\"\nepoch_ms = 1000\nnic_gbps = 40\n\
+             [[measure]]\ntask = \"heavy_hitters\"\nalgo = \"count_min\"\n",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.nic_base(), Some(5e9));
+        let bad = |f: &dyn Fn(&mut RunConfig), says: &str| {
+            let mut d = c.clone();
+            f(&mut d);
+            let e = d.validate().unwrap_err().to_string();
+            assert!(e.contains("--nic-gbps") && e.contains(says), "{e}");
+        };
+        bad(&|d| d.weight = Weight::Packets, "--weight bytes");
+        bad(&|d| d.epoch_ms = None, "--epoch-ms");
+        bad(&|d| d.nic_gbps = Some(0.0), "positive");
+        bad(&|d| d.measures[0].threshold = Some(5000.0), "absolute");
+        bad(&|d| d.measures[0].task = Task::Cardinality, "heavy_hitters");
+    }
+
+    /// `preset = "sketchvisor"` sets the paper's run where nothing was given, and keeps what was.
+    #[test]
+    fn the_sketchvisor_preset_sets_what_was_not_given() {
+        let base = RunConfig {
+            preset: Some("sketchvisor".into()),
+            measures: RunConfig::measures_from_lists(&[Task::HeavyHitters], &[]).unwrap(),
+            ..RunConfig::default()
+        };
+        let mut c = base.clone();
+        let note = c.preset_settings(Given::default()).unwrap();
+        assert_eq!(c.weight, Weight::Bytes);
+        assert_eq!(c.epoch_ms, Some(SKETCHVISOR_EPOCH_MS));
+        assert_eq!(c.nic_gbps, Some(SKETCHVISOR_NIC_GBPS));
+        assert_eq!(c.sketchvisor.fast_path, visor::FastKind::Sketchvisor);
+        assert_eq!(c.sketchvisor.fast_path_bytes, SKETCHVISOR_FAST_PATH_BYTES);
+        c.validate().unwrap();
+        assert!(note.contains("--nic-gbps 40"), "{note}");
+        // Packets given: no NIC base, said; a key trace without time keeps packet epochs.
+        let mut c = base.clone();
+        let note = c
+            .preset_settings(Given {
+                weight: true,
+                timeless: true,
+                ..Given::default()
+            })
+            .unwrap();
+        assert_eq!(
+            (c.weight, c.epoch_ms, c.nic_gbps),
+            (Weight::Packets, None, None)
+        );
+        assert!(note.contains("--nic-gbps not set"), "{note}");
+        c.validate().unwrap();
+        // Other presets set no run setting.
+        let mut c = RunConfig {
+            preset: Some("agg-evict".into()),
+            ..base
+        };
+        assert!(c.preset_settings(Given::default()).is_none());
+        assert_eq!(c.weight, Weight::Packets);
     }
 
     #[test]
