@@ -59,10 +59,10 @@ pub struct RunArgs {
     /// fraction, else absolute.
     #[arg(long, allow_negative_numbers = true, value_parser = flags::threshold)]
     pub(crate) threshold: Option<f64>,
-    /// NIC capacity in Gbit/s (SketchVisor 7.1): heavy hitters' fractional threshold is then a
-    /// fraction of G x 1e9 / 8 x the epoch's length in bytes, the same every epoch, instead of
-    /// each epoch's own bytes (heavy changers keep the total change, as the paper does). Needs
-    /// --epoch-ms and --weight bytes; the header gives the threshold in bytes.
+    /// NIC capacity in Gbit/s (SketchVisor 7.1): heavy hitters' and changers' fractional
+    /// thresholds are then fractions of G x 1e9 / 8 x the epoch's length in bytes, the same
+    /// every epoch, instead of each epoch's own bytes or total change. Needs --epoch-ms and
+    /// --weight bytes; the header gives the threshold in bytes.
     #[arg(long, value_name = "G", allow_negative_numbers = true, value_parser = flags::gbps)]
     pub(crate) nic_gbps: Option<f64>,
     /// Absolute threshold of heavy hitters and heavy changers in bytes (at least 1): over
@@ -112,7 +112,8 @@ pub struct RunArgs {
     /// defaults are sized to answer well instead. A `[[measure]]`'s own `params` in a --config
     /// file are applied after the preset, so they win. sketchvisor also sets the paper's run:
     /// --fast-path sketchvisor --fast-path-bytes 8192 --weight bytes --epoch-ms 1000 --nic-gbps
-    /// 40 (heavy hitters at 0.05% of 40 Gbps x 1 s), each unless given (a note says what).
+    /// 40 (heavy hitters and changers at 0.05% of 40 Gbps x 1 s), each unless given (a note
+    /// says what).
     #[arg(long, value_parser = PossibleValuesParser::new(catalog::presets::names()))]
     pub(crate) preset: Option<String>,
     /// Size fixed-width structures (tables, FlowRadar, RevSketch, Deltoid, TwoLevel) for IPv6

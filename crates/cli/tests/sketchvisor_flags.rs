@@ -90,8 +90,9 @@ fn rule<'a>(v: &'a Value, task: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no rule of {task} in {}", v["thresholds"]))
 }
 
-/// `--nic-gbps G`: every epoch's heavy-hitter threshold is fraction x G x 1e9 / 8 x the epoch's
-/// length (from the header), with ground truth and without, and the header gives it in bytes.
+/// `--nic-gbps G`: every epoch's heavy-hitter and changer threshold is fraction x G x 1e9 / 8 x
+/// the epoch's length (from the header), with ground truth and without, and the header gives it
+/// in bytes.
 #[test]
 fn nic_threshold_is_the_fraction_of_capacity_times_epoch() {
     let t = trace("pcap");
@@ -101,7 +102,7 @@ fn nic_threshold_is_the_fraction_of_capacity_times_epoch() {
             &t,
             &[
                 "--task",
-                "heavy_hitters",
+                "heavy_hitters,heavy_changers",
                 "--algo",
                 "count_min",
                 "--weight",
@@ -117,18 +118,21 @@ fn nic_threshold_is_the_fraction_of_capacity_times_epoch() {
             ],
         );
         let want = (frac * g * 1e9 / 8.0 * epoch_ms(&v) / 1000.0).ceil();
-        let mut n = 0;
-        for task in tasks(&v, "heavy_hitters") {
-            assert_eq!(task["threshold"].as_f64(), Some(want), "{task}");
-            n += 1;
+        // Three epochs of 100 ms in 0.3 s; changers from the second on.
+        for (name, epochs) in [("heavy_hitters", 3), ("heavy_changers", 2)] {
+            let mut n = 0;
+            for task in tasks(&v, name).filter(|t| t["note"].is_null()) {
+                assert_eq!(task["threshold"].as_f64(), Some(want), "{task}");
+                n += 1;
+            }
+            assert_eq!(n, epochs, "{name}");
+            let r = rule(&v, name);
+            assert_eq!(r["resolved"].as_f64(), Some(want), "{r}");
+            assert!(
+                r["of"].as_str().unwrap().contains("10 Gbps x 100 ms"),
+                "{r}"
+            );
         }
-        assert_eq!(n, 3, "three epochs of 100 ms in 0.3 s");
-        let r = rule(&v, "heavy_hitters");
-        assert_eq!(r["resolved"].as_f64(), Some(want), "{r}");
-        assert!(
-            r["of"].as_str().unwrap().contains("10 Gbps x 100 ms"),
-            "{r}"
-        );
     }
     // Without it, the same fraction is of each epoch's own bytes: another threshold.
     let v = run(

@@ -148,10 +148,11 @@ pub struct RunConfig {
     #[serde(default = "no_fast_path")]
     pub sketchvisor: visor::VisorConfig,
     /// The NIC's capacity in Gbit/s (`--nic-gbps`, SketchVisor 7.1): a fractional heavy-hitter
-    /// threshold is then a fraction of `nic_gbps x 1e9 / 8 x epoch length` bytes, the same every
-    /// epoch, instead of the epoch's own bytes ([`RunConfig::nic_base`]). Needs time epochs
-    /// (`epoch_ms`) and `weight = "bytes"`. Heavy changers keep the total change over two
-    /// epochs as their base (SketchVisor 7.1 does).
+    /// or heavy-changer threshold is then a fraction of `nic_gbps x 1e9 / 8 x epoch length`
+    /// bytes, the same every epoch, instead of the epoch's own bytes or total change
+    /// ([`RunConfig::nic_base`]; as `bench sketchvisor --nic-gbps`; the paper gives changers
+    /// 0.05% of the total change, which `--nic-gbps` replaces). Needs time epochs (`epoch_ms`)
+    /// and `weight = "bytes"`.
     #[serde(default)]
     pub nic_gbps: Option<f64>,
     /// Heavy hitters detected on the packet path as they cross the threshold, each reported
@@ -366,7 +367,7 @@ impl RunConfig {
         Ok(())
     }
 
-    /// The base of a fractional heavy-hitter threshold when it is the NIC's capacity over an
+    /// The base of a fractional heavy-hitter or changer threshold when it is the NIC's capacity over an
     /// epoch (SketchVisor 7.1: "0.05% of the NIC capacity multiplied by the epoch length"), in
     /// bytes: `nic_gbps x 1e9 / 8 x epoch_ms / 1000`. `None`: the epoch's own total is the base.
     pub fn nic_base(&self) -> Option<f64> {
@@ -374,8 +375,8 @@ impl RunConfig {
         Some(g * 1e9 / 8.0 * ms as f64 / 1000.0)
     }
 
-    /// `nic_gbps` applies: a positive finite rate, time epochs, a run counting bytes, and a
-    /// heavy-hitter measure with a fractional threshold (an absolute one has no base).
+    /// `nic_gbps` applies: a positive finite rate, time epochs, a run counting bytes, and
+    /// heavy-hitter or changer measures with fractional thresholds (an absolute one has no base).
     fn check_nic(&self) -> Result<(), ConfigError> {
         let Some(g) = self.nic_gbps else {
             return Ok(());
@@ -398,21 +399,18 @@ impl RunConfig {
                     .into(),
             ));
         }
-        let hh: Vec<&MeasureSpec> = self
-            .measures
-            .iter()
-            .filter(|m| m.task == Task::HeavyHitters)
-            .collect();
+        let hh: Vec<&MeasureSpec> = self.measures.iter().filter(|m| nic_task(m.task)).collect();
         if hh.is_empty() {
             return Err(bad(
-                "it sets the base of heavy_hitters' threshold, and the run does not measure \
-                 heavy_hitters (heavy_changers keep the total change, SketchVisor 7.1)"
+                "it sets the base of heavy_hitters' and heavy_changers' thresholds, and the \
+                 run measures neither"
                     .into(),
             ));
         }
-        if let Some(t) = hh.iter().find_map(|m| m.threshold.filter(|&t| t >= 1.0)) {
+        if let Some(m) = hh.iter().find(|m| m.threshold.is_some_and(|t| t >= 1.0)) {
+            let (task, t) = (m.task.name(), m.threshold.unwrap_or(0.0));
             return Err(bad(format!(
-                "heavy_hitters' threshold {t} is absolute, not a fraction of the NIC's capacity: \
+                "{task}' threshold {t} is absolute, not a fraction of the NIC's capacity: \
                  give a fraction below 1, or leave --nic-gbps out"
             )));
         }
@@ -469,7 +467,8 @@ impl RunConfig {
                     let why = e.to_string();
                     let why = why.split_once("): ").map_or(why.as_str(), |w| w.1);
                     left.push(format!(
-                        "heavy-hitter thresholds of each epoch's weight (--nic-gbps not set: {why})"
+                        "heavy-hitter and changer thresholds of each epoch (--nic-gbps not set: \
+                         {why})"
                     ));
                 }
             }
@@ -642,6 +641,11 @@ impl RunConfig {
     }
 }
 
+/// The tasks whose fractional threshold `nic_gbps` makes one of the NIC's capacity x epoch.
+pub fn nic_task(t: Task) -> bool {
+    matches!(t, Task::HeavyHitters | Task::HeavyChangers)
+}
+
 /// What the user chose for a run (flags, the config file's own fields, the trace): a preset's
 /// run settings ([`RunConfig::preset_settings`]) leave these as they are.
 #[derive(Clone, Copy, Debug, Default)]
@@ -802,7 +806,13 @@ mod tests {
         bad(&|d| d.epoch_ms = None, "--epoch-ms");
         bad(&|d| d.nic_gbps = Some(0.0), "positive");
         bad(&|d| d.measures[0].threshold = Some(5000.0), "absolute");
-        bad(&|d| d.measures[0].task = Task::Cardinality, "heavy_hitters");
+        bad(
+            &|d| d.measures[0].task = Task::Cardinality,
+            "heavy_changers",
+        );
+        let mut hc = c.clone();
+        hc.measures[0].task = Task::HeavyChangers;
+        hc.validate().unwrap();
     }
 
     /// `preset = "sketchvisor"` sets the paper's run where nothing was given, and keeps what was.

@@ -221,7 +221,8 @@ pub(crate) fn evaluate(
             };
             let total: f64 = change.values().sum();
             let frac = spec.threshold.unwrap_or(DEFAULT_HC);
-            let t = resolve(frac, total);
+            let nic = cfg.nic_base();
+            let t = resolve(frac, nic.unwrap_or(total));
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.heavy_changers(prev, t)).unwrap_or_default();
             r.warnings = a.change_caveats(prev, t);
@@ -233,7 +234,7 @@ pub(crate) fn evaluate(
                 .map(|(k, c)| (*k, c.round() as u64))
                 .collect();
             let changed = change.values().filter(|&&c| c > 0.0).count();
-            if frac < 1.0 && changed > 0 && tru.len() == changed {
+            if frac < 1.0 && nic.is_none() && changed > 0 && tru.len() == changed {
                 r.warnings
                     .push(degenerate_warning(spec.task, frac, t, changed, total, w));
             }
@@ -399,7 +400,8 @@ pub(crate) fn answer_only(
                 r.note = Some("first epoch: no previous epoch to compare with".into());
                 return r;
             };
-            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total as f64);
+            let base = cfg.nic_base().unwrap_or(total as f64);
+            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), base);
             r.threshold = Some(t as f64);
             set(
                 &mut r,

@@ -428,7 +428,7 @@ impl ThresholdRule {
             let value = m.threshold.unwrap_or(default);
             let nic = cfg
                 .nic_base()
-                .filter(|_| m.task == Task::HeavyHitters && value < 1.0);
+                .filter(|_| crate::config::nic_task(m.task) && value < 1.0);
             let of = match (nic, cfg.nic_gbps, cfg.epoch_ms) {
                 (Some(_), Some(g), Some(ms)) => {
                     format!("NIC capacity x epoch ({g} Gbps x {ms} ms)")
