@@ -444,8 +444,13 @@ impl RunConfig {
             .measures
             .iter()
             .any(|m| m.task == Task::FlowSizeDistribution && !m.task_by_default);
-        if given.weight || fsd_named {
+        if given.weight {
             left.push(format!("weight {} (given)", self.weight.name()));
+        } else if fsd_named {
+            left.push(format!(
+                "weight {} (flow_size_distribution is in packets)",
+                self.weight.name()
+            ));
         } else {
             self.weight = Weight::Bytes;
             set.push("--weight bytes".into());
