@@ -516,8 +516,8 @@ pub struct SketchvisorArgs {
     /// half the packets overflow on any machine).
     #[arg(long, value_name = "FACTOR", group = "regime", value_parser = positive_parser())]
     overload: Option<f64>,
-    /// Heavy-hitter and changer thresholds as 0.05% of this NIC capacity x the epoch's length
-    /// (section 7.1; 40 for the paper's) instead of 0.05% of the epoch's bytes.
+    /// Heavy-hitter thresholds as 0.05% of this NIC capacity x the epoch's length (section 7.1;
+    /// 40 for the paper's) instead of 0.05% of the epoch's bytes (changers: of the total change).
     #[arg(long, value_name = "GBPS", value_parser = positive_parser())]
     nic_gbps: Option<f64>,
 }
@@ -558,7 +558,7 @@ pub fn cmd_sketchvisor(a: SketchvisorArgs, out: &mut Out) -> Result<()> {
         nic_gbps: a.nic_gbps,
     };
     crate::say!(
-        "netsift bench sketchvisor: accuracy figures with the {}; thresholds 0.05% of {}",
+        "netsift bench sketchvisor: accuracy figures with the {}; heavy hitters at 0.05% of {}",
         args.regime.describe(),
         args.nic_gbps
             .map_or("the epoch's bytes".to_string(), |g| format!(

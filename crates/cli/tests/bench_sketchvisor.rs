@@ -137,7 +137,10 @@ fn the_papers_regime_overloads_each_sketch_by_its_own_cost() {
         err.contains("offered at 2x each sketch's own rate"),
         "{err}"
     );
-    assert!(err.contains("0.05% of 40 Gbps x the epoch"), "{err}");
+    assert!(
+        err.contains("heavy hitters at 0.05% of 40 Gbps x the epoch"),
+        "{err}"
+    );
     let points: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let mut fast: Vec<(String, u64)> = Vec::new();
     for sk in ["fm", "kmin", "linear_counting"] {

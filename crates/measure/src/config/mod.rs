@@ -148,11 +148,10 @@ pub struct RunConfig {
     #[serde(default = "no_fast_path")]
     pub sketchvisor: visor::VisorConfig,
     /// The NIC's capacity in Gbit/s (`--nic-gbps`, SketchVisor 7.1): a fractional heavy-hitter
-    /// or heavy-changer threshold is then a fraction of `nic_gbps x 1e9 / 8 x epoch length`
-    /// bytes, the same every epoch, instead of the epoch's own bytes or total change
-    /// ([`RunConfig::nic_base`]; as `bench sketchvisor --nic-gbps`; the paper gives changers
-    /// 0.05% of the total change, which `--nic-gbps` replaces). Needs time epochs (`epoch_ms`)
-    /// and `weight = "bytes"`.
+    /// threshold is then a fraction of `nic_gbps x 1e9 / 8 x epoch length` bytes, the same every
+    /// epoch, instead of the epoch's own bytes ([`RunConfig::nic_base`]; as `bench sketchvisor
+    /// --nic-gbps`). Heavy changers keep the paper's base, the total change over two epochs.
+    /// Needs time epochs (`epoch_ms`) and `weight = "bytes"`.
     #[serde(default)]
     pub nic_gbps: Option<f64>,
     /// Heavy hitters detected on the packet path as they cross the threshold, each reported
@@ -367,7 +366,7 @@ impl RunConfig {
         Ok(())
     }
 
-    /// The base of a fractional heavy-hitter or changer threshold when it is the NIC's capacity over an
+    /// The base of a fractional heavy-hitter threshold when it is the NIC's capacity over an
     /// epoch (SketchVisor 7.1: "0.05% of the NIC capacity multiplied by the epoch length"), in
     /// bytes: `nic_gbps x 1e9 / 8 x epoch_ms / 1000`. `None`: the epoch's own total is the base.
     pub fn nic_base(&self) -> Option<f64> {
@@ -376,7 +375,7 @@ impl RunConfig {
     }
 
     /// `nic_gbps` applies: a positive finite rate, time epochs, a run counting bytes, and
-    /// heavy-hitter or changer measures with fractional thresholds (an absolute one has no base).
+    /// heavy-hitter measures with fractional thresholds (an absolute one has no base).
     fn check_nic(&self) -> Result<(), ConfigError> {
         let Some(g) = self.nic_gbps else {
             return Ok(());
@@ -402,8 +401,8 @@ impl RunConfig {
         let hh: Vec<&MeasureSpec> = self.measures.iter().filter(|m| nic_task(m.task)).collect();
         if hh.is_empty() {
             return Err(bad(
-                "it sets the base of heavy_hitters' and heavy_changers' thresholds, and the \
-                 run measures neither"
+                "it sets the base of heavy_hitters' thresholds (heavy changers keep the total \
+                 change, section 7.1), and the run measures no heavy hitters"
                     .into(),
             ));
         }
@@ -472,7 +471,7 @@ impl RunConfig {
                     let why = e.to_string();
                     let why = why.split_once("): ").map_or(why.as_str(), |w| w.1);
                     left.push(format!(
-                        "heavy-hitter and changer thresholds of each epoch (--nic-gbps not set: \
+                        "heavy-hitter thresholds of each epoch (--nic-gbps not set: \
                          {why})"
                     ));
                 }
@@ -646,9 +645,11 @@ impl RunConfig {
     }
 }
 
-/// The tasks whose fractional threshold `nic_gbps` makes one of the NIC's capacity x epoch.
+/// The tasks whose fractional threshold `nic_gbps` makes one of the NIC's capacity x epoch:
+/// heavy hitters only (SketchVisor 7.1 puts heavy changers at 0.05% of the total change over two
+/// epochs, which they keep).
 pub fn nic_task(t: Task) -> bool {
-    matches!(t, Task::HeavyHitters | Task::HeavyChangers)
+    matches!(t, Task::HeavyHitters)
 }
 
 /// What the user chose for a run (flags, the config file's own fields, the trace): a preset's
@@ -813,11 +814,13 @@ mod tests {
         bad(&|d| d.measures[0].threshold = Some(5000.0), "absolute");
         bad(
             &|d| d.measures[0].task = Task::Cardinality,
-            "heavy_changers",
+            "no heavy hitters",
         );
-        let mut hc = c.clone();
-        hc.measures[0].task = Task::HeavyChangers;
-        hc.validate().unwrap();
+        // Heavy changers keep the total change (section 7.1): alone, the flag has nothing to set.
+        bad(
+            &|d| d.measures[0].task = Task::HeavyChangers,
+            "no heavy hitters",
+        );
     }
 
     /// `preset = "sketchvisor"` sets the paper's run where nothing was given, and keeps what was.

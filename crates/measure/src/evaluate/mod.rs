@@ -219,10 +219,11 @@ pub(crate) fn evaluate(
                     (change, prev.unwrap_or(a))
                 }
             };
+            // 0.05% of the total change over the two epochs, with or without `--nic-gbps`
+            // (SketchVisor 7.1 keeps the NIC's capacity for heavy hitters).
             let total: f64 = change.values().sum();
             let frac = spec.threshold.unwrap_or(DEFAULT_HC);
-            let nic = cfg.nic_base();
-            let t = resolve(frac, nic.unwrap_or(total));
+            let t = resolve(frac, total);
             r.threshold = Some(t as f64);
             let rep = q(spent, || a.heavy_changers(prev, t)).unwrap_or_default();
             r.warnings = a.change_caveats(prev, t);
@@ -234,7 +235,7 @@ pub(crate) fn evaluate(
                 .map(|(k, c)| (*k, c.round() as u64))
                 .collect();
             let changed = change.values().filter(|&&c| c > 0.0).count();
-            if frac < 1.0 && nic.is_none() && changed > 0 && tru.len() == changed {
+            if frac < 1.0 && changed > 0 && tru.len() == changed {
                 r.warnings
                     .push(degenerate_warning(spec.task, frac, t, changed, total, w));
             }
@@ -400,8 +401,7 @@ pub(crate) fn answer_only(
                 r.note = Some("first epoch: no previous epoch to compare with".into());
                 return r;
             };
-            let base = cfg.nic_base().unwrap_or(total as f64);
-            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), base);
+            let t = resolve(spec.threshold.unwrap_or(DEFAULT_HC), total as f64);
             r.threshold = Some(t as f64);
             set(
                 &mut r,
