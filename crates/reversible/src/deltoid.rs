@@ -160,6 +160,34 @@ impl Deltoid {
         self.skipped
     }
 
+    /// Counters per group: the total, then one per key bit (`1 + 8 key_len`).
+    pub fn stride(&self) -> usize {
+        self.stride
+    }
+
+    /// The counters, `rows x groups x stride`, row major (the linear state SketchVisor's
+    /// recovery sees, RECOVERY.md 3).
+    pub fn counters(&self) -> &[u32] {
+        &self.counters
+    }
+
+    /// Replace the counters by recovered ones (SketchVisor section 5), in the order of
+    /// [`Self::counters`], each rounded to the nearest integer in `0..=u32::MAX`. Returns false
+    /// (and changes nothing) when `t` is not `rows * groups * stride` long.
+    pub fn set_counters(&mut self, t: &[f64]) -> bool {
+        if t.len() != self.counters.len() {
+            return false;
+        }
+        for (i, (c, &v)) in self.counters.iter_mut().zip(t).enumerate() {
+            *c = v.round().clamp(0.0, f64::from(u32::MAX)) as u32;
+            // One mark per group, on its first counter (as `add` marks them).
+            if *c != 0 {
+                self.dirty.mark(i - i % self.stride);
+            }
+        }
+        true
+    }
+
     /// Offset of the group of `h` in row `i`.
     #[inline]
     fn base(&self, h: u64, i: usize) -> usize {

@@ -309,10 +309,40 @@ impl RevSketch {
         }
     }
 
-    /// The reversible rows' counters, row major (`rows x width`): the linear part SketchVisor's
-    /// recovery sees (RECOVERY.md 3; the verification rows are left out of that view).
+    /// The reversible rows' counters, row major (`rows x width`): with
+    /// [`Self::verify_counters`], the linear part SketchVisor's recovery sees (RECOVERY.md 3).
     pub fn counters(&self) -> &[u32] {
         &self.counters
+    }
+
+    /// The verification rows' counters, row major (`verify_rows x verify_width`).
+    pub fn verify_counters(&self) -> &[u32] {
+        &self.verify
+    }
+
+    /// Replace every counter by recovered ones (SketchVisor section 5): `t` holds the reversible
+    /// rows then the verification rows, row major, each value rounded to the nearest integer in
+    /// `0..=u32::MAX`. Returns false (and changes nothing) when `t` is not
+    /// `rows * width + verify_rows * verify_width` long.
+    pub fn set_counters(&mut self, t: &[f64]) -> bool {
+        let n = self.counters.len();
+        if t.len() != n + self.verify.len() {
+            return false;
+        }
+        let round = |v: f64| v.round().clamp(0.0, f64::from(u32::MAX)) as u32;
+        for (i, (c, &v)) in self.counters.iter_mut().zip(&t[..n]).enumerate() {
+            *c = round(v);
+            if *c != 0 {
+                self.dirty.mark(i);
+            }
+        }
+        for (i, (c, &v)) in self.verify.iter_mut().zip(&t[n..]).enumerate() {
+            *c = round(v);
+            if *c != 0 {
+                self.verify_dirty.mark(i);
+            }
+        }
+        true
     }
 
     /// Point estimate of `key` (min over the reversible and the verification rows).

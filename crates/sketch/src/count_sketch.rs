@@ -184,6 +184,18 @@ impl SignedMatrix {
         }
     }
 
+    /// Replace the counters by `t` (row major, each rounded to the nearest integer in the i32
+    /// range). Returns false (and changes nothing) when `t` is not `rows * width` long.
+    pub(crate) fn set_counters(&mut self, t: &[f64]) -> bool {
+        if t.len() != self.counters.len() {
+            return false;
+        }
+        for (c, &v) in self.counters.iter_mut().zip(t) {
+            *c = v.round().clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32;
+        }
+        true
+    }
+
     pub(crate) fn same_shape(&self, o: &SignedMatrix) -> bool {
         self.rows == o.rows && self.width == o.width && self.hash == o.hash
     }

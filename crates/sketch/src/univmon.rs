@@ -454,6 +454,51 @@ impl UnivMon {
         self.levels.iter().map(|l| l.cs.counters()).collect()
     }
 
+    /// Replace the state by a recovered one (SketchVisor section 5; RECOVERY.md 3): `t` holds
+    /// every level's counters one level after the other (the order of [`Self::level_counters`]),
+    /// each rounded to the nearest i32; `total` becomes the weight seen. The heaps are not
+    /// linear: each level's is rebuilt from the new counters, its candidates the keys any heap
+    /// holds now plus `candidates` (the fast path's tracked flows), each offered to the levels
+    /// its sampling bits reach. Returns false (and changes nothing) when `t` is not the
+    /// levels' `rows x width` summed.
+    pub fn set_counters(&mut self, t: &[f64], total: u64, candidates: &[FlowKey]) -> bool {
+        let need: usize = self.levels.iter().map(|l| l.cs.counters().len()).sum();
+        if t.len() != need {
+            return false;
+        }
+        let mut at = 0;
+        for l in &mut self.levels {
+            let n = l.cs.counters().len();
+            l.cs.set_counters(&t[at..at + n]);
+            at += n;
+        }
+        self.total = total;
+        let mut seen = KeySet::default();
+        let mut keys: Vec<(FlowKey, u64)> = Vec::new();
+        for l in &self.levels {
+            for e in &l.heap.entries {
+                if seen.insert(e.key) {
+                    keys.push((e.key, e.h));
+                }
+            }
+        }
+        for k in candidates {
+            if seen.insert(*k) {
+                keys.push((*k, self.hash.hash(k)));
+            }
+        }
+        for j in 0..self.levels.len() {
+            self.levels[j].heap.clear();
+            for &(k, h) in &keys {
+                if j == 0 || self.in_level(h, j) {
+                    let est = self.level_estimate(j, h);
+                    self.levels[j].heap.offer(k, h, est);
+                }
+            }
+        }
+        true
+    }
+
     #[inline(always)]
     fn level_hash(h: u64, salt: u64, j: usize) -> u64 {
         if j == 0 {

@@ -59,7 +59,7 @@ use nalgebra::{DMatrix, SymmetricEigen};
 use serde::{Deserialize, Serialize};
 
 use crate::fast::Summary;
-use crate::linear::{columns, ColumnError, Linear};
+use crate::linear::{cell_index, cell_sign, columns, row_starts, ColumnError, Linear};
 
 /// Which recovery a control plane (or a run with a fast path) uses (`--recover`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,12 +71,13 @@ pub enum Method {
     Lower,
     /// UpperRecovery: inject every tracked flow's upper bound.
     Upper,
-    /// SketchVisor's compressive-sensing recovery.
+    /// SketchVisor's compressive-sensing recovery (sketches whose recovered counters can be
+    /// written back, [`Method::refusal`]).
     #[default]
     Sketchvisor,
     /// The uniform-overflow prior (module docs), when the epoch's data fits it; else
-    /// SketchVisor's. Only for sketches whose recovered counters can be written back
-    /// ([`Method::refusal`]).
+    /// SketchVisor's. As SketchVisor's, only for sketches whose recovered counters can be
+    /// written back ([`Method::refusal`]).
     Proportional,
 }
 
@@ -100,17 +101,17 @@ impl Method {
     }
 
     /// Why this method cannot recover the algorithm named `algo` (its catalog name), if it
-    /// cannot: a run or merge refuses it at start-up with this reason. The proportional prior
-    /// needs a linear view whose counters are written back (Count-Min, MRAC). The older
-    /// methods never refuse: for other algorithms they answer as LowerRecovery
-    /// ([`crate::recovered`] returns the method it used).
+    /// cannot: a run or merge refuses it at start-up with this reason, and
+    /// [`crate::recovered`] returns it as [`RecoverError::Refused`]. `sketchvisor` and
+    /// `proportional` need a sketch whose recovered counters are written back (one list,
+    /// `restore::WRITES_BACK`); `none`, `lower` and `upper` apply to every algorithm.
     pub fn refusal(self, algo: &str) -> Option<String> {
         match self {
-            Method::Proportional if !crate::restore::WRITES_BACK.contains(&algo) => Some(format!(
-                "recovery {} needs a sketch whose recovered counters are written back ({}), and {algo} has none",
-                self.name(),
-                crate::restore::WRITES_BACK.join(", ")
-            )),
+            Method::Sketchvisor | Method::Proportional
+                if !crate::restore::WRITES_BACK.contains(&algo) =>
+            {
+                Some(crate::restore::refusal_reason(self, algo))
+            }
             _ => None,
         }
     }
@@ -252,9 +253,8 @@ pub fn proportional_fit<S: Linear>(
     summary: &Summary,
     cells: &[Vec<u32>],
 ) -> (Fit, Vec<f64>) {
-    let (_, n) = normal.shape();
     let nc = normal.counters();
-    let w_n = normal_total(&nc, n, &normal.row_mass());
+    let w_n = normal_total(normal, &nc);
     let v = summary.v as f64;
     let est: Vec<f64> = cells.iter().map(|c| normal.point(&nc, c)).collect();
     let Some(w_n) = w_n.filter(|&w| w > 0.0) else {
@@ -289,13 +289,18 @@ pub fn proportional_fit<S: Linear>(
     (fit, est)
 }
 
-/// The normal path's total weight: the mean of `sum_row / c_i` over the rows with a mass
+/// The normal path's total weight: the sketch's own count if it keeps one
+/// ([`Linear::total_weight`]), else the mean of `sum_row / c_i` over the rows with a mass
 /// constant, `None` without one.
-fn normal_total(nc: &[f64], n: usize, mass: &[Option<f64>]) -> Option<f64> {
+fn normal_total<S: Linear>(normal: &S, nc: &[f64]) -> Option<f64> {
+    if let Some(w) = normal.total_weight() {
+        return Some(w);
+    }
+    let starts = row_starts(&normal.row_lens());
     let (mut sum, mut rows) = (0.0, 0usize);
-    for (i, c) in mass.iter().enumerate() {
+    for (i, c) in normal.row_mass().iter().enumerate() {
         if let Some(c) = c.filter(|&c| c > 0.0) {
-            sum += nc[i * n..(i + 1) * n].iter().sum::<f64>() / c;
+            sum += nc[starts[i]..starts[i + 1]].iter().sum::<f64>() / c;
             rows += 1;
         }
     }
@@ -311,9 +316,10 @@ fn proportional<S: Linear>(
     q: f64,
     est: &[f64],
 ) -> (Vec<f64>, Vec<f64>) {
-    let (m, n) = normal.shape();
+    let starts = row_starts(&normal.row_lens());
     let nc = normal.counters();
     let mass = normal.row_mass();
+    let signed = normal.signed();
     let lo: Vec<f64> = summary.flows.iter().map(|t| t.lo as f64).collect();
     let sum_lo: f64 = lo.iter().sum();
     let v = (summary.v as f64).max(sum_lo);
@@ -333,24 +339,27 @@ fn proportional<S: Linear>(
             .for_each(|(xj, l)| *xj = l + lam * (*xj - l));
     }
     let rest = (v - x.iter().sum::<f64>()).max(0.0);
-    // The untracked flows' normal weight per cell: N less the tracked flows' estimates.
+    // The untracked flows' normal weight per cell: N less the tracked flows' estimates (a
+    // signed sketch keeps the signs: sk(r n) = r sk(n) holds for its counters as they are).
     let mut base = nc.clone();
     for (col, &nj) in cells.iter().zip(est) {
         for &c in col {
-            base[c as usize] -= nj;
+            base[cell_index(c)] -= cell_sign(c) * nj;
         }
     }
-    base.iter_mut().for_each(|b| *b = b.max(0.0));
-    let w_n = normal_total(&nc, n, &mass).unwrap_or(0.0);
+    if !signed {
+        base.iter_mut().for_each(|b| *b = b.max(0.0));
+    }
+    let w_n = normal_total(normal, &nc).unwrap_or(0.0);
     let untracked = (w_n - est.iter().sum::<f64>()).max(0.0);
     let mut t = nc;
     for (col, &xj) in cells.iter().zip(&x) {
         for &c in col {
-            t[c as usize] += xj;
+            t[cell_index(c)] += cell_sign(c) * xj;
         }
     }
     for (i, c) in mass.iter().enumerate() {
-        let row = i * n..(i + 1) * n;
+        let row = starts[i]..starts[i + 1];
         let b: f64 = base[row.clone()].iter().sum();
         let r = match c {
             // Constraint (1) exactly: this row's Y sums to c_i (V - sum x).
@@ -358,7 +367,7 @@ fn proportional<S: Linear>(
             // No normal weight left in the row: spread the remainder evenly.
             Some(c) => {
                 base[row.clone()].iter_mut().for_each(|v| *v = 1.0);
-                c * rest / n as f64
+                c * rest / row.len().max(1) as f64
             }
             None if untracked > 0.0 => rest / untracked,
             None => 0.0,
@@ -367,7 +376,7 @@ fn proportional<S: Linear>(
             *tc += r * bc;
         }
     }
-    debug_assert_eq!(t.len(), m * n);
+    debug_assert_eq!(t.len(), starts[starts.len() - 1]);
     (x, t)
 }
 
@@ -425,19 +434,23 @@ pub fn recover<S: Linear>(
             let bits = opts
                 .key_bits
                 .unwrap_or_else(|| 8 * keys.first().map_or(13, |k| k.len()) as u32);
+            let lens = normal.row_lens();
+            let uniform = lens.iter().all(|&l| l == n);
             let p = Problem {
                 m,
                 n,
+                starts: row_starts(&lens),
                 n_counters: normal.counters(),
                 mass: normal.row_mass(),
-                nonneg: true,
+                signed: normal.signed(),
                 cells: &cells,
                 lo: summary.flows.iter().map(|t| t.lo as f64).collect(),
                 hi: summary.flows.iter().map(|t| t.hi as f64).collect(),
                 v: summary.v as f64,
                 beta: (2.0 * f64::from(bits)).sqrt(),
             };
-            let nuclear = opts.nuclear.unwrap_or_else(|| normal.low_rank());
+            // Rows of different lengths are no matrix: no nuclear norm for them.
+            let nuclear = uniform && opts.nuclear.unwrap_or_else(|| normal.low_rank());
             let sol = p.solve(opts, nuclear);
             Ok(Recovered {
                 method,
@@ -456,10 +469,14 @@ pub fn recover<S: Linear>(
 /// The optimisation problem of RECOVERY.md 5, in bytes (scaled inside [`Problem::solve`]).
 struct Problem<'a> {
     m: usize,
+    /// The longest row; every row has this length when the nuclear norm is kept.
     n: usize,
+    /// Where each row starts in the counters (`m + 1` offsets, [`row_starts`]).
+    starts: Vec<usize>,
     n_counters: Vec<f64>,
     mass: Vec<Option<f64>>,
-    nonneg: bool,
+    /// `A` has `-1` entries and `Y` is signed (Count Sketch rows); else `Y >= 0`.
+    signed: bool,
     cells: &'a [Vec<u32>],
     lo: Vec<f64>,
     hi: Vec<f64>,
@@ -494,8 +511,14 @@ impl Problem<'_> {
     fn add_ax(&self, x: &[f64], out: &mut [f64]) {
         for (col, &xj) in self.cells.iter().zip(x) {
             if xj != 0.0 {
-                for &c in col {
-                    out[c as usize] += xj;
+                if self.signed {
+                    for &c in col {
+                        out[cell_index(c)] += cell_sign(c) * xj;
+                    }
+                } else {
+                    for &c in col {
+                        out[c as usize] += xj;
+                    }
                 }
             }
         }
@@ -504,7 +527,11 @@ impl Problem<'_> {
     /// `A' r`.
     fn atr(&self, r: &[f64], out: &mut [f64]) {
         for (o, col) in out.iter_mut().zip(self.cells) {
-            *o = col.iter().map(|&c| r[c as usize]).sum();
+            *o = if self.signed {
+                col.iter().map(|&c| cell_sign(c) * r[cell_index(c)]).sum()
+            } else {
+                col.iter().map(|&c| r[c as usize]).sum()
+            };
         }
     }
 
@@ -515,7 +542,7 @@ impl Problem<'_> {
             return 1.0;
         }
         let mut x = vec![1.0 / (k as f64).sqrt(); k];
-        let mut ax = vec![0.0; self.m * self.n];
+        let mut ax = vec![0.0; self.starts[self.m]];
         let mut y = vec![0.0; k];
         let mut lambda = 1.0;
         for _ in 0..20 {
@@ -533,7 +560,8 @@ impl Problem<'_> {
 
     fn solve(&self, o: &Options, nuclear: bool) -> Solution {
         let (m, n, k) = (self.m, self.n, self.cells.len());
-        let mn = m * n;
+        let st = &self.starts;
+        let mn = st[m];
         // Lemma 4.1 gives sum(lo) <= V; a merged summary could only break it by a bug upstream,
         // and then no x is feasible: take V as sum(lo).
         let sum_lo: f64 = self.lo.iter().sum();
@@ -596,8 +624,9 @@ impl Problem<'_> {
         let mut y = vec![0.0; mn];
         for (i, c) in self.mass.iter().enumerate() {
             if let Some(c) = c {
-                let u = (c * (v - sum_x)).max(0.0) / n as f64;
-                y[i * n..(i + 1) * n].iter_mut().for_each(|e| *e = u);
+                let len = (st[i + 1] - st[i]).max(1);
+                let u = (c * (v - sum_x)).max(0.0) / len as f64;
+                y[st[i]..st[i + 1]].iter_mut().for_each(|e| *e = u);
             }
         }
         let mut ax = vec![0.0; mn];
@@ -607,7 +636,14 @@ impl Problem<'_> {
         let mut mm = vec![0.0; mn];
         let mut lambda = vec![0.0; m];
         let tau = 0.9 / self.a_norm_sq();
-        let sigma1 = Svt::new(m, n).sigma_max(&t).max(f64::MIN_POSITIVE);
+        // sigma_1(T0); a view with rows of different lengths takes ||T0||_F >= sigma_1 (a smaller
+        // first penalty, a few more iterations).
+        let sigma1 = if nuclear || mn == m * n {
+            Svt::new(m, n).sigma_max(&t)
+        } else {
+            t0_norm
+        }
+        .max(f64::MIN_POSITIVE);
         let mu0 = 1.0 / sigma1;
         let mut mu = mu0;
 
@@ -618,7 +654,7 @@ impl Problem<'_> {
         let mut x_new = vec![0.0; k];
         let mut iterations = 0;
         let mut converged = false;
-        let mut row_sum_y: Vec<f64> = (0..m).map(|i| y[i * n..(i + 1) * n].iter().sum()).collect();
+        let mut row_sum_y: Vec<f64> = (0..m).map(|i| y[st[i]..st[i + 1]].iter().sum()).collect();
         while iterations < o.max_iter {
             iterations += 1;
             // 1. T = SVT_{alpha/mu}(N + A x + Y - M/mu).
@@ -691,7 +727,7 @@ impl Problem<'_> {
             //    t_i) / a) with t_i the root of t = lambda_i + mu (1'Y_i(t) + c_i sum(x) - c_i V).
             let a_coef = 1.0 / gamma + mu;
             for i in 0..m {
-                let r = i * n..(i + 1) * n;
+                let r = st[i]..st[i + 1];
                 for q in r.clone() {
                     j[q] = mu * (t[q] - nn[q] - ax[q] + mm[q] / mu);
                 }
@@ -711,7 +747,7 @@ impl Problem<'_> {
                         let mut sum = 0.0;
                         for q in r {
                             let mut val = j[q] / a_coef;
-                            if self.nonneg {
+                            if !self.signed {
                                 val = val.max(0.0);
                             }
                             y[q] = val;

@@ -1,29 +1,57 @@
 //! The state a task is answered from when a fast path measured part of the traffic
-//! (SketchVisor section 5): `netsift run` with `--fast-path` (its own host) and `netsift merge`
-//! (many hosts) both answer from [`recovered`].
+//! (SketchVisor section 5): `netsift run` with `--fast-path` (its own host), `netsift merge`
+//! (many hosts) and the controller all answer from [`recovered`].
 //!
 //! - `none`: the normal path's state alone (NoRecovery: the fast path's packets are missing);
 //! - `lower` / `upper`: a copy of it with every tracked flow's lower / upper bound added through
 //!   the algorithm's own update (any algorithm);
-//! - `sketchvisor`: the compressive-sensing recovery for the sketches whose counters can be
-//!   written back (Count-Min, MRAC): a copy with the tracked flows' recovered `x^` added first
-//!   (so Count-Min's candidate set holds them), then every counter replaced by the recovered
-//!   `T^ = N + A x^ + Y^`; for every other algorithm LowerRecovery, and the caller is told so
-//!   (the method returned);
+//! - `sketchvisor`: the compressive-sensing recovery of [`crate::recover`], for the counter
+//!   sketches whose recovered counters are written back ([`WRITES_BACK`]: Count-Min, MRAC,
+//!   RevSketch, FlowRadar, UnivMon, Deltoid): a copy with the tracked flows' recovered `x^`
+//!   added first through the sketch's own update (so candidate sets, heaps and FlowRadar's flow
+//!   set hold them), then every counter replaced by the recovered `T^ = N + A x^ + Y^`;
 //! - `proportional`: the uniform-overflow prior of [`crate::recover`], written back the same way
-//!   (the method returned is `sketchvisor` on an epoch whose test rejects the prior); for an
-//!   algorithm without a written-back view it is refused ([`RecoverError::Refused`]; a run
-//!   refuses it at start-up through [`Method::refusal`]), never replaced.
+//!   (the method returned is `sketchvisor` on an epoch whose test rejects the prior).
+//!
+//! For any other algorithm both are refused ([`RecoverError::Refused`], with the reason of
+//! [`Method::refusal`], which a run or merge checks at start-up), never replaced by another
+//! method. What each written-back sketch answers from:
+//!
+//! - Count-Min, RevSketch, Deltoid: point queries and their candidates (Count-Min's candidate
+//!   set, RevSketch's reversal, Deltoid's bit tests) on the recovered counters, RevSketch's
+//!   verification rows and Deltoid's bit counters included;
+//! - UnivMon: the recovered Count Sketch of every level and its total `N + V`; the heaps, which
+//!   are not linear, rebuilt from the recovered counters over the keys they held plus the
+//!   tracked flows (`UnivMon::set_counters`), so heavy hitters, entropy and cardinality come from
+//!   them;
+//! - FlowRadar: the recovered PacketCount field; FlowXOR and FlowCount stay the normal path's
+//!   plus the tracked flows', so the decode lists those flows with their recovered counts. A
+//!   flow that only the fast path saw and did not track cannot be decoded: its volume is in the
+//!   counts (and so in the other flows' shares of a cell), its key nowhere;
+//! - MRAC: the recovered counters (its size distribution).
+//!
+//! Bitmap sketches (FM, kMin, Linear Counting, TwoLevel's bitmaps) are restored by another
+//! module (the paper's non-zero counters, section 4.2): its names join [`WRITES_BACK`] and its
+//! call goes before the refusal in [`recovered`] (the hook marked there).
 
 use algo::Algorithm;
+use key::FlowKey;
 
 use crate::fast::Summary;
 use crate::linear::Linear;
-use crate::recover::{inject, recover, Bound, Method, Options, RecoverError};
+use crate::recover::{inject, recover, Bound, Method, Options, RecoverError, Recovered};
 
-/// The catalog names of the algorithms whose recovered counters are written back (the ones
-/// [`recovered`] solves for; the rest get LowerRecovery, or are refused by `proportional`).
-pub(crate) const WRITES_BACK: [&str; 2] = [sketch::count_min::ENTRY.name, sketch::mrac::ENTRY.name];
+/// The catalog names of the algorithms whose recovered state [`recovered`] builds for
+/// `sketchvisor` and `proportional` (every other algorithm is refused by both,
+/// [`Method::refusal`]). One list: a sketch restored elsewhere joins it by its name.
+pub(crate) const WRITES_BACK: [&str; 6] = [
+    sketch::count_min::ENTRY.name,
+    sketch::mrac::ENTRY.name,
+    reversible::rev_sketch::ENTRY.name,
+    table::flow_radar::ENTRY.name,
+    sketch::univmon::ENTRY.name,
+    reversible::deltoid::ENTRY.name,
+];
 
 /// The state an instance answers from, and the method that made it: `None` when the normal
 /// state answers as it is (NoRecovery, or nothing took the fast path this epoch).
@@ -45,37 +73,97 @@ pub fn recovered(
         Method::Lower => (inject(Bound::Lower), Method::Lower),
         Method::Upper => (inject(Bound::Upper), Method::Upper),
         Method::Sketchvisor | Method::Proportional => {
-            if let Some(cm) = algo::downcast::<sketch::CountMin>(normal) {
-                solve(cm, summary, method)?
-            } else if let Some(m) = algo::downcast::<sketch::Mrac>(normal) {
-                solve(m, summary, method)?
-            } else if let Some(reason) = method.refusal(normal.name()) {
+            if let Some(s) = algo::downcast::<sketch::CountMin>(normal) {
+                solve(s, summary, method)?
+            } else if let Some(s) = algo::downcast::<sketch::Mrac>(normal) {
+                solve(s, summary, method)?
+            } else if let Some(s) = algo::downcast::<reversible::RevSketch>(normal) {
+                solve(s, summary, method)?
+            } else if let Some(s) = algo::downcast::<table::FlowRadar>(normal) {
+                solve(s, summary, method)?
+            } else if let Some(s) = algo::downcast::<sketch::UnivMon>(normal) {
+                solve(s, summary, method)?
+            } else if let Some(s) = algo::downcast::<reversible::Deltoid>(normal) {
+                solve(s, summary, method)?
+            } else {
+                // Hook: the bitmap sketches' restoring goes here, before the refusal.
                 return Err(RecoverError::Refused {
                     method: method.name(),
                     algo: normal.name(),
-                    reason,
+                    reason: refusal_reason(method, normal.name()),
                 });
-            } else {
-                (inject(Bound::Lower), Method::Lower)
             }
         }
     })
 }
 
-/// A sketch whose counters the recovery can write back.
+/// Why `sketchvisor` / `proportional` cannot recover `algo`, an algorithm outside
+/// [`WRITES_BACK`].
+pub(crate) fn refusal_reason(method: Method, algo: &str) -> String {
+    format!(
+        "recovery {} needs a sketch whose recovered counters are written back ({}), and {algo} \
+         is none of them; `lower` or `upper` recover any algorithm",
+        method.name(),
+        WRITES_BACK.join(", ")
+    )
+}
+
+/// A sketch whose counters the recovery can write back: set every counter of `out` (the normal
+/// state with the tracked flows' `x^` added) to the recovered `T^`, in [`Linear`]'s layout.
 trait WriteBack: Linear + 'static {
-    fn write_back(&mut self, t: &[f64]) -> bool;
+    fn write_back(&mut self, r: &Recovered, summary: &Summary, normal: &Self) -> bool;
 }
 
 impl WriteBack for sketch::CountMin {
-    fn write_back(&mut self, t: &[f64]) -> bool {
-        self.set_counters(t)
+    fn write_back(&mut self, r: &Recovered, _: &Summary, _: &Self) -> bool {
+        self.set_counters(&r.t)
     }
 }
 
 impl WriteBack for sketch::Mrac {
-    fn write_back(&mut self, t: &[f64]) -> bool {
-        self.set_counters(t)
+    fn write_back(&mut self, r: &Recovered, _: &Summary, _: &Self) -> bool {
+        self.set_counters(&r.t)
+    }
+}
+
+/// Reversible rows then verification rows, as the view lists them.
+impl WriteBack for reversible::RevSketch {
+    fn write_back(&mut self, r: &Recovered, _: &Summary, _: &Self) -> bool {
+        self.set_counters(&r.t)
+    }
+}
+
+impl WriteBack for table::FlowRadar {
+    fn write_back(&mut self, r: &Recovered, _: &Summary, _: &Self) -> bool {
+        self.set_packet_counts(&r.t)
+    }
+}
+
+/// The view is transposed (one row per hash row and counter of a group): back to the sketch's
+/// group-major order.
+impl WriteBack for reversible::Deltoid {
+    fn write_back(&mut self, r: &Recovered, _: &Summary, _: &Self) -> bool {
+        let (g, s) = (self.config().groups, self.stride());
+        if r.t.len() != self.config().rows * g * s {
+            return false;
+        }
+        let mut store = vec![0.0; r.t.len()];
+        for (q, v) in store.iter_mut().enumerate() {
+            let (b, rg) = (q % s, q / s);
+            let (row, grp) = (rg / g, rg % g);
+            *v = r.t[(row * s + b) * g + grp];
+        }
+        self.set_counters(&store)
+    }
+}
+
+/// The levels' counters, the total the normal path saw plus the fast path's `V` (every packet
+/// once), and the heaps rebuilt over their keys and the tracked flows.
+impl WriteBack for sketch::UnivMon {
+    fn write_back(&mut self, r: &Recovered, summary: &Summary, normal: &Self) -> bool {
+        let keys: Vec<FlowKey> = summary.flows.iter().map(|t| t.key).collect();
+        let total = normal.total().saturating_add(summary.v);
+        self.set_counters(&r.t, total, &keys)
     }
 }
 
@@ -96,7 +184,7 @@ fn solve<S: WriteBack>(
         }
     }
     // The shapes agree by construction (the recovery's matrix is this sketch's).
-    let written = out.write_back(&r.t);
+    let written = out.write_back(&r, summary, normal);
     debug_assert!(written, "recovered matrix of another shape");
     Ok((Some(Box::new(out)), r.method))
 }
