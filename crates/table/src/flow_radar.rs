@@ -260,25 +260,6 @@ impl FlowRadar {
             .map(move |c| c[self.kw + 1])
     }
 
-    /// Replace the PacketCount field of every cell by recovered values (SketchVisor section 5),
-    /// in cell order, each rounded to the nearest integer in `0..=2^53`; FlowXOR, FlowCount and
-    /// the filter are kept, so the decode finds the flows it found before with the new counts.
-    /// Returns false (and changes nothing) when `t` is not `cells` long.
-    pub fn set_packet_counts(&mut self, t: &[f64]) -> bool {
-        if t.len() != self.cells() {
-            return false;
-        }
-        let (kw, stride) = (self.kw, self.stride);
-        for (i, (c, &v)) in self.table.chunks_exact_mut(stride).zip(t).enumerate() {
-            c[kw + 1] = v.round().clamp(0.0, (1u64 << 53) as f64) as u64;
-            if c[kw + 1] != 0 {
-                self.table_dirty.mark(i * stride);
-            }
-        }
-        self.invalidate();
-        true
-    }
-
     /// Bits of the flow filter.
     pub fn bf_bits(&self) -> usize {
         self.bf_bits

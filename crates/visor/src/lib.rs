@@ -11,8 +11,9 @@
 //!   its serde configuration ([`VisorConfig`]), as the runner drives it.
 //! - [`recover`](mod@recover): NoRecovery, LowerRecovery, UpperRecovery and the compressive-sensing
 //!   recovery (section 5; the solver of `../shared/RECOVERY.md`) of a [`Linear`] sketch
-//!   ([`linear`]: Count-Min, MRAC, RevSketch, FlowRadar's PacketCount; not UnivMon, whose
-//!   signed, sampled Count Sketches the 0/1 column model cannot probe).
+//!   ([`linear`]: Count-Min, MRAC, RevSketch, FlowRadar's PacketCount, Deltoid, UnivMon's signed
+//!   levels), and [`recovered`], the state every task is answered from (written back for those
+//!   sketches, refused for the others).
 //!
 //! Invariants: every packet offered to the FIFO model takes exactly one path and is counted on
 //! it; the fast path never loses weight from `V`; Lemma 4.1's bounds hold for every tracked flow

@@ -566,10 +566,14 @@ impl Problem<'_> {
         // and then no x is feasible: take V as sum(lo).
         let sum_lo: f64 = self.lo.iter().sum();
         let v_bytes = self.v.max(sum_lo);
-        // Scale by the mean counter of T0 = N + A x0 + Y0: sum(N) + sum_i c_i V over m n.
+        // Scale by the mean counter of T0 = N + A x0 + Y0: sum(N) + sum_i c_i V over m n (in
+        // absolute value: a signed sketch's counters cancel in a plain sum; without a mass row,
+        // V itself spread over the counters).
         let mass_sum: f64 = self.mass.iter().flatten().sum();
-        let s = (self.n_counters.iter().sum::<f64>() + mass_sum * v_bytes) / mn as f64;
+        let abs_n: f64 = self.n_counters.iter().map(|c| c.abs()).sum();
+        let s = (abs_n + mass_sum.max(1.0) * v_bytes) / mn as f64;
         if s <= 0.0 {
+            // Nothing anywhere (N = 0, V = 0, so lo = 0): T = N.
             return Solution {
                 t: self.n_counters.clone(),
                 x: self.lo.clone(),

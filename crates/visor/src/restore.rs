@@ -133,9 +133,48 @@ impl WriteBack for reversible::RevSketch {
     }
 }
 
+/// FlowRadar answers from its decode, which peels cells by subtracting a pure cell's count from
+/// the flow's other cells: counts that are not a sum of whole flows' columns (the recovered `Y`
+/// is spread over cells) leave negative, wrapped residues that decode as giant flows (measured:
+/// heavy-hitter F1 0.01 with `set_packet_counts(T^)`, tests/recovery_all.rs). So `Y` is given to
+/// the flows the decode can name: each cell's `Y` split among the decoded flows in it in
+/// proportion to their decoded counts, a flow's share the mean over its `k` cells (the row mass
+/// is `k`, so the shares sum to `V - sum x^`), added through the update. Under the
+/// proportional prior (`Y = r N`) this gives each decoded flow exactly `r` times its count.
+/// The `Y` of cells no decoded flow reaches is lost (the flows there are undecodable anyway).
 impl WriteBack for table::FlowRadar {
     fn write_back(&mut self, r: &Recovered, _: &Summary, _: &Self) -> bool {
-        self.set_packet_counts(&r.t)
+        if r.t.len() != self.cells() {
+            return false;
+        }
+        let cur = self.counters();
+        let flows: Vec<(FlowKey, u64)> = self.decode().flows().iter().map(|(k, &v)| (*k, v)).collect();
+        let keys: Vec<FlowKey> = flows.iter().map(|f| f.0).collect();
+        let Ok(cols) = crate::linear::columns(self, &keys) else {
+            return false;
+        };
+        let mut by_cell = vec![0.0; cur.len()];
+        for ((_, n), col) in flows.iter().zip(&cols) {
+            for &c in col {
+                by_cell[c as usize] += *n as f64;
+            }
+        }
+        let k = self.cell_hashes() as f64;
+        for ((key, n), col) in flows.iter().zip(&cols) {
+            let y: f64 = col
+                .iter()
+                .map(|&c| {
+                    let c = c as usize;
+                    (r.t[c] - cur[c]).max(0.0) * *n as f64 / by_cell[c]
+                })
+                .sum::<f64>()
+                / k;
+            let w = y.round() as u64;
+            if w > 0 {
+                self.update(key, w);
+            }
+        }
+        true
     }
 }
 

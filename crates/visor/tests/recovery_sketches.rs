@@ -7,10 +7,9 @@
 //!   ([`visor::Linear`]): the solver's counters are no further from Ideal's than Lower's and
 //!   Upper's and far closer than NoRecovery's, and its point estimates of the heavy hitters
 //!   beat NoRecovery's.
-//! - UnivMon's Count Sketches have signs and per-level sampling, which the solver's 0/1 column
-//!   model (`visor::columns`) cannot probe: it is not recovered by the solver. What holds is
-//!   tested: Lower and Upper (the tracked flows injected with `visor::inject`) answer its
-//!   heavy hitters with a higher recall and a lower error than NoRecovery.
+//! - UnivMon: Lower and Upper (the tracked flows injected with `visor::inject`) answer its
+//!   heavy hitters with a higher recall and a lower error than NoRecovery. (Its solver recovery,
+//!   signed columns and rebuilt heaps, is tested in tests/recovery_all.rs.)
 
 use algo::{Algorithm, BuildCtx};
 use gen::{Generator, Order, Size, Spec};
@@ -160,7 +159,7 @@ fn flow_radar_one_host() {
 }
 
 /// UnivMon as SketchVisor sized it (section 7.1: 4000, 2000, 1000, 500 counters, heap of 500):
-/// Lower and Upper only (module docs).
+/// Lower and Upper (module docs).
 #[test]
 fn univmon_lower_and_upper_beat_no_recovery() {
     let um = sketch::UnivMon::new(

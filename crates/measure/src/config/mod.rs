@@ -765,9 +765,9 @@ mod tests {
             .contains("epoch_ms"));
     }
 
-    /// `recover = "proportional"` needs a written-back linear view (issue 36): refused at
-    /// validation for any other algorithm, naming both, and accepted for Count-Min; the older
-    /// methods keep answering as LowerRecovery for the others.
+    /// `recover = "sketchvisor"` and `"proportional"` need a written-back state (issue 36):
+    /// refused at validation for any other algorithm, naming both, never replaced; accepted for
+    /// Count-Min; `lower` applies to every algorithm.
     #[test]
     fn a_recovery_that_cannot_apply_is_refused_at_start_up() {
         let text = |algo: &str, recover: &str| {
@@ -776,15 +776,15 @@ mod tests {
                  [[measure]]\ntask = \"heavy_hitters\"\nalgo = \"{algo}\"\n"
             )
         };
-        let c = RunConfig::from_toml(&text("space_saving", "proportional")).unwrap();
-        let e = c.validate().unwrap_err().to_string();
-        assert!(
-            e.contains("proportional") && e.contains("space_saving"),
-            "{e}"
-        );
+        for recover in ["proportional", "sketchvisor"] {
+            let c = RunConfig::from_toml(&text("space_saving", recover)).unwrap();
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(recover) && e.contains("space_saving"), "{e}");
+        }
         for (algo, recover) in [
             ("count_min", "proportional"),
-            ("space_saving", "sketchvisor"),
+            ("count_min", "sketchvisor"),
+            ("space_saving", "lower"),
         ] {
             let c = RunConfig::from_toml(&text(algo, recover)).unwrap();
             c.validate().unwrap();
