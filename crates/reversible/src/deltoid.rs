@@ -525,6 +525,25 @@ mod tests {
     use crate::testutil::{ctx, feed, key_of, planted, planted_stream, zipf_stream};
     use testkit::weighted_truth;
 
+    /// `set_counters` (SketchVisor's write-back): a wrong length changes nothing; the right one
+    /// is the new state (a group set to one key's counters decodes that key), and reset clears it.
+    #[test]
+    fn set_counters_validates_and_writes() {
+        let mut s = Deltoid::new(DeltoidConfig::default(), &ctx(5, 4)).unwrap();
+        let mut one = s.clone();
+        let k = key_of(11, 4);
+        one.update(&k, 1000);
+        let before = s.clone();
+        let t: Vec<f64> = one.counters().iter().map(|&c| f64::from(c)).collect();
+        assert!(!s.set_counters(&t[1..]));
+        assert_eq!(s, before);
+        assert!(s.set_counters(&t));
+        assert_eq!(s.counters(), one.counters());
+        assert_eq!(s.detect_heavy_hitters(500).flows, vec![(k, 1000)]);
+        s.reset();
+        assert!(s.counters().iter().all(|&c| c == 0));
+    }
+
     #[test]
     fn recovers_planted_heavy_hitters() {
         for key_len in [4usize, 13] {

@@ -705,6 +705,24 @@ mod tests {
     use crate::testutil::{ctx, feed, key_of, planted, planted_stream, zipf_stream};
     use testkit::weighted_truth;
 
+    /// `set_counters` (SketchVisor's write-back): a wrong length changes nothing; the right one
+    /// sets both parts, which the estimate then reads, and reset clears them again.
+    #[test]
+    fn set_counters_validates_and_writes_both_parts() {
+        let mut s = RevSketch::new(RevSketchConfig::default(), &ctx(3, 4)).unwrap();
+        let k = key_of(7, 4);
+        s.update(&k, 5);
+        let before = s.clone();
+        let n = s.counters().len() + s.verify_counters().len();
+        assert!(!s.set_counters(&vec![1.0; n - 1]));
+        assert_eq!(s, before);
+        assert!(s.set_counters(&vec![9.4; n]));
+        assert!(s.counters().iter().chain(s.verify_counters()).all(|&c| c == 9));
+        assert_eq!(s.estimate(&k), 9);
+        s.reset();
+        assert!(s.counters().iter().chain(s.verify_counters()).all(|&c| c == 0));
+    }
+
     #[test]
     fn recovers_planted_heavy_hitters() {
         for key_len in [4usize, 8] {

@@ -886,6 +886,52 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_pcg::Pcg64;
 
+    /// `set_counters` (SketchVisor's write-back): a wrong length changes nothing; otherwise the
+    /// levels take the counters, the total is set, and the heaps are rebuilt from the new
+    /// counters over the keys they held plus the candidates (a candidate absent from every heap
+    /// is found when its counters say it is heavy).
+    #[test]
+    fn set_counters_rebuilds_the_heaps() {
+        let cfg = UnivMonConfig {
+            widths: vec![256, 128],
+            rows: 3,
+            heap: 4,
+        };
+        let mut u = UnivMon::new(cfg, 9).unwrap();
+        for i in 0..50u32 {
+            u.update(&FlowKey::from_u32(i), 10);
+        }
+        let big = FlowKey::from_u32(1000);
+        let mut want = u.clone();
+        want.update(&big, 5000);
+        let t: Vec<f64> = want
+            .level_counters()
+            .iter()
+            .flat_map(|l| l.iter().map(|&c| f64::from(c)))
+            .collect();
+        let before = u.level_counters().concat();
+        assert!(!u.set_counters(&t[1..], 1, &[big]));
+        assert_eq!(u.level_counters().concat(), before);
+        assert!(u.set_counters(&t, want.total(), &[big]));
+        assert_eq!(u.level_counters().concat(), want.level_counters().concat());
+        assert_eq!(u.total(), 5500);
+        let hh = u.heavy_hitters(1000).unwrap();
+        assert_eq!(hh.len(), 1);
+        assert_eq!(hh[0].0, big);
+        // Without the candidate, nothing held it: not found.
+        let mut v = UnivMon::new(
+            UnivMonConfig {
+                widths: vec![256, 128],
+                rows: 3,
+                heap: 4,
+            },
+            9,
+        )
+        .unwrap();
+        assert!(v.set_counters(&t, want.total(), &[]));
+        assert!(v.heavy_hitters(1000).unwrap().is_empty());
+    }
+
     /// The heap as it was with a `HashMap<FlowKey, usize>` index: the twin [`TopHeap`] must
     /// match entry for entry.
     struct MapHeap {
