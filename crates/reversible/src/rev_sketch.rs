@@ -717,10 +717,18 @@ mod tests {
         assert!(!s.set_counters(&vec![1.0; n - 1]));
         assert_eq!(s, before);
         assert!(s.set_counters(&vec![9.4; n]));
-        assert!(s.counters().iter().chain(s.verify_counters()).all(|&c| c == 9));
+        assert!(s
+            .counters()
+            .iter()
+            .chain(s.verify_counters())
+            .all(|&c| c == 9));
         assert_eq!(s.estimate(&k), 9);
         s.reset();
-        assert!(s.counters().iter().chain(s.verify_counters()).all(|&c| c == 0));
+        assert!(s
+            .counters()
+            .iter()
+            .chain(s.verify_counters())
+            .all(|&c| c == 0));
     }
 
     #[test]

@@ -388,7 +388,11 @@ pub fn columns<S: Linear>(sketch: &S, keys: &[FlowKey]) -> Result<Vec<Vec<u32>>,
     for (c, chunk) in keys.chunks(probe).enumerate() {
         scratch.reset();
         for (j, k) in chunk.iter().enumerate() {
-            let w = if signed { 3u64.pow(j as u32) } else { 1u64 << j };
+            let w = if signed {
+                3u64.pow(j as u32)
+            } else {
+                1u64 << j
+            };
             scratch.update(k, w);
         }
         scratch.counters_into(&mut buf);

@@ -148,7 +148,12 @@ impl WriteBack for table::FlowRadar {
             return false;
         }
         let cur = self.counters();
-        let flows: Vec<(FlowKey, u64)> = self.decode().flows().iter().map(|(k, &v)| (*k, v)).collect();
+        let flows: Vec<(FlowKey, u64)> = self
+            .decode()
+            .flows()
+            .iter()
+            .map(|(k, &v)| (*k, v))
+            .collect();
         let keys: Vec<FlowKey> = flows.iter().map(|f| f.0).collect();
         let Ok(cols) = crate::linear::columns(self, &keys) else {
             return false;
@@ -160,6 +165,10 @@ impl WriteBack for table::FlowRadar {
             }
         }
         let k = self.cell_hashes() as f64;
+        // Whole packets per flow, the rounding error carried to the next flow (in the decode's
+        // order): the shares sum to what the cells held, and flows of one size do not all round
+        // the same way (which would empty every other bin of the size distribution).
+        let mut carry = 0.0;
         for ((key, n), col) in flows.iter().zip(&cols) {
             let y: f64 = col
                 .iter()
@@ -168,8 +177,11 @@ impl WriteBack for table::FlowRadar {
                     (r.t[c] - cur[c]).max(0.0) * *n as f64 / by_cell[c]
                 })
                 .sum::<f64>()
-                / k;
-            let w = y.round() as u64;
+                / k
+                + carry;
+            let w = y.round().max(0.0);
+            carry = y - w;
+            let w = w as u64;
             if w > 0 {
                 self.update(key, w);
             }
