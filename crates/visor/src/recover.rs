@@ -22,16 +22,22 @@
 //! overflow is *uniform* (the FIFO drops to the fast path whatever packet arrives while it is
 //! full, section 3.1), the fast path sampled every flow at the same rate `f`, the fast share:
 //! each flow's fast-path weight is about its normal-path weight times `q = f / (1 - f)`, and the
-//! normal path measured `f` for us (`q = V / W_N`, `W_N` the normal path's total, read from any
-//! row with a mass constant: `sum_row(N) / c_i`). So:
+//! normal path measured `f` for us (`q = V / W_N`, `W_N` the normal path's total: the sketch's
+//! own count when it keeps one, UnivMon's, else read from the rows with a mass constant:
+//! `sum_row(N) / c_i`). So:
 //!
 //! - (a) tracked flow `j`: `x_j = clamp(q n_j, lo_j, hi_j)`, `n_j` the sketch's point query of
 //!   `N` (Count-Min's slight over-estimate), Lemma 4.1's bounds kept (scaled toward `lo` if
 //!   `sum x > V`);
 //! - (b) the untracked remainder `V - sum x` spread over the normal path's flows in proportion
 //!   to their normal weight: as the sketch is linear, `y = r n` gives `Y = r (N - A n_tracked)`
-//!   (cells floored at 0), with `r` per mass row so that `c_i sum(x) + 1'Y_i = c_i V` holds
-//!   exactly (constraint (1) of RECOVERY.md 2, as the paper's method keeps it).
+//!   (cells floored at 0; a signed sketch keeps its signs, as `sk(r n) = r N` holds for it),
+//!   with `r` per mass row so that `c_i sum(x) + 1'Y_i = c_i V` holds exactly (constraint (1) of
+//!   RECOVERY.md 2, as the paper's method keeps it). A row without a mass constant (Count
+//!   Sketch rows with signs and level sampling, Deltoid's bit counters, MRAC's sampled arrays)
+//!   takes the one ratio the data gives, `r = (V - sum x) / (W_N - sum n_tracked)`: the
+//!   untracked flows' fast weight per unit of their normal weight, the same `y = r n` as the
+//!   mass rows, so every row of one sketch describes one flow vector.
 //!
 //! The output is a sketch state `T = N + A x + Y` as the other methods', so every task answers
 //! from it. The test, per epoch: under a uniform overflow the prediction `q n_j` falls in (or
@@ -43,8 +49,8 @@
 //! otherwise the paper's method answers. Assumptions: the fast-path weight of a
 //! flow follows the same sampling as its packets (no per-flow bias in the overflow), one
 //! sketch over the whole overflow (a merge of hosts with different shares is read as their
-//! pooled share), and a row with a mass constant (else the prior cannot measure `f` and the
-//! paper's method answers).
+//! pooled share), and a total (a row with a mass constant or the sketch's own count; else the
+//! prior cannot measure `f` and the paper's method answers).
 //!
 //! The output `T^ = N + A x^ + Y^` satisfies constraint (1) exactly. Parameters (RECOVERY.md 2,
 //! 5): `alpha = (sqrt m + sqrt n) sqrt(eta)`, `eta = nnz(N) / (m n)`; `beta = sqrt(2 log2 of the
