@@ -334,6 +334,7 @@ fn recoveries_put_the_fast_path_back() {
         }],
         v: 20,
         e: 5,
+        paths: Default::default(),
     });
     let f = PathBuf::from("a");
     let lo = merge_epoch(&[&f], &[&a], visor::Method::Lower).unwrap();
@@ -581,6 +582,7 @@ fn validate_refuses_forged_sizes_and_budgets() {
         }],
         v: 10,
         e: 0,
+        paths: Default::default(),
     });
     let e = validate(&s, None).unwrap_err();
     assert!(e.starts_with("fast[0] (src) summary: flows:"), "{e}");

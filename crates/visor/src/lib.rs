@@ -13,6 +13,9 @@
 //!   recovery (section 5; the solver of `../shared/RECOVERY.md`) of a [`Linear`] sketch
 //!   ([`linear`]: Count-Min, MRAC, RevSketch, FlowRadar's PacketCount; not UnivMon, whose
 //!   signed, sampled Count Sketches the 0/1 column model cannot probe).
+//! - [`bitmap`]: the distinct-count sketches' restoring (FM, kMin, Linear Counting): the
+//!   flows the normal path missed, counted under the uniform-overflow prior and fed back as
+//!   synthetic distinct keys.
 //!
 //! Invariants: every packet offered to the FIFO model takes exactly one path and is counted on
 //! it; the fast path never loses weight from `V`; Lemma 4.1's bounds hold for every tracked flow
@@ -22,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bitmap;
 pub mod fast;
 pub mod fifo;
 mod index;

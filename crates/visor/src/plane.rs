@@ -134,7 +134,11 @@ impl DataPlane {
             .fast
             .iter_mut()
             .map(|t| {
-                let s = (t.summary(), t.stats());
+                // The counts ride with each summary: the bitmap sketches' restoring reads the
+                // fast share from them (`crate::bitmap`).
+                let mut summary = t.summary();
+                summary.paths = paths;
+                let s = (summary, t.stats());
                 t.reset();
                 s
             })

@@ -952,6 +952,7 @@ mod tests {
             flows: vec![],
             v: 300,
             e: 10,
+            paths: Default::default(),
         };
         let r = recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
         assert!(r.converged);
@@ -987,6 +988,7 @@ mod tests {
             flows,
             v: 400,
             e: 7,
+            paths: Default::default(),
         };
         let r = recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
         for (x, t) in r.x.iter().zip(&sum.flows) {
