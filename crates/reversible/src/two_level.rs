@@ -464,6 +464,7 @@ impl TwoLevel {
             (&mut self.cm, &self.cm_dirty, self.cfg.cm_width),
             (&mut self.rev, &self.rev_dirty, self.cfg.rev_width),
         ];
+        let mut before: Vec<u64> = Vec::with_capacity(words);
         for (part, (arr, dirty, width)) in parts.into_iter().enumerate() {
             let written: Vec<usize> = dirty.items(bw).collect();
             for j in written {
@@ -472,7 +473,8 @@ impl TwoLevel {
                     let Some(bitmap) = arr.get_mut(from..from + words) else {
                         continue;
                     };
-                    let before = bitmap.to_vec();
+                    before.clear();
+                    before.extend_from_slice(bitmap);
                     f(part, j / width.max(1), bitmap);
                     for (w, b) in bitmap.iter_mut().zip(&before) {
                         *w |= b;

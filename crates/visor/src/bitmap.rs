@@ -154,16 +154,27 @@ fn two_level(
         let h = key::mix64(SYNTHETIC_SEED ^ id);
         let frac = (h >> 11) as f64 / (1u64 << 53) as f64;
         let add = (add.floor() + f64::from(u8::from(frac < add.fract()))) as usize;
-        set_zero_bits(bm, bits, add.min(z), h);
+        if add > 0 {
+            set_zero_bits(bm, bits, add.min(z), h);
+        }
     });
     (Some(Box::new(out)), method)
 }
 
-/// Set bits of a bitmap's `bits` positions.
+/// Set bits of a bitmap's `bits` positions (the words past them are masked, whatever they hold).
 fn ones_of(bm: &[u64], bits: usize) -> usize {
-    (0..bits)
-        .filter(|&i| bm.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1))
-        .count()
+    bm.iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let valid = bits.saturating_sub(i * 64).min(64);
+            let mask = if valid == 64 {
+                u64::MAX
+            } else {
+                (1u64 << valid) - 1
+            };
+            (w & mask).count_ones() as usize
+        })
+        .sum()
 }
 
 /// Set `k` of the bitmap's zero bits, chosen by a partial shuffle seeded with `h`.
@@ -267,6 +278,20 @@ mod tests {
         assert!((g - 0.55f64.ln() / 0.1f64.ln()).abs() < 1e-9, "{g}");
         assert!(missed_share(0.3, 100.0) < missed_share(0.3, 10.0));
         assert!(missed_share(0.3, 1e12) >= 0.0);
+    }
+
+    /// The bit count ignores words past the bitmap's bits; the chosen zero bits are zero bits.
+    #[test]
+    fn bits_counted_and_set_within_the_bitmap() {
+        let mut bm = [u64::MAX, 1 | 1 << 60];
+        assert_eq!(ones_of(&bm, 70), 65);
+        bm = [0, 0];
+        set_zero_bits(&mut bm, 70, 70, 9);
+        assert_eq!(ones_of(&bm, 70), 70);
+        assert_eq!(bm[1] >> 6, 0);
+        let mut bm = [0b1011u64];
+        set_zero_bits(&mut bm, 4, 3, 1);
+        assert_eq!(bm[0], 0b1111);
     }
 
     /// Without the epoch's packet counts the share is unknown: no estimate.
