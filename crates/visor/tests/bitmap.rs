@@ -8,11 +8,13 @@
 //! none / lower / restored / ideal (upper equals lower: a tracked flow is one key whatever its
 //! weight):
 //! - 2 M packets, 100 k flows (94 k drawn), share 0.3, 5.9 k flows missing, 8.2 k restored:
-//!   FM 4.8 / 4.8 / 3.0 / 0.4%; kMin 7.5 / 7.5 / 2.1 / 0.9%; LC 6.3 / 6.3 / 2.5 / 0.0%.
+//!   FM 4.8 / 4.8 / 3.0 / 0.4%; kMin 7.5 / 7.5 / 2.1 / 0.9%; LC 6.3 / 6.3 / 2.5 / 0.0%;
+//!   HyperLogLog (not in the paper) 5.7 / 5.7 / 2.8 / 0.5%.
 //! - 400 k packets, 100 k flows (56 k drawn), share 0.5, 17.8 k missing, 11.0 k restored:
-//!   FM 30 / 30 / 11 / 0.8%; kMin 31 / 31 / 13 / 0.7%; LC 32 / 32 / 12 / 0.0%.
+//!   FM 30 / 30 / 11 / 0.8%; kMin 31 / 31 / 13 / 0.7%; LC 32 / 32 / 12 / 0.0%; HLL 31 / 31 /
+//!   10 / 2.3%.
 //! - heavy-only overflow (70% of the 1000 largest flows' packets, 400 k packets): no flow is
-//!   missing, yet 24.5 k are restored (of 65 k untracked packets, the cap): 41-44% over, the
+//!   missing, yet 24.5 k are restored (of 65 k untracked packets, the cap): 41-47% over, the
 //!   rule's known limit (`visor::bitmap` docs: a distinct counter cannot test the prior).
 //! - TwoLevel, 20 spreaders among 5000 hosts, threshold 450, (peer error, F1): pairs of 1-3
 //!   packets at 0.4: lower (0.197, 0.74), restored (0.117, 0.96), ideal (0.039, 1.0);
@@ -48,6 +50,7 @@ fn sketches() -> Vec<Box<dyn Algorithm>> {
         Box::new(
             distinct::LinearCounting::new(distinct::LinearCountingConfig::default(), &ctx).unwrap(),
         ),
+        Box::new(distinct::HyperLogLog::new(distinct::HyperLogLogConfig::default(), &ctx).unwrap()),
     ]
 }
 
@@ -206,7 +209,7 @@ fn restored_beats_lower_with_many_small_flows() {
 /// Only the heaviest flows overflow: no flow is missing, but the fast path's totals look like a
 /// uniform overflow's and the rule restores flows anyway; what it restores stays below the
 /// untracked packets, so the answer's error stays within their share of the flows (a loose
-/// bound: 41-44% measured against Ideal's 1%; module docs).
+/// bound: 41-47% measured against Ideal's 1-2%; module docs).
 #[test]
 fn skewed_overflow_is_bounded_by_the_untracked_packets() {
     let s = split(400_000, 7, Overflow::HeaviestOnly);
