@@ -296,6 +296,48 @@ mod tests {
         assert_eq!(bm[0], 0b1111);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0xb17),
+            cases: 256,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Whatever the counts (forged snapshots included), the estimate is a number of flows
+        /// between 0 and the untracked packets.
+        #[test]
+        fn estimate_within_the_untracked_packets(
+            n in 0.0f64..1e9,
+            v in 1u64..1u64 << 50,
+            lo_share in 0.0f64..1.0,
+            normal in 1u64..1u64 << 50,
+            fast in 1u64..1u64 << 50,
+            tracked in 0usize..300,
+        ) {
+            let lo = (v as f64 * lo_share) as u64;
+            let flows = (0..tracked)
+                .map(|i| crate::Tracked {
+                    key: FlowKey::from_u32(i as u32),
+                    lo: if i == 0 { lo } else { 0 },
+                    hi: lo,
+                })
+                .collect();
+            let s = Summary {
+                flows,
+                v,
+                e: 0,
+                paths: crate::PathCounts {
+                    normal_packets: normal,
+                    fast_packets: fast,
+                    ..Default::default()
+                },
+            };
+            let d = missing_flows(n, &s).unwrap();
+            let u = (v - lo) as f64 * fast as f64 / v as f64;
+            proptest::prop_assert!(d.is_finite() && d >= 0.0 && d <= u + 1e-6 * u.max(1.0), "{d} {u}");
+        }
+    }
+
     /// Without the epoch's packet counts the share is unknown: no estimate.
     #[test]
     fn no_share_no_estimate() {
