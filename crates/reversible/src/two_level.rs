@@ -446,6 +446,47 @@ impl TwoLevel {
         Detection::sorted(flows, rev.truncated)
     }
 
+    /// Every written bucket's bitmaps, the Count-Min part's then the reversible part's, in a
+    /// fixed order, for restoring the peers a fast path took (`visor::bitmap`): `f(part, row,
+    /// bitmap)` with `part` 0 for the Count-Min and 1 for the reversible sketch, `row` the
+    /// bucket's row, `bitmap` one bitmap's words. `f` may set bits; bits it clears are set back
+    /// and bits past `bitmap_bits` cleared, so the structure only gains peers within its shape
+    /// (a bucket's host set, the memo, is unchanged: restoring adds peers, not hosts).
+    pub fn grow_bitmaps(&mut self, mut f: impl FnMut(usize, usize, &mut [u64])) {
+        let (bw, words) = (self.bucket_words(), self.words);
+        let tail = self.cfg.bitmap_bits % 64;
+        let last_mask = if tail == 0 {
+            u64::MAX
+        } else {
+            (1u64 << tail) - 1
+        };
+        let parts = [
+            (&mut self.cm, &self.cm_dirty, self.cfg.cm_width),
+            (&mut self.rev, &self.rev_dirty, self.cfg.rev_width),
+        ];
+        let mut before: Vec<u64> = Vec::with_capacity(words);
+        for (part, (arr, dirty, width)) in parts.into_iter().enumerate() {
+            let written: Vec<usize> = dirty.items(bw).collect();
+            for j in written {
+                for k in 0..self.cfg.bitmaps {
+                    let from = j * bw + k * words;
+                    let Some(bitmap) = arr.get_mut(from..from + words) else {
+                        continue;
+                    };
+                    before.clear();
+                    before.extend_from_slice(bitmap);
+                    f(part, j / width.max(1), bitmap);
+                    for (w, b) in bitmap.iter_mut().zip(&before) {
+                        *w |= b;
+                    }
+                    if let Some(w) = bitmap.last_mut() {
+                        *w &= last_mask;
+                    }
+                }
+            }
+        }
+    }
+
     fn compatible(&self, o: &TwoLevel) -> bool {
         self.cfg == o.cfg && self.side == o.side && self.key_len == o.key_len && self.seed == o.seed
     }
@@ -657,6 +698,34 @@ mod tests {
             out.swap(i, j);
         }
         (out, planted)
+    }
+
+    /// `grow_bitmaps` visits the written buckets only, and its closure can neither clear a bit
+    /// nor set one past `bitmap_bits` (250 in a 4-word bitmap): the estimates only grow.
+    #[test]
+    fn grow_bitmaps_only_adds_peers_within_the_shape() {
+        let mut s = TwoLevel::new(TwoLevelConfig::default(), &ctx(3, Side::Src)).unwrap();
+        let (st, planted) = stream(Side::Src, 3);
+        feed(&mut s, &st);
+        let before: Vec<f64> = planted.iter().map(|h| s.estimate(h)).collect();
+        let mut visited = 0usize;
+        s.grow_bitmaps(|_, _, bm| {
+            visited += 1;
+            bm[0] = 0;
+            bm[bm.len() - 1] = u64::MAX;
+        });
+        let (c, words) = (s.config().clone(), s.words);
+        assert!(
+            visited > 0
+                && visited < (c.cm_rows * c.cm_width + c.rev_rows * c.rev_width) * c.bitmaps
+        );
+        for (h, b) in planted.iter().zip(&before) {
+            assert!(s.estimate(h) >= *b, "{h}: {} < {b}", s.estimate(h));
+        }
+        let tail = c.bitmap_bits % 64;
+        for bm in s.cm.chunks(words) {
+            assert_eq!(bm[words - 1] >> tail, 0, "bits past bitmap_bits set");
+        }
     }
 
     fn feed(s: &mut TwoLevel, st: &[(FlowKey, u64)]) {

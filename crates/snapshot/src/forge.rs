@@ -435,7 +435,12 @@ pub fn body_sample() -> Result<BodySample, String> {
             instances: vec![cm.instance(cm_state), mrac.instance(mrac_state)],
             fast: vec![crate::FastPart {
                 kind: "src".into(),
-                summary: Some(visor::Summary { flows, v, e: 9 }),
+                summary: Some(visor::Summary {
+                    flows,
+                    v,
+                    e: 9,
+                    paths: Default::default(),
+                }),
                 paths: visor::PathCounts {
                     normal_packets: 4_000,
                     normal_bytes: 240_000,

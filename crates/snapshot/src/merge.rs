@@ -97,7 +97,12 @@ pub fn merge_epoch(
                 sums.extend(p.summary.as_ref());
             }
         }
-        let summary = (!sums.is_empty()).then(|| Summary::merge(sums));
+        // The merged counts ride with the summary (a snapshot stores them beside it): the
+        // bitmap sketches' restoring reads the pooled fast share from them.
+        let summary = (!sums.is_empty()).then(|| Summary {
+            paths,
+            ..Summary::merge(sums)
+        });
         fast.push(FastPart {
             kind: kind.clone(),
             summary,

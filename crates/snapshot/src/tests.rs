@@ -334,7 +334,14 @@ fn recoveries_put_the_fast_path_back() {
         }],
         v: 20,
         e: 5,
+        paths: Default::default(),
     });
+    a.fast[0].paths = visor::PathCounts {
+        normal_packets: 70,
+        normal_bytes: 7000,
+        fast_packets: 20,
+        fast_bytes: 2000,
+    };
     let f = PathBuf::from("a");
     let lo = merge_epoch(&[&f], &[&a], visor::Method::Lower).unwrap();
     assert_eq!(lo.states[0].flow_size(&k), Some(before + 10));
@@ -342,6 +349,11 @@ fn recoveries_put_the_fast_path_back() {
     assert_eq!(hi.states[0].flow_size(&k), Some(before + 15));
     let none = merge_epoch(&[&f], &[&a], visor::Method::None).unwrap();
     assert_eq!(none.states[0].flow_size(&k), Some(before));
+    // The merged summary carries the merged path counts (the bitmap sketches' fast share;
+    // not part of the summary's stored form).
+    let merged = &none.fast[0];
+    assert_eq!(merged.paths.fast_packets, 20);
+    assert_eq!(merged.summary.as_ref().map(|s| s.paths), Some(merged.paths));
     // SketchVisor's recovery: x within its bounds, at most V of the fast path's weight added.
     let sv = merge_epoch(&[&f], &[&a], visor::Method::Sketchvisor).unwrap();
     let got = sv.states[0].flow_size(&k).unwrap();
@@ -581,6 +593,7 @@ fn validate_refuses_forged_sizes_and_budgets() {
         }],
         v: 10,
         e: 0,
+        paths: Default::default(),
     });
     let e = validate(&s, None).unwrap_err();
     assert!(e.starts_with("fast[0] (src) summary: flows:"), "{e}");

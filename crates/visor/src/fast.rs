@@ -109,6 +109,13 @@ pub struct Summary {
     /// Sum of the decrements: an upper bound on the fast-path weight of any untracked flow (on
     /// one host; for a merge, on the sum over the hosts that do not track it).
     pub e: u64,
+    /// The epoch's packets (and bytes) per path, set beside the summary by whoever routed them
+    /// ([`crate::DataPlane::end_epoch`]; a snapshot's merge from its parts' counts): the fast
+    /// share that the distinct-count sketches' restoring needs ([`crate::bitmap`]), as they have
+    /// no mass of their own to measure it. Not serialized (a snapshot stores the counts beside
+    /// the summary, so its format is unchanged); all zero when unknown.
+    #[serde(skip)]
+    pub paths: crate::PathCounts,
 }
 
 impl Summary {
@@ -119,11 +126,13 @@ impl Summary {
     pub fn merge<'a>(parts: impl IntoIterator<Item = &'a Summary>) -> Summary {
         let mut m: KeyMap<(u64, u64)> = KeyMap::default();
         let (mut v, mut e) = (0u64, 0u64);
+        let mut paths = crate::PathCounts::default();
         // Saturating: the parts may come from snapshots not yet checked (`Summary::check`), and
         // a sum past u64 is no less wrong clamped than wrapped, but does not panic.
         for p in parts {
             v = v.saturating_add(p.v);
             e = e.saturating_add(p.e);
+            paths.add_counts(&p.paths);
             for t in &p.flows {
                 let s = m.entry(t.key).or_insert((0, 0));
                 s.0 = s.0.saturating_add(t.lo);
@@ -135,7 +144,7 @@ impl Summary {
             .map(|(key, (lo, hi))| Tracked { key, lo, hi })
             .collect();
         flows.sort_unstable_by_key(|t| t.key);
-        Summary { flows, v, e }
+        Summary { flows, v, e, paths }
     }
 
     /// The bounds of `key`, if tracked.
@@ -360,6 +369,7 @@ impl FastTable for MgFastPath {
             flows,
             v: self.v,
             e: self.d,
+            paths: Default::default(),
         }
     }
     fn total(&self) -> u64 {
@@ -552,6 +562,7 @@ pub(crate) mod reference {
                 flows,
                 v: self.v,
                 e: self.e,
+                paths: Default::default(),
             }
         }
         fn total(&self) -> u64 {
@@ -760,6 +771,7 @@ mod tests {
             ],
             v: 10,
             e: 2,
+            paths: Default::default(),
         };
         let b = Summary {
             flows: vec![Tracked {
@@ -769,6 +781,7 @@ mod tests {
             }],
             v: 4,
             e: 0,
+            paths: Default::default(),
         };
         let m = Summary::merge([&a, &b]);
         assert_eq!((m.v, m.e), (14, 2));

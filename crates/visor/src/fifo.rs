@@ -49,6 +49,15 @@ impl PathCounts {
     pub fn bytes(&self) -> u64 {
         self.normal_bytes + self.fast_bytes
     }
+    /// Add `o`'s counts (hosts' or epochs' parts; saturating: the parts may come from snapshots
+    /// not yet checked).
+    pub fn add_counts(&mut self, o: &PathCounts) {
+        self.normal_packets = self.normal_packets.saturating_add(o.normal_packets);
+        self.normal_bytes = self.normal_bytes.saturating_add(o.normal_bytes);
+        self.fast_packets = self.fast_packets.saturating_add(o.fast_packets);
+        self.fast_bytes = self.fast_bytes.saturating_add(o.fast_bytes);
+    }
+
     /// Share of packets that took the fast path (0 when none was offered).
     pub fn fast_share(&self) -> f64 {
         match self.packets() {

@@ -14,6 +14,9 @@
 //!   ([`linear`]: Count-Min, MRAC, RevSketch, FlowRadar's PacketCount, Deltoid, UnivMon's signed
 //!   levels), and [`recovered`], the state every task is answered from (written back for those
 //!   sketches, refused for the others).
+//! - [`bitmap`]: the distinct-count sketches' restoring (FM, kMin, Linear Counting, HyperLogLog, TwoLevel): the
+//!   flows the normal path missed, counted under the uniform-overflow prior and fed back as
+//!   synthetic distinct keys.
 //!
 //! Invariants: every packet offered to the FIFO model takes exactly one path and is counted on
 //! it; the fast path never loses weight from `V`; Lemma 4.1's bounds hold for every tracked flow
@@ -23,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bitmap;
 pub mod fast;
 pub mod fifo;
 mod index;

@@ -134,7 +134,11 @@ impl DataPlane {
             .fast
             .iter_mut()
             .map(|t| {
-                let s = (t.summary(), t.stats());
+                // The counts ride with each summary: the bitmap sketches' restoring reads the
+                // fast share from them (`crate::bitmap`).
+                let mut summary = t.summary();
+                summary.paths = paths;
+                let s = (summary, t.stats());
                 t.reset();
                 s
             })
@@ -193,6 +197,8 @@ mod tests {
             assert_eq!(s.v, 60);
             assert_eq!(st.packets, 1);
             assert_eq!(s.get(k).map(|t| (t.lo, t.hi)), Some((60, 60)));
+            // The counts ride with the summary (the bitmap sketches' fast share).
+            assert_eq!(s.paths, e.paths);
         }
         let e2 = d.end_epoch();
         assert_eq!(e2.paths.packets(), 0);

@@ -109,12 +109,13 @@ impl Method {
     /// Why this method cannot recover the algorithm named `algo` (its catalog name), if it
     /// cannot: a run or merge refuses it at start-up with this reason, and
     /// [`crate::recovered`] returns it as [`RecoverError::Refused`]. `sketchvisor` and
-    /// `proportional` need a sketch whose recovered counters are written back (one list,
-    /// `restore::WRITES_BACK`); `none`, `lower` and `upper` apply to every algorithm.
+    /// `proportional` need a sketch whose recovered counters are written back or whose bits are
+    /// restored (`restore::WRITES_BACK`, `bitmap::RESTORES`); `none`, `lower` and `upper` apply
+    /// to every algorithm.
     pub fn refusal(self, algo: &str) -> Option<String> {
         match self {
             Method::Sketchvisor | Method::Proportional
-                if !crate::restore::WRITES_BACK.contains(&algo) =>
+                if !crate::restore::recovers(&algo) =>
             {
                 Some(crate::restore::refusal_reason(self, algo))
             }
@@ -998,6 +999,7 @@ mod tests {
             flows: vec![],
             v: 300,
             e: 10,
+            paths: Default::default(),
         };
         let r = recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
         assert!(r.converged);
@@ -1033,6 +1035,7 @@ mod tests {
             flows,
             v: 400,
             e: 7,
+            paths: Default::default(),
         };
         let r = recover(&n, &sum, Method::Sketchvisor, &Options::default()).unwrap();
         for (x, t) in r.x.iter().zip(&sum.flows) {

@@ -30,9 +30,9 @@
 //!   counts (and so in the other flows' shares of a cell), its key nowhere;
 //! - MRAC: the recovered counters (its size distribution).
 //!
-//! Bitmap sketches (FM, kMin, Linear Counting, TwoLevel's bitmaps) are restored by another
-//! module (the paper's non-zero counters, section 4.2): its names join [`WRITES_BACK`] and its
-//! call goes before the refusal in [`recovered`] (the hook marked there).
+//! Bitmap and distinct-count sketches (FM, kMin, Linear Counting, HyperLogLog, TwoLevel's
+//! bitmaps) are restored by [`crate::bitmap`] (the paper's non-zero counters, section 4.2),
+//! called before the refusal in [`recovered`].
 
 use algo::Algorithm;
 use key::FlowKey;
@@ -85,8 +85,10 @@ pub fn recovered(
                 solve(s, summary, method)?
             } else if let Some(s) = algo::downcast::<reversible::Deltoid>(normal) {
                 solve(s, summary, method)?
+            } else if let Some(r) = crate::bitmap::restore(normal, summary, method) {
+                // FM, kMin, Linear Counting, HyperLogLog, TwoLevel: non-zero counters restored.
+                r?
             } else {
-                // Hook: the bitmap sketches' restoring goes here, before the refusal.
                 return Err(RecoverError::Refused {
                     method: method.name(),
                     algo: normal.name(),
@@ -97,14 +99,22 @@ pub fn recovered(
     })
 }
 
+/// Whether `sketchvisor` / `proportional` recover `algo`: its counters written back here, or its
+/// bits restored by [`crate::bitmap`].
+pub(crate) fn recovers(algo: &str) -> bool {
+    WRITES_BACK.contains(&algo) || crate::bitmap::RESTORES.contains(&algo)
+}
+
 /// Why `sketchvisor` / `proportional` cannot recover `algo`, an algorithm outside
-/// [`WRITES_BACK`].
+/// [`WRITES_BACK`] and [`crate::bitmap::RESTORES`].
 pub(crate) fn refusal_reason(method: Method, algo: &str) -> String {
     format!(
-        "recovery {} needs a sketch whose recovered counters are written back ({}), and {algo} \
-         is none of them; `lower` or `upper` recover any algorithm",
+        "recovery {} needs a sketch whose recovered counters are written back ({}) or whose \
+         bits are restored ({}), and {algo} is none of them; `lower` or `upper` recover any \
+         algorithm",
         method.name(),
-        WRITES_BACK.join(", ")
+        WRITES_BACK.join(", "),
+        crate::bitmap::RESTORES.join(", ")
     )
 }
 

@@ -660,6 +660,7 @@ impl<S: Slot> Core<S> {
             flows,
             v: self.v,
             e: self.big_e,
+            paths: Default::default(),
         }
     }
 

@@ -195,6 +195,7 @@ fn proportional_is_refused_for_other_sketches() {
         flows: vec![],
         v: 10,
         e: 0,
+        paths: Default::default(),
     };
     match recovered(ss.as_ref(), &summary, Method::Proportional) {
         Err(e @ RecoverError::Refused { .. }) => {
