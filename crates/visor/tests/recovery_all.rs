@@ -284,6 +284,7 @@ fn a_refused_method_errors_with_its_reason() {
         flows: vec![],
         v: 10,
         e: 0,
+        paths: Default::default(),
     };
     for m in [Method::Sketchvisor, Method::Proportional] {
         let why = m.refusal("space_saving").unwrap();
