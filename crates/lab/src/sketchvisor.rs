@@ -429,7 +429,15 @@ fn overload(
     Ok(Overload {
         normal: merged,
         ideal,
-        summary: Summary::merge(&parts),
+        // The epoch's path counts beside the summary, as the data plane and the snapshot merge
+        // give them (the distinct-count sketches' restoring reads the fast share from them).
+        summary: {
+            let mut s = Summary::merge(&parts);
+            for f in &fifos {
+                s.paths.add_counts(&f.counts());
+            }
+            s
+        },
         truth: m.truth(pkts),
         packets,
         fast_packets,
