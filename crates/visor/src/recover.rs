@@ -114,7 +114,7 @@ impl Method {
     /// to every algorithm.
     pub fn refusal(self, algo: &str) -> Option<String> {
         match self {
-            Method::Sketchvisor | Method::Proportional if !crate::restore::recovers(&algo) => {
+            Method::Sketchvisor | Method::Proportional if !crate::restore::recovers(algo) => {
                 Some(crate::restore::refusal_reason(self, algo))
             }
             _ => None,
