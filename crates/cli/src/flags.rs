@@ -160,7 +160,7 @@ pub fn host_id(s: &str) -> Result<String, String> {
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum RecoverArg {
     Sketchvisor,
-    /// The uniform-overflow prior when the epoch fits it, else sketchvisor (Count-Min, MRAC).
+    /// The uniform-overflow prior when the epoch fits it, else sketchvisor.
     Proportional,
     Lower,
     Upper,

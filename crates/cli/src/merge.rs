@@ -18,8 +18,9 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "SNAPSHOT")]
     snapshots: Vec<PathBuf>,
     /// How the fast path's part is recovered where one carried traffic: SketchVisor's
-    /// compressive sensing, the uniform-overflow prior (`proportional`: when the epoch fits it,
-    /// Count-Min and MRAC only), each tracked flow's lower or upper bound added, or none.
+    /// compressive sensing, the uniform-overflow prior (`proportional`, when the epoch fits it;
+    /// both for the sketches `run --help` lists under `--recover`), each tracked flow's lower or
+    /// upper bound added, or none.
     /// Without a fast-path part every method is the plain merge.
     #[arg(long, value_enum, default_value_t = RecoverArg::Sketchvisor)]
     recover: RecoverArg,

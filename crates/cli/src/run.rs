@@ -157,10 +157,12 @@ pub struct RunArgs {
     /// `--fast-path sketchvisor` unless another is given.
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) normal_capacity: Option<f64>,
-    /// How a run with a fast path answers from both paths: sketchvisor (compressive sensing for
-    /// Count-Min and MRAC, LowerRecovery for the others), proportional (the uniform-overflow
-    /// prior when the epoch's data fits it, else sketchvisor; Count-Min and MRAC only, refused
-    /// for the others), lower, upper, or none (the normal path alone).
+    /// How a run with a fast path answers from both paths: sketchvisor (compressive sensing,
+    /// written back into Count-Min, MRAC, RevSketch, FlowRadar, UnivMon and Deltoid; FM, kMin,
+    /// Linear Counting, HyperLogLog and TwoLevel restored), proportional (the uniform-overflow
+    /// prior when the epoch's data fits it, else sketchvisor; the same sketches), lower, upper,
+    /// or none (the normal path alone). Both sketchvisor and proportional are refused at
+    /// start-up, with the reason, for any other algorithm.
     #[arg(long)]
     pub(crate) recover: Option<RecoverArg>,
     /// Write the report as one JSON document at the end (it keeps every epoch until then).
