@@ -104,9 +104,7 @@ pub(crate) fn plan(
     }
     let threshold = match (t >= 1.0, cfg.epoch(), cfg.weight) {
         (true, _, _) => t.ceil() as u64,
-        (false, Ok(EpochSpec::Packets(n)), Weight::Packets) => {
-            crate::evaluate::resolve(t, n as f64)
-        }
+        (false, Ok(EpochSpec::Packets(n)), Weight::Packets) => crate::config::resolve(t, n as f64),
         _ => {
             return Err(refuse(format!(
                 "--instant needs the threshold before the epoch ends: a fraction ({t}) of the \

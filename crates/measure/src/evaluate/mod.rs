@@ -12,22 +12,13 @@ use algo::{Algorithm, Change, Task};
 use key::{FlowKey, KeyKind, KeyMap, KeySet};
 use truth::{EpochTruth, Ewma, Host, Weight};
 
-use crate::config::{MeasureSpec, RunConfig};
+use crate::config::{resolve, MeasureSpec, RunConfig};
 use crate::metrics::{are_of, mrd, rel_err, set_accuracy, Accuracy};
 use crate::report::{Answer, Exact, Listed, TaskResult};
 
 // The defaults are configuration (a measure's `threshold` and `k` when none is given): they
 // live in `config`, below the report that lists them.
 pub use crate::config::{DEFAULT_HC, DEFAULT_HH, DEFAULT_K, DEFAULT_SPREAD};
-
-/// Resolve a threshold that is a fraction (< 1) of `base` or an absolute value (>= 1).
-pub(crate) fn resolve(t: f64, base: f64) -> u64 {
-    if t < 1.0 {
-        (t * base).ceil().max(1.0) as u64
-    } else {
-        t.ceil() as u64
-    }
-}
 
 /// The warning of a task whose fractional threshold resolved so low on this epoch that every
 /// flow qualifies (issue 34: the default 0.05% of a short epoch is one packet): the answer is then

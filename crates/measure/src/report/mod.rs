@@ -440,7 +440,7 @@ impl ThresholdRule {
                 algorithm: m.algorithm.clone(),
                 value,
                 of: (value < 1.0).then_some(of),
-                resolved: nic.map(|b| crate::evaluate::resolve(value, b)),
+                resolved: nic.map(|b| crate::config::resolve(value, b)),
                 default: m.threshold.is_none(),
             });
         }
